@@ -1,0 +1,340 @@
+//! The dispatcher: one thread that follows the history ring and fans each
+//! change out to the watchers that may see it.
+//!
+//! # Synchronization
+//!
+//! The dispatcher is the single producer of every watcher queue and the only
+//! writer of the routing table. Per batch of up to [`BATCH`] changes it:
+//!
+//! 1. loads the routes once (`ArcSwap`, no lock) and, for each change, asks
+//!    them for the candidates, evaluates each candidate's filter on the
+//!    current and previous object, and pushes a handle (position and
+//!    verdict) into its queue: a wait-free push;
+//! 2. issues one `SeqCst` fence and wakes only the touched watchers that are
+//!    parked (see `watcher.rs`): one wake per watcher per batch at most,
+//!    and none for a watcher that is busy draining;
+//! 3. publishes its cursor (`dispatched`, `Release`), which lets the writer
+//!    reuse ring slots below it.
+//!
+//! Registration happens between batches: a watcher becomes live at the
+//! cursor (`live_from`); the watcher replays anything older from the ring by
+//! itself, so the dispatcher never does per-watcher catch-up work.
+//!
+//! ## Full queues
+//!
+//! Here a full queue makes the dispatcher wait for that consumer (parking,
+//! not spinning), as the reference's blocking `add` does without its timer.
+//! The wait ends as soon as the consumer pops, ends or the engine stops.
+//! The time budget of the reference (ending watchers that stay full) and
+//! Herald's park-and-resume policy plug in at [`Dispatcher::push`].
+
+use std::sync::Arc;
+use std::sync::atomic::{Ordering, fence};
+use std::time::{Duration, Instant};
+
+use crate::engine::Shared;
+use crate::event::TooLargeResourceVersion;
+use crate::index::Routes;
+use crate::ring::{ReadCursor, RecordKind};
+use crate::stats::Counters;
+use crate::watcher::WatcherShared;
+use crate::{EndReason, ResourceVersion};
+
+/// Changes per batch: bounds the latency of registrations and of the
+/// dispatcher's cursor publication while amortising the wake-up fence.
+const BATCH: u64 = 256;
+
+pub(crate) fn run(shared: Arc<Shared>) {
+    let routes = Routes::new(shared.index_fields.clone());
+    let read = shared.ring.cursor();
+    let mut d = Dispatcher {
+        routes,
+        read,
+        cursor: 0,
+        generation: 0,
+        pending: Vec::new(),
+        touched: Vec::new(),
+        batch_no: 0,
+        last_tick: Instant::now(),
+        shared,
+    };
+    d.run();
+}
+
+struct Dispatcher {
+    shared: Arc<Shared>,
+    /// The master copy of the routes; published to `shared.routes`.
+    routes: Routes,
+    read: ReadCursor,
+    /// Positions below this have been fanned out.
+    cursor: u64,
+    /// The generation of the records up to the cursor (0: not listed yet).
+    generation: u64,
+    /// Watches waiting for the first list or a future resource version.
+    pending: Vec<Arc<WatcherShared>>,
+    /// Watchers pushed to in this batch, to wake.
+    touched: Vec<Arc<WatcherShared>>,
+    batch_no: u64,
+    last_tick: Instant,
+}
+
+impl Dispatcher {
+    fn run(&mut self) {
+        loop {
+            if self.shared.is_stopping() {
+                self.shutdown();
+                return;
+            }
+            // Acquire: pairs with the Release in `watch`/`unregister`; the
+            // lists themselves are read under the control lock.
+            if self.shared.control_pending.swap(false, Ordering::Acquire) {
+                self.apply_control();
+            }
+            if !self.pending.is_empty() {
+                self.activate_pending();
+            }
+            let head = self.shared.ring.head();
+            if self.cursor < head {
+                self.dispatch_batch(head.min(self.cursor + BATCH));
+                continue;
+            }
+            let now = Instant::now();
+            if now.duration_since(self.last_tick) >= self.shared.config.tick {
+                self.maintain(now);
+            }
+            // The park token makes this race-free: a writer's `unpark` after
+            // the checks above makes `park_timeout` return at once.
+            std::thread::park_timeout(self.sleep_for(now));
+        }
+    }
+
+    fn sleep_for(&self, now: Instant) -> Duration {
+        let mut d = self.shared.config.tick;
+        let timeout = self.shared.config.too_large_timeout;
+        for w in &self.pending {
+            if w.start.wait_for() > ResourceVersion::ZERO {
+                let due = w.created + timeout;
+                d = d.min(due.saturating_duration_since(now));
+            }
+        }
+        d.max(Duration::from_micros(100))
+    }
+
+    fn apply_control(&mut self) {
+        let (register, unregister) = {
+            let mut c = self.shared.lock_control();
+            (
+                std::mem::take(&mut c.register),
+                std::mem::take(&mut c.unregister),
+            )
+        };
+        self.pending.extend(register);
+        let mut changed = false;
+        for w in unregister {
+            changed |= self.routes.remove(&w);
+            self.pending.retain(|p| p.id != w.id);
+        }
+        if changed {
+            self.publish_routes();
+        }
+        self.update_gauges();
+    }
+
+    fn activate_pending(&mut self) {
+        if self.generation == 0 {
+            return; // Not listed yet: everyone waits.
+        }
+        let now = Instant::now();
+        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        let timeout = self.shared.config.too_large_timeout;
+        let counters = &self.shared.counters;
+        let mut activated = false;
+        let mut i = 0;
+        while i < self.pending.len() {
+            let w = &self.pending[i];
+            let keep = 'decide: {
+                if w.is_ended() {
+                    break 'decide false;
+                }
+                let generation = match w.generation {
+                    None => self.generation,
+                    Some(g) if g < self.generation => {
+                        w.end(EndReason::Relisted, counters);
+                        break 'decide false;
+                    }
+                    // Begun after a re-list the dispatcher has not reached.
+                    Some(g) if g > self.generation => break 'decide true,
+                    Some(g) => g,
+                };
+                let need = w.start.wait_for();
+                if need > current {
+                    if now.saturating_duration_since(w.created) >= timeout {
+                        let err = TooLargeResourceVersion::new(need, current);
+                        w.end(EndReason::TooLargeResourceVersion(err), counters);
+                        break 'decide false;
+                    }
+                    break 'decide true;
+                }
+                w.activate(self.cursor, generation);
+                self.routes.insert(w.clone());
+                activated = true;
+                false
+            };
+            if keep {
+                i += 1;
+            } else {
+                self.pending.swap_remove(i);
+            }
+        }
+        if activated {
+            self.publish_routes();
+        }
+        self.update_gauges();
+    }
+
+    fn publish_routes(&self) {
+        self.shared.routes.store(Arc::new(self.routes.clone()));
+    }
+
+    fn update_gauges(&self) {
+        let c = &self.shared.counters;
+        Counters::set(&c.watchers_pending, self.pending.len() as u64);
+        Counters::set(&c.watchers_active, self.routes.len() as u64);
+    }
+
+    fn dispatch_batch(&mut self, end: u64) {
+        self.batch_no += 1;
+        let start = self.cursor;
+        let mut routes = self.shared.routes.load_full();
+        let mut deliveries = 0u64;
+        for pos in self.cursor..end {
+            let Ok(rec) = self.shared.ring.read(&mut self.read, pos) else {
+                // The writer never reuses an undispatched slot (it is gated
+                // on `dispatched`), so this cannot happen.
+                debug_assert!(false, "undispatched record {pos} was overwritten");
+                continue;
+            };
+            match rec.kind {
+                RecordKind::Relist => {
+                    self.cursor = pos + 1;
+                    self.relist(rec.generation);
+                    routes = self.shared.routes.load_full();
+                }
+                RecordKind::Change(kind) => {
+                    let Some(object) = rec.object.as_ref() else {
+                        continue;
+                    };
+                    let prev = rec.prev.as_ref();
+                    let handle_pos = pos << 2;
+                    routes.for_each_candidate(object, prev, |w| {
+                        if w.is_ended() {
+                            return;
+                        }
+                        if let Some(v) = w.filter.verdict(kind, object, prev) {
+                            deliveries += 1;
+                            self.push(w, handle_pos | v as u64);
+                        }
+                    });
+                }
+            }
+        }
+        self.cursor = end;
+        self.flush_wakes();
+        // Release: the writer may reuse slots below `end` only after we are
+        // done reading them.
+        self.shared.dispatched.store(end, Ordering::Release);
+        self.shared.wake_writer_if_waiting();
+        let c = &self.shared.counters;
+        Counters::add(&c.deliveries, deliveries);
+        Counters::add(&c.changes_dispatched, end - start);
+    }
+
+    /// Enqueues `handle` for `w`. A full queue waits for the consumer.
+    fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
+        if w.queue.push(handle).is_err() {
+            if !self.wait_and_push(w, handle) {
+                return;
+            }
+        }
+        if w.touched.load(Ordering::Relaxed) != self.batch_no {
+            w.touched.store(self.batch_no, Ordering::Relaxed);
+            self.touched.push(w.clone());
+        }
+    }
+
+    fn wait_and_push(&mut self, w: &Arc<WatcherShared>, handle: u64) -> bool {
+        Counters::add(&self.shared.counters.dispatcher_full_waits, 1);
+        // Everyone touched so far should run while we wait.
+        self.flush_wakes();
+        let mut backoff = Duration::from_micros(20);
+        loop {
+            w.set_producer_waiting();
+            w.wake();
+            if w.queue.push(handle).is_ok() {
+                return true;
+            }
+            if w.is_ended() || self.shared.is_stopping() {
+                return false;
+            }
+            std::thread::park_timeout(backoff);
+            backoff = (backoff * 2).min(Duration::from_millis(1));
+        }
+    }
+
+    fn flush_wakes(&mut self) {
+        if self.touched.is_empty() {
+            return;
+        }
+        // SeqCst fence: orders the pushes before the `parked` loads; pairs
+        // with the consumer's fence in `prepare_park`.
+        fence(Ordering::SeqCst);
+        for w in self.touched.drain(..) {
+            w.wake_if_parked();
+        }
+    }
+
+    /// A re-list marker: every live watcher ends with `Relisted`.
+    fn relist(&mut self, generation: u64) {
+        self.flush_wakes();
+        let counters = &self.shared.counters;
+        for w in self.routes.iter() {
+            w.end(EndReason::Relisted, counters);
+        }
+        self.routes = Routes::new(self.shared.index_fields.clone());
+        self.publish_routes();
+        self.generation = generation;
+        self.update_gauges();
+    }
+
+    fn maintain(&mut self, now: Instant) {
+        self.last_tick = now;
+        if let Ok(mut st) = self.shared.state.try_lock() {
+            if st.ring.shrink_if_idle(now, self.cursor).is_some() {
+                let c = &self.shared.counters;
+                Counters::add(&c.ring_shrinks, 1);
+                Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
+                Counters::set(&c.ring_len, st.ring.len() as u64);
+            }
+        }
+    }
+
+    fn shutdown(&mut self) {
+        let (register, unregister) = {
+            let mut c = self.shared.lock_control();
+            c.closed = true;
+            (
+                std::mem::take(&mut c.register),
+                std::mem::take(&mut c.unregister),
+            )
+        };
+        drop(unregister);
+        let counters = &self.shared.counters;
+        for w in self.routes.iter().chain(&self.pending).chain(&register) {
+            w.end(EndReason::EngineStopped, counters);
+        }
+        self.pending.clear();
+        self.routes = Routes::new(self.shared.index_fields.clone());
+        self.publish_routes();
+        self.update_gauges();
+    }
+}

@@ -1,0 +1,721 @@
+//! The engine: configuration, lifecycle, the writer handle and watch
+//! creation.
+//!
+//! # Synchronization
+//!
+//! - The writer's state (the store, the ring's bookkeeping, the current
+//!   resource version and generation) lives in one `Mutex`, held for O(1) or
+//!   O(log n) work per change. Besides the writer, only watches resolving
+//!   their start (a snapshot clone or a binary search) and the dispatcher's
+//!   maintenance tick (with `try_lock`) take it. Replays and live delivery
+//!   never do.
+//! - The writer waits only for the dispatcher, and only when the ring is at
+//!   its upper bound and the slot it needs holds an undispatched change; it
+//!   waits without holding the lock.
+//! - Registrations and removals reach the dispatcher through a small
+//!   mutex-protected queue (they are rare next to changes), with a flag the
+//!   dispatcher polls once per batch.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use crossbeam_utils::CachePadded;
+
+use crate::dispatch;
+use crate::error::{ConfigError, WatchError, WriteError};
+use crate::event::{Change, ChangeKind, Gone};
+use crate::filter::Filter;
+use crate::index::Routes;
+use crate::ring::{Gated, RecordKind, Resize, Ring, RingWriter, Sizing};
+use crate::stats::{Counters, Stats};
+use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared};
+use crate::{Object, ResourceVersion};
+
+/// Engine settings. The defaults are the reference's constants.
+///
+/// ```
+/// use std::time::Duration;
+/// use herald::Config;
+/// let config = Config::default()
+///     .index("spec.nodeName")
+///     .history_bounds(100, 102_400)
+///     .history_window(Duration::from_secs(75))
+///     .too_large_timeout(Duration::from_secs(3));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub(crate) history_lower: usize,
+    pub(crate) history_upper: usize,
+    pub(crate) history_window: Duration,
+    pub(crate) history_max_bytes: Option<usize>,
+    pub(crate) indexes: Vec<String>,
+    pub(crate) too_large_timeout: Duration,
+    pub(crate) tick: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            // seeds: watch_cache.go defaultLowerBoundCapacity, defaultUpperBoundCapacity
+            history_lower: 100,
+            history_upper: 100 * 1024,
+            // seeds: watch_cache.go eventFreshDuration
+            history_window: Duration::from_secs(75),
+            history_max_bytes: None,
+            indexes: Vec::new(),
+            // seeds: cacher.go blockTimeout (waitUntilFreshAndBlock)
+            too_large_timeout: Duration::from_secs(3),
+            tick: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Config {
+    /// Adds a trigger index on a field (e.g. `spec.nodeName`). Watches whose
+    /// field selector requires an exact value of it are routed by that value.
+    pub fn index(mut self, field: &str) -> Self {
+        self.indexes.push(field.to_owned());
+        self
+    }
+
+    /// The history ring's capacity bounds, in changes (reference 100 and
+    /// 102,400). The ring starts at `lower`.
+    pub fn history_bounds(mut self, lower: usize, upper: usize) -> Self {
+        self.history_lower = lower;
+        self.history_upper = upper;
+        self
+    }
+
+    /// The history window (reference 75 s): the ring doubles while all it
+    /// holds is younger, halves when even its newest quarter is older.
+    pub fn history_window(mut self, window: Duration) -> Self {
+        self.history_window = window;
+        self
+    }
+
+    /// Bounds the history by the approximate bytes of the objects it holds:
+    /// the oldest changes are evicted to stay under it.
+    pub fn history_max_bytes(mut self, bytes: usize) -> Self {
+        self.history_max_bytes = Some(bytes);
+        self
+    }
+
+    /// How long a watch from a future resource version waits for the cache
+    /// before ending with `TooLargeResourceVersion` (reference 3 s).
+    pub fn too_large_timeout(mut self, timeout: Duration) -> Self {
+        self.too_large_timeout = timeout;
+        self
+    }
+
+    /// How often the dispatcher runs maintenance (idle shrinking, gauges)
+    /// when no change arrives (default 1 s).
+    pub fn maintenance_tick(mut self, tick: Duration) -> Self {
+        self.tick = tick;
+        self
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.history_lower == 0 || self.history_lower > self.history_upper {
+            return Err(ConfigError::HistoryBounds {
+                lower: self.history_lower,
+                upper: self.history_upper,
+            });
+        }
+        for (d, what) in [
+            (self.history_window, "history_window"),
+            (self.too_large_timeout, "too_large_timeout"),
+            (self.tick, "maintenance_tick"),
+        ] {
+            if d.is_zero() {
+                return Err(ConfigError::ZeroDuration(what));
+            }
+        }
+        for (i, f) in self.indexes.iter().enumerate() {
+            if f.is_empty() || self.indexes[..i].contains(f) {
+                return Err(ConfigError::BadIndex(f.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// The reference's watcher queue size (`suggestedWatchChannelSize`,
+    /// seeds/004): about one second of history, at least 10, at most 10 for
+    /// an indexed watcher, 1000 for an unindexed one when an index exists,
+    /// 100 without indexes.
+    fn queue_capacity(&self, ring_capacity: usize, indexed: bool) -> usize {
+        let per_second = (ring_capacity as f64 / self.history_window.as_secs_f64()).ceil();
+        let max = match (self.indexes.is_empty(), indexed) {
+            (false, true) => 10,
+            (false, false) => 1000,
+            (true, _) => 100,
+        };
+        (per_second as usize).clamp(10, max)
+    }
+}
+
+/// Where the engine is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Lifecycle {
+    /// Before the first `replace` (the initial list). Watches wait.
+    Pending,
+    /// Serving.
+    Ready,
+    /// Stopped; final.
+    Stopped,
+}
+
+const PENDING: u8 = 0;
+const READY: u8 = 1;
+const STOPPED: u8 = 2;
+
+/// What only the writer changes, under `Shared::state`.
+#[derive(Debug)]
+pub(crate) struct WriterState {
+    pub(crate) ring: RingWriter,
+    /// key -> (object, the resource version of its last change).
+    pub(crate) store: imbl::OrdMap<Box<str>, (Object, ResourceVersion)>,
+    pub(crate) rv: ResourceVersion,
+    pub(crate) generation: u64,
+}
+
+/// Registrations and removals on their way to the dispatcher.
+#[derive(Debug, Default)]
+pub(crate) struct Control {
+    pub(crate) register: Vec<Arc<WatcherShared>>,
+    pub(crate) unregister: Vec<Arc<WatcherShared>>,
+    /// Set by the dispatcher when it exits: nothing more will be served.
+    pub(crate) closed: bool,
+}
+
+/// Everything the engine's threads share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) ring: Arc<Ring>,
+    pub(crate) state: Mutex<WriterState>,
+    lifecycle: AtomicU8,
+    /// The writer's resource version (changes and progress), for waits.
+    pub(crate) current_rv: AtomicU64,
+    /// Positions below this have been fanned out by the dispatcher.
+    pub(crate) dispatched: CachePadded<AtomicU64>,
+    pub(crate) dispatcher: OnceLock<Thread>,
+    writer_waiting: AtomicBool,
+    writer_thread: Mutex<Option<Thread>>,
+    pub(crate) control: Mutex<Control>,
+    pub(crate) control_pending: AtomicBool,
+    pub(crate) stop_requested: AtomicBool,
+    pub(crate) routes: ArcSwap<Routes>,
+    pub(crate) index_fields: Arc<[Box<str>]>,
+    pub(crate) counters: Counters,
+    next_id: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn lock_state(&self) -> MutexGuard<'_, WriterState> {
+        // A panic while holding the lock leaves consistent state behind
+        // (every mutation completes before the guard drops), so poisoning
+        // carries no information here.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn lock_control(&self) -> MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn wake_dispatcher(&self) {
+        if let Some(t) = self.dispatcher.get() {
+            t.unpark();
+        }
+    }
+
+    /// Dispatcher: called after advancing `dispatched`.
+    pub(crate) fn wake_writer_if_waiting(&self) {
+        if self.writer_waiting.swap(false, Ordering::AcqRel) {
+            if let Some(t) = self
+                .writer_thread
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
+                t.unpark();
+            }
+        }
+    }
+
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.stop_requested.load(Ordering::Acquire)
+    }
+
+    /// Queues the removal of a watcher (idempotent).
+    pub(crate) fn unregister(&self, w: &Arc<WatcherShared>) {
+        let mut c = self.lock_control();
+        if c.closed {
+            return;
+        }
+        c.unregister.push(w.clone());
+        self.control_pending.store(true, Ordering::Release);
+        drop(c);
+        self.wake_dispatcher();
+    }
+
+    /// Waits (without the writer lock) until the dispatcher has moved past
+    /// `pos`, or the engine stops.
+    fn wait_for_dispatcher(&self, pos: u64) {
+        Counters::add(&self.counters.writer_gated_waits, 1);
+        *self.writer_thread.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(std::thread::current());
+        while self.dispatched.load(Ordering::Acquire) <= pos && !self.is_stopping() {
+            self.writer_waiting.store(true, Ordering::SeqCst);
+            self.wake_dispatcher();
+            // Bounded: a wake that races with the flag costs at most this.
+            std::thread::park_timeout(Duration::from_millis(1));
+        }
+    }
+}
+
+/// The engine: a watch cache for one resource type. Cheap to clone (a
+/// shared handle); the last clone to drop stops it.
+///
+/// See the [crate docs](crate) for the model and an example.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    handle: Arc<Handle>,
+}
+
+#[derive(Debug)]
+struct Handle {
+    shared: Arc<Shared>,
+    dispatcher: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        stop(&self.shared, &self.dispatcher);
+    }
+}
+
+fn stop(shared: &Shared, dispatcher: &Mutex<Option<JoinHandle<()>>>) {
+    {
+        let _st = shared.lock_state();
+        shared.lifecycle.store(STOPPED, Ordering::Release);
+    }
+    shared.stop_requested.store(true, Ordering::Release);
+    shared.wake_dispatcher();
+    shared.wake_writer_if_waiting();
+    let handle = dispatcher.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(h) = handle {
+        if h.thread().id() != std::thread::current().id() {
+            // The dispatcher contains no panicking paths on valid state; if
+            // it did panic, stopping must still complete.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Engine {
+    /// Starts an engine and its dispatcher thread; returns the engine and
+    /// its one writer.
+    ///
+    /// ```
+    /// let (engine, writer) = herald::Engine::new(herald::Config::default())?;
+    /// assert_eq!(engine.lifecycle(), herald::Lifecycle::Pending);
+    /// # drop(writer);
+    /// # Ok::<(), herald::ConfigError>(())
+    /// ```
+    pub fn new(config: Config) -> Result<(Engine, Writer), ConfigError> {
+        config.validate()?;
+        let (ring_writer, ring) = RingWriter::new(Sizing {
+            lower: config.history_lower,
+            upper: config.history_upper,
+            window: config.history_window,
+            max_bytes: config.history_max_bytes,
+        });
+        let index_fields: Arc<[Box<str>]> =
+            config.indexes.iter().map(|f| f.as_str().into()).collect();
+        let counters = Counters::default();
+        Counters::set(&counters.ring_capacity, ring_writer.capacity() as u64);
+        let shared = Arc::new(Shared {
+            ring,
+            state: Mutex::new(WriterState {
+                ring: ring_writer,
+                store: imbl::OrdMap::new(),
+                rv: ResourceVersion::ZERO,
+                generation: 0,
+            }),
+            lifecycle: AtomicU8::new(PENDING),
+            current_rv: AtomicU64::new(0),
+            dispatched: CachePadded::new(AtomicU64::new(0)),
+            dispatcher: OnceLock::new(),
+            writer_waiting: AtomicBool::new(false),
+            writer_thread: Mutex::new(None),
+            control: Mutex::new(Control::default()),
+            control_pending: AtomicBool::new(false),
+            stop_requested: AtomicBool::new(false),
+            routes: ArcSwap::from_pointee(Routes::new(index_fields.clone())),
+            index_fields,
+            counters,
+            next_id: AtomicU64::new(0),
+            config,
+        });
+        let for_thread = shared.clone();
+        let join = std::thread::Builder::new()
+            .name("herald-dispatch".into())
+            .spawn(move || dispatch::run(for_thread))
+            .map_err(ConfigError::Spawn)?;
+        // Set before anyone else holds the engine: no wake can be lost.
+        let _ = shared.dispatcher.set(join.thread().clone());
+        let engine = Engine {
+            handle: Arc::new(Handle {
+                shared: shared.clone(),
+                dispatcher: Mutex::new(Some(join)),
+            }),
+        };
+        Ok((engine, Writer { shared }))
+    }
+
+    fn shared(&self) -> &Arc<Shared> {
+        &self.handle.shared
+    }
+
+    /// Starts a watch. Validation and a too-old start version are reported
+    /// here; what can only be known later (the cache never reaching a future
+    /// version, falling out of history, a re-list) ends the watch with a
+    /// reason instead.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4))?;
+    /// writer.replace([], 10.into())?;
+    /// for rv in 11..=20 {
+    ///     writer.apply(Change::added(Object::builder("ns", &rv.to_string()).build(), rv.into()))?;
+    /// }
+    /// let err = engine.watch(WatchRequest::new().resource_version(Some(12.into()))).unwrap_err();
+    /// assert_eq!(err.to_string(), "too old resource version: 12 (16)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn watch(&self, req: WatchRequest) -> Result<Watch, WatchError> {
+        let shared = self.shared();
+        if req.send_initial_events && !req.allow_bookmarks {
+            return Err(WatchError::InitialEventsNeedBookmarks);
+        }
+        let start = match (req.resource_version, req.send_initial_events) {
+            (None, initial_events_end) => Start::Snapshot {
+                min_rv: ResourceVersion::ZERO,
+                initial_events_end,
+            },
+            (Some(rv), true) => Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: true,
+            },
+            (Some(rv), false) if rv == ResourceVersion::ZERO => Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: false,
+            },
+            (Some(rv), false) => Start::After(rv),
+        };
+        let route = shared
+            .index_fields
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| {
+                req.fields
+                    .requires_exact(f)
+                    .map(|v| Route::Indexed(i, v.into()))
+            })
+            .unwrap_or(Route::All);
+        let (generation, ring_capacity) = {
+            let st = shared.lock_state();
+            match shared.lifecycle.load(Ordering::Acquire) {
+                STOPPED => return Err(WatchError::EngineStopped),
+                READY => {
+                    if let Start::After(rv) = start {
+                        let oldest = st.ring.oldest_minus_one();
+                        if rv < oldest {
+                            return Err(WatchError::Gone(Gone::new(rv, oldest)));
+                        }
+                    }
+                    (Some(st.generation), st.ring.capacity())
+                }
+                _ => (None, st.ring.capacity()),
+            }
+        };
+        let queue = shared
+            .config
+            .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)));
+        let w = Arc::new(WatcherShared::new(
+            shared.next_id.fetch_add(1, Ordering::Relaxed),
+            Filter {
+                scope: req.scope,
+                labels: req.labels,
+                fields: req.fields,
+            },
+            route,
+            start,
+            generation,
+            queue,
+        ));
+        {
+            let mut c = shared.lock_control();
+            if c.closed {
+                return Err(WatchError::EngineStopped);
+            }
+            c.register.push(w.clone());
+            shared.control_pending.store(true, Ordering::Release);
+        }
+        Counters::add(&shared.counters.watches_started, 1);
+        shared.wake_dispatcher();
+        Ok(Watch::new(w, shared.clone()))
+    }
+
+    /// Stops the engine: every watch ends with
+    /// [`EndReason::EngineStopped`](crate::EndReason::EngineStopped), the
+    /// writer's calls fail with [`WriteError::Stopped`], new watches fail.
+    /// Final; idempotent. Waits for the dispatcher thread to exit.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// engine.stop();
+    /// assert_eq!(engine.lifecycle(), Lifecycle::Stopped);
+    /// assert_eq!(writer.replace([], 1.into()), Err(WriteError::Stopped));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stop(&self) {
+        stop(&self.handle.shared, &self.handle.dispatcher);
+    }
+
+    /// The engine's lifecycle state.
+    pub fn lifecycle(&self) -> Lifecycle {
+        match self.shared().lifecycle.load(Ordering::Acquire) {
+            PENDING => Lifecycle::Pending,
+            READY => Lifecycle::Ready,
+            _ => Lifecycle::Stopped,
+        }
+    }
+
+    /// The generation: 0 before the first list, then one more per `replace`.
+    pub fn generation(&self) -> u64 {
+        self.shared().lock_state().generation
+    }
+
+    /// The resource version the cache has reached (changes and progress).
+    pub fn resource_version(&self) -> ResourceVersion {
+        ResourceVersion::new(self.shared().current_rv.load(Ordering::Acquire))
+    }
+
+    /// A snapshot of the engine's counters.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// assert_eq!(engine.stats().relists, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> Stats {
+        self.shared().counters.snapshot()
+    }
+}
+
+/// The one writer of an engine: applies changes, re-lists and progress, in
+/// resource-version order. Refused calls return a typed error and change
+/// nothing.
+#[derive(Debug)]
+pub struct Writer {
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    /// Applies one change. Its resource version must be greater than the
+    /// engine's; the previous state is taken from the engine's store.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// let a = Object::builder("ns", "a").build();
+    /// assert_eq!(writer.apply(Change::added(a.clone(), 1.into())), Err(WriteError::NotReady));
+    /// writer.replace([], 1.into())?;
+    /// writer.apply(Change::added(a.clone(), 2.into()))?;
+    /// assert_eq!(
+    ///     writer.apply(Change::modified(a, 2.into())),
+    ///     Err(WriteError::OutOfOrder { given: 2.into(), current: 2.into() })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
+        let (kind, object, rv) = change.into_parts();
+        let shared = &*self.shared;
+        loop {
+            let mut st = self.ready_state()?;
+            if rv <= st.rv {
+                return Err(WriteError::OutOfOrder {
+                    given: rv,
+                    current: st.rv,
+                });
+            }
+            let key: Box<str> = object.key().into();
+            let prev = st.store.get(&key).map(|(o, _)| o.clone());
+            let prev = match kind {
+                // SEMANTICS 1: a deletion's previous object is its last state.
+                ChangeKind::Deleted => prev.or_else(|| Some(object.clone())),
+                _ => prev,
+            };
+            let generation = st.generation;
+            let dispatched = shared.dispatched.load(Ordering::Acquire);
+            match st.ring.append(
+                RecordKind::Change(kind),
+                rv,
+                Some(object.clone()),
+                prev,
+                generation,
+                Instant::now(),
+                dispatched,
+            ) {
+                Err(Gated { reused }) => {
+                    drop(st);
+                    shared.wait_for_dispatcher(reused);
+                    continue;
+                }
+                Ok((_, resize)) => {
+                    match kind {
+                        ChangeKind::Deleted => {
+                            st.store.remove(&key);
+                        }
+                        _ => {
+                            st.store.insert(key, (object, rv));
+                        }
+                    }
+                    st.rv = rv;
+                    shared.current_rv.store(rv.get(), Ordering::Release);
+                    self.after_append(&st, resize);
+                    Counters::add(&shared.counters.changes_received, 1);
+                    drop(st);
+                    shared.wake_dispatcher();
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Replaces the whole state (a re-list) at `rv`, which must not be older
+    /// than the engine's. The first call makes the engine ready; every later
+    /// call ends every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
+    /// and starts a new generation. Objects with the same key: the last wins.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// assert_eq!((engine.lifecycle(), engine.generation()), (Lifecycle::Ready, 1));
+    /// assert_eq!(engine.resource_version().get(), 5);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        let shared = &*self.shared;
+        let mut store = imbl::OrdMap::new();
+        for o in objects {
+            store.insert(o.key().into(), (o, rv));
+        }
+        loop {
+            let mut st = shared.lock_state();
+            match shared.lifecycle.load(Ordering::Acquire) {
+                STOPPED => return Err(WriteError::Stopped),
+                READY if rv < st.rv => {
+                    return Err(WriteError::OutOfOrder {
+                        given: rv,
+                        current: st.rv,
+                    });
+                }
+                _ => {}
+            }
+            let generation = st.generation + 1;
+            let dispatched = shared.dispatched.load(Ordering::Acquire);
+            match st.ring.append(
+                RecordKind::Relist,
+                rv,
+                None,
+                None,
+                generation,
+                Instant::now(),
+                dispatched,
+            ) {
+                Err(Gated { reused }) => {
+                    drop(st);
+                    shared.wait_for_dispatcher(reused);
+                    continue;
+                }
+                Ok((_, resize)) => {
+                    st.store = store;
+                    st.rv = rv;
+                    st.generation = generation;
+                    shared.current_rv.store(rv.get(), Ordering::Release);
+                    shared.lifecycle.store(READY, Ordering::Release);
+                    self.after_append(&st, resize);
+                    Counters::add(&shared.counters.relists, 1);
+                    drop(st);
+                    shared.wake_dispatcher();
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Advances the resource version with no change (a progress
+    /// notification). A version equal to the engine's is a no-op.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 5.into())?;
+    /// writer.progress(9.into())?;
+    /// assert_eq!(engine.resource_version().get(), 9);
+    /// assert!(writer.progress(8.into()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn progress(&mut self, rv: ResourceVersion) -> Result<(), WriteError> {
+        let mut st = self.ready_state()?;
+        if rv < st.rv {
+            return Err(WriteError::OutOfOrder {
+                given: rv,
+                current: st.rv,
+            });
+        }
+        if rv > st.rv {
+            st.rv = rv;
+            self.shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&self.shared.counters.progress_updates, 1);
+            drop(st);
+            self.shared.wake_dispatcher();
+        }
+        Ok(())
+    }
+
+    fn ready_state(&self) -> Result<MutexGuard<'_, WriterState>, WriteError> {
+        let st = self.shared.lock_state();
+        match self.shared.lifecycle.load(Ordering::Acquire) {
+            READY => Ok(st),
+            PENDING => Err(WriteError::NotReady),
+            _ => Err(WriteError::Stopped),
+        }
+    }
+
+    fn after_append(&self, st: &WriterState, resize: Option<Resize>) {
+        let c = &self.shared.counters;
+        match resize {
+            Some(Resize::Grew) => Counters::add(&c.ring_grows, 1),
+            Some(Resize::Shrank) => Counters::add(&c.ring_shrinks, 1),
+            None => {}
+        }
+        Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
+        Counters::set(&c.ring_len, st.ring.len() as u64);
+    }
+}
+

@@ -1,0 +1,119 @@
+//! The engine's typed errors. Each names what was wrong; none loses data: a
+//! refused call changes nothing.
+
+use std::fmt;
+
+use crate::{Gone, ResourceVersion};
+
+/// A change, re-list or progress the writer refused. The engine is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The resource version does not move forward: changes need one greater
+    /// than the engine's, a re-list or progress one at least as great.
+    OutOfOrder {
+        /// The version given.
+        given: ResourceVersion,
+        /// The engine's current version.
+        current: ResourceVersion,
+    },
+    /// A change or progress before the first `replace` (the initial list).
+    NotReady,
+    /// The engine has been stopped.
+    Stopped,
+}
+
+impl fmt::Display for WriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WriteError::OutOfOrder { given, current } => write!(
+                f,
+                "out-of-order resource version {given}: the cache is at {current}"
+            ),
+            WriteError::NotReady => {
+                f.write_str("the cache has not been listed yet: replace() must come first")
+            }
+            WriteError::Stopped => f.write_str("the engine is stopped"),
+        }
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+/// A watch that could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchError {
+    /// The start resource version is older than the history the cache keeps.
+    Gone(Gone),
+    /// The engine has been stopped.
+    EngineStopped,
+    /// `send_initial_events` needs `allow_bookmarks`: the end of the initial
+    /// events is marked by a bookmark (as Kubernetes' validation requires).
+    InitialEventsNeedBookmarks,
+}
+
+impl fmt::Display for WatchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WatchError::Gone(g) => fmt::Display::fmt(g, f),
+            WatchError::EngineStopped => f.write_str("the engine is stopped"),
+            WatchError::InitialEventsNeedBookmarks => {
+                f.write_str("send_initial_events requires allow_bookmarks")
+            }
+        }
+    }
+}
+
+impl std::error::Error for WatchError {}
+
+impl From<Gone> for WatchError {
+    fn from(g: Gone) -> Self {
+        WatchError::Gone(g)
+    }
+}
+
+/// An engine configuration that cannot work, or an engine that could not
+/// start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The history bounds are inverted or zero.
+    HistoryBounds {
+        /// The lower bound given.
+        lower: usize,
+        /// The upper bound given.
+        upper: usize,
+    },
+    /// A duration setting is zero.
+    ZeroDuration(&'static str),
+    /// An indexed field name is empty or listed twice.
+    BadIndex(String),
+    /// The dispatcher thread could not be spawned.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::HistoryBounds { lower, upper } => write!(
+                f,
+                "history capacity bounds must satisfy 1 <= lower <= upper (got {lower}..{upper})"
+            ),
+            ConfigError::ZeroDuration(what) => write!(f, "{what} must be greater than zero"),
+            ConfigError::BadIndex(name) => {
+                write!(f, "indexed field {name:?} is empty or listed twice")
+            }
+            ConfigError::Spawn(e) => write!(f, "could not spawn the dispatcher thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Trigger indexes: which watchers a change may concern.
+//!
+//! A watcher whose field selector requires an exact value of an indexed field
+//! (`spec.nodeName=node-7`) is registered under that value; every other
+//! watcher is registered under "all". A change reaches the "all" watchers and,
+//! for each index, those registered under its object's value and its previous
+//! object's value (both, when they differ: the object moved from one to the
+//! other, and both sides must hear of it). The reference (seeds/004
+//! `indexedWatchers`, `triggerValuesThreadUnsafe`) allows one index; Herald
+//! allows any number.
+//!
+//! A watcher is registered in exactly one bucket, and a change visits each
+//! bucket at most once, so no watcher is offered a change twice.
+//!
+//! # Synchronization
+//!
+//! The dispatcher is the only writer: it builds a new [`Routes`] value on
+//! registration and removal and publishes it through an `ArcSwap`; readers
+//! (the dispatcher itself, once per batch, and anyone inspecting the
+//! routes) load it without locks. Buckets live in a persistent hash map
+//! (`imbl`), so publishing costs O(log n + bucket size), not O(watchers).
+
+use std::sync::Arc;
+
+use crate::Object;
+use crate::watcher::{Route, WatcherShared};
+
+type Bucket = Arc<Vec<Arc<WatcherShared>>>;
+type IndexMap = imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// The routing table.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Routes {
+    /// Field names of the indexes, in configuration order.
+    fields: Arc<[Box<str>]>,
+    all: Bucket,
+    /// One map per index: value -> watchers.
+    by_value: Vec<IndexMap>,
+    len: usize,
+}
+
+impl Routes {
+    pub(crate) fn new(fields: Arc<[Box<str>]>) -> Routes {
+        let by_value = fields
+            .iter()
+            .map(|_| IndexMap::with_hasher(ahash::RandomState::new()))
+            .collect();
+        Routes {
+            fields,
+            all: Bucket::default(),
+            by_value,
+            len: 0,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
+        match &w.route {
+            Route::All => Arc::make_mut(&mut self.all).push(w),
+            Route::Indexed(i, value) => {
+                let map = &mut self.by_value[*i];
+                let mut bucket = map.get(value).cloned().unwrap_or_default();
+                Arc::make_mut(&mut bucket).push(w.clone());
+                map.insert(value.clone(), bucket);
+            }
+        }
+        self.len += 1;
+    }
+
+    /// Removes the watcher with `w.id`; returns whether it was present.
+    pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
+        let removed = match &w.route {
+            Route::All => remove_id(Arc::make_mut(&mut self.all), w.id),
+            Route::Indexed(i, value) => {
+                let map = &mut self.by_value[*i];
+                match map.get(value).cloned() {
+                    None => false,
+                    Some(mut bucket) => {
+                        let removed = remove_id(Arc::make_mut(&mut bucket), w.id);
+                        if bucket.is_empty() {
+                            map.remove(value);
+                        } else {
+                            map.insert(value.clone(), bucket);
+                        }
+                        removed
+                    }
+                }
+            }
+        };
+        self.len -= usize::from(removed);
+        removed
+    }
+
+    /// Every registered watcher.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<WatcherShared>> {
+        self.all
+            .iter()
+            .chain(self.by_value.iter().flat_map(|m| m.values().flat_map(|b| b.iter())))
+    }
+
+    /// Calls `f` for every watcher a change of `object` (previously `prev`)
+    /// may concern, each at most once.
+    #[inline]
+    pub(crate) fn for_each_candidate(
+        &self,
+        object: &Object,
+        prev: Option<&Object>,
+        mut f: impl FnMut(&Arc<WatcherShared>),
+    ) {
+        self.all.iter().for_each(&mut f);
+        for (field, map) in self.fields.iter().zip(&self.by_value) {
+            if map.is_empty() {
+                continue;
+            }
+            // A missing field reads as "", as field selectors read it.
+            let cur = object.field(field).unwrap_or("");
+            if let Some(b) = map.get(cur) {
+                b.iter().for_each(&mut f);
+            }
+            if let Some(p) = prev {
+                let old = p.field(field).unwrap_or("");
+                if old != cur {
+                    if let Some(b) = map.get(old) {
+                        b.iter().for_each(&mut f);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn remove_id(v: &mut Vec<Arc<WatcherShared>>, id: u64) -> bool {
+    match v.iter().position(|w| w.id == id) {
+        Some(i) => {
+            v.swap_remove(i);
+            true
+        }
+        None => false,
+    }
+}

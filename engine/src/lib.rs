@@ -1,0 +1,145 @@
+//! Herald: a watch cache engine.
+//!
+//! Herald does the job of the Kubernetes apiserver's watch cache for one
+//! resource type: one [`Writer`] applies a stream of versioned changes;
+//! any number of [`Watch`]es, each with a filter, receive exactly the changes
+//! they may see, in resource-version order, with no gap and no duplicate,
+//! and then exactly one [`WatchItem::End`] that says why the watch ended.
+//!
+//! ```
+//! use herald::*;
+//!
+//! let (engine, mut writer) = Engine::new(Config::default().index("spec.nodeName"))?;
+//! let pod = |name: &str, node: &str| {
+//!     Object::builder("default", name)
+//!         .label("app", "web")
+//!         .field("spec.nodeName", node)
+//!         .build()
+//! };
+//!
+//! // The initial list makes the engine ready.
+//! writer.replace([pod("web-1", "node-1")], 10.into())?;
+//!
+//! // A kubelet-shaped watch: the pods of one node, routed by the index.
+//! let mut node2 = engine.watch(
+//!     WatchRequest::new()
+//!         .fields("spec.nodeName=node-2".parse()?)
+//!         .resource_version(Some(10.into())),
+//! )?;
+//!
+//! // web-1 moves to node-2, then is deleted.
+//! writer.apply(Change::modified(pod("web-1", "node-2"), 11.into()))?;
+//! writer.apply(Change::deleted(pod("web-1", "node-2"), 12.into()))?;
+//!
+//! let mut seen = Vec::new();
+//! for _ in 0..2 {
+//!     if let Some(WatchItem::Event(ev)) = node2.recv() {
+//!         seen.push((ev.kind(), ev.resource_version().get()));
+//!     }
+//! }
+//! // The object entered node-2's view (Added), then left it (Deleted).
+//! assert_eq!(seen, [(EventKind::Added, 11), (EventKind::Deleted, 12)]);
+//!
+//! engine.stop();
+//! assert_eq!(node2.recv(), Some(WatchItem::End(EndReason::EngineStopped)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Semantics
+//!
+//! The contract is the reference's (`k8s.io/apiserver/pkg/storage/cacher`),
+//! kept where it is right and improved where it is not.
+//!
+//! ## Resource versions
+//!
+//! Every change carries a [`ResourceVersion`] greater than the last; the
+//! writer refuses anything else with [`WriteError::OutOfOrder`] and changes
+//! nothing. A re-list ([`Writer::replace`]) may keep the version; a progress
+//! notification ([`Writer::progress`]) advances it without a change.
+//!
+//! ## Starting a watch
+//!
+//! - version unset or `0`: the current state first, each object as Added in
+//!   key order, then every later change;
+//! - with `send_initial_events`: the same, then a Bookmark marked
+//!   [initial-events-end](Event::is_initial_events_end);
+//! - version `R`: every change after `R`, replayed from history. An `R`
+//!   older than the history fails with [`Gone`] ("too old resource version:
+//!   R (oldest-1)"); an `R` the cache has not reached yet waits, and ends the
+//!   watch with [`EndReason::TooLargeResourceVersion`] after
+//!   [`Config::too_large_timeout`].
+//!
+//! ## Filtering
+//!
+//! A watch selects by key ([`KeyScope`]), labels ([`LabelSelector`]) and
+//! fields ([`FieldSelector`]), in Kubernetes syntax. Each change is judged on
+//! the object's current and previous state: both match, Modified; only the
+//! current, Added; only the previous, Deleted (with the previous state and
+//! the change's version); neither, nothing. A watcher never receives an
+//! object its filter rejects.
+//!
+//! ## Routing
+//!
+//! Fields named with [`Config::index`] are trigger indexes: a watch that
+//! requires an exact value of one is only offered changes whose object or
+//! previous object has that value.
+//!
+//! ## Lagging
+//!
+//! Event bodies stay in the history ring; a watcher's queue holds positions.
+//! A watcher whose next change has been overwritten in the ring (it fell a
+//! whole history window behind) ends with [`EndReason::Gone`]; it never
+//! skips silently. A full watcher queue makes the dispatcher wait for that
+//! watcher (the time budget that ends slow watchers comes next).
+//!
+//! ## Ending
+//!
+//! Every watch ends with exactly one [`WatchItem::End`]:
+//! [`Stopped`](EndReason::Stopped) (by its owner),
+//! [`Gone`](EndReason::Gone), [`Relisted`](EndReason::Relisted) (a later
+//! `replace`), [`EngineStopped`](EndReason::EngineStopped),
+//! [`TooLargeResourceVersion`](EndReason::TooLargeResourceVersion), ...
+//! After it, [`Watch::recv`] returns `None`. Dropping a [`Watch`] stops and
+//! unregisters it.
+//!
+//! ## Lifecycle
+//!
+//! [`Lifecycle::Pending`] until the first `replace` (watches wait), then
+//! [`Lifecycle::Ready`]; [`Engine::stop`] is final.
+//!
+//! # Design
+//!
+//! One writer appends to a lock-free history ring (`ArcSwapOption` slots
+//! stamped with their position); one dispatcher thread follows the ring,
+//! looks candidates up in trigger indexes published through `ArcSwap`,
+//! evaluates filters and pushes 8-byte handles (position and verdict) into
+//! per-watcher wait-free SPSC queues, waking a consumer at most once per
+//! batch and only if it sleeps. Watches replay history from the ring on
+//! their own, so a watcher catching up never slows the others and never
+//! blocks the writer.
+
+mod dispatch;
+mod engine;
+mod error;
+mod event;
+mod filter;
+mod index;
+mod object;
+mod queue;
+mod ring;
+mod rv;
+mod selector;
+mod stats;
+mod watcher;
+
+pub use engine::{Config, Engine, Lifecycle, Writer};
+pub use error::{ConfigError, WatchError, WriteError};
+pub use event::{
+    Change, ChangeKind, EndReason, Event, EventKind, Gone, TooLargeResourceVersion, WatchItem,
+};
+pub use filter::KeyScope;
+pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
+pub use rv::{InvalidResourceVersion, ResourceVersion};
+pub use selector::{FieldSelector, LabelSelector, SelectorError, SelectorErrorKind};
+pub use stats::{Stats, Terminations};
+pub use watcher::{RecvTimeoutError, TryRecvError, Watch, WatchRequest};

@@ -1,0 +1,588 @@
+//! The history ring: the last changes, written by one writer, read without
+//! locks by the dispatcher and by watchers replaying history.
+//!
+//! # Synchronization
+//!
+//! Positions are `u64` sequence numbers that never repeat (they keep counting
+//! across re-lists); position `p` lives in slot `p & mask` of the current slot
+//! array. Each slot is an `ArcSwapOption<Record>` and each record carries its
+//! own position, which is the stamp a reader checks: a slot whose record has
+//! another position has been overwritten (the reader fell out of history) or
+//! belongs to an older array (the ring was resized; reload and retry).
+//!
+//! - The writer stores a record into its slot, then publishes it by storing
+//!   `head = p + 1` with `Release`. Readers load `head` with `Acquire` before
+//!   reading any position below it, so they see the record (or a newer one in
+//!   the same slot, which the stamp check rejects).
+//! - A resize builds a new array holding the retained records, publishes it
+//!   through the `ArcSwap` (which is at least `Release`/`Acquire`), and only
+//!   then writes further records into it. A reader that sees `head > p` for a
+//!   record written into the new array also sees the new array (the array
+//!   store happens-before the record store happens-before the `head` store).
+//! - Slot loads are wait-free for readers (arc-swap's debt list); the writer's
+//!   store waits for no reader. A reader holding a guard only delays the
+//!   freeing of the old record, never the writer.
+//!
+//! The writer never overwrites a record the dispatcher has not yet fanned out:
+//! [`RingWriter::append`] refuses with [`Gated`] when the slot it would reuse
+//! holds a position at or beyond the dispatcher's cursor. Watchers replaying
+//! history are never waited for: if the writer laps one, the stamp check
+//! tells it so and it ends with `Gone`.
+//!
+//! Sizing follows the reference (`watchCache.resizeCacheLocked`, seeds/004):
+//! when the ring is full, it doubles if even its oldest record is younger than
+//! the history window, and halves if even the newest quarter is older. Herald
+//! also halves on the maintenance tick when the writer has been idle for a
+//! window (the reference never shrinks after a burst), and can bound the
+//! ring's bytes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use arc_swap::{ArcSwap, ArcSwapOption, Guard};
+use crossbeam_utils::CachePadded;
+
+use crate::event::ChangeKind;
+use crate::{Object, ResourceVersion};
+
+/// What a ring record holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecordKind {
+    /// A change to one object.
+    Change(ChangeKind),
+    /// A re-list marker: everything before it belongs to an older generation.
+    Relist,
+}
+
+/// One entry of history.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// The record's position: the stamp readers check.
+    pub(crate) pos: u64,
+    pub(crate) rv: ResourceVersion,
+    pub(crate) kind: RecordKind,
+    /// The new (or, for a deletion, last) state; `None` for a relist marker.
+    pub(crate) object: Option<Object>,
+    /// The state before the change, from the store.
+    pub(crate) prev: Option<Object>,
+    /// The generation this record belongs to (a relist marker carries the
+    /// new generation).
+    pub(crate) generation: u64,
+    /// When the writer applied it (the reference's `RecordTime`).
+    pub(crate) at: Instant,
+    /// Approximate bytes, for the byte bound.
+    pub(crate) bytes: usize,
+}
+
+#[derive(Debug)]
+pub(crate) struct Slots {
+    mask: u64,
+    cells: Box<[ArcSwapOption<Record>]>,
+}
+
+impl Slots {
+    fn with_capacity(physical: usize) -> Slots {
+        debug_assert!(physical.is_power_of_two());
+        Slots {
+            mask: physical as u64 - 1,
+            cells: (0..physical).map(|_| ArcSwapOption::empty()).collect(),
+        }
+    }
+
+    fn physical(&self) -> u64 {
+        self.mask + 1
+    }
+
+    fn cell(&self, pos: u64) -> &ArcSwapOption<Record> {
+        // Masking keeps the index in bounds; no unchecked access here.
+        &self.cells[(pos & self.mask) as usize]
+    }
+}
+
+/// A record read from the ring. Holds it alive for as long as it is held;
+/// keep it short (it occupies one of the thread's arc-swap debt slots).
+pub(crate) struct RecordRef(Guard<Option<Arc<Record>>>);
+
+impl std::ops::Deref for RecordRef {
+    type Target = Record;
+
+    fn deref(&self) -> &Record {
+        // `read` only builds a RecordRef around a `Some`.
+        self.0.as_ref().map(|r| &**r).unwrap_or_else(|| unreachable!())
+    }
+}
+
+/// The requested position is no longer in the ring: the writer has reused
+/// its slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Evicted;
+
+/// The lock-free, shared half of the ring.
+#[derive(Debug)]
+pub(crate) struct Ring {
+    slots: ArcSwap<Slots>,
+    /// One past the newest published position.
+    head: CachePadded<AtomicU64>,
+}
+
+/// A reader's cached view of the slot array, refreshed on a stamp mismatch.
+#[derive(Debug)]
+pub(crate) struct ReadCursor {
+    slots: Arc<Slots>,
+}
+
+impl Ring {
+    fn new(physical: usize) -> Ring {
+        Ring {
+            slots: ArcSwap::from_pointee(Slots::with_capacity(physical)),
+            head: CachePadded::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// One past the newest published position.
+    pub(crate) fn head(&self) -> u64 {
+        // Acquire: pairs with the writer's Release store in `publish`, so
+        // every record below the returned head is visible.
+        self.head.load(Ordering::Acquire)
+    }
+
+    /// A cursor for `read`.
+    pub(crate) fn cursor(&self) -> ReadCursor {
+        ReadCursor {
+            slots: self.slots.load_full(),
+        }
+    }
+
+    /// Reads the record at `pos`, which must be below a `head()` the caller
+    /// loaded. Returns `Evicted` when the writer has reused its slot.
+    pub(crate) fn read(&self, cursor: &mut ReadCursor, pos: u64) -> Result<RecordRef, Evicted> {
+        loop {
+            let guard = cursor.slots.cell(pos).load();
+            if guard.as_ref().is_some_and(|r| r.pos == pos) {
+                return Ok(RecordRef(guard));
+            }
+            drop(guard);
+            // Stale array (resized since the cursor was taken) or evicted.
+            let current = self.slots.load_full();
+            if Arc::ptr_eq(&current, &cursor.slots) {
+                return Err(Evicted);
+            }
+            cursor.slots = current;
+        }
+    }
+}
+
+/// Sizing settings of the ring.
+#[derive(Debug, Clone)]
+pub(crate) struct Sizing {
+    pub(crate) lower: usize,
+    pub(crate) upper: usize,
+    pub(crate) window: Duration,
+    pub(crate) max_bytes: Option<usize>,
+}
+
+/// The writer may not append now: the slot it would reuse holds the record at
+/// `reused`, which the dispatcher has not fanned out yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gated {
+    pub(crate) reused: u64,
+}
+
+/// A resize decision, for the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resize {
+    Grew,
+    Shrank,
+}
+
+/// The writer's half of the ring: bookkeeping only the writer touches (it
+/// lives inside the engine's writer lock).
+#[derive(Debug)]
+pub(crate) struct RingWriter {
+    ring: Arc<Ring>,
+    sizing: Sizing,
+    /// Logical capacity: how many records the window keeps.
+    cap: usize,
+    /// Next position to write (the writer's copy of `ring.head`).
+    head: u64,
+    /// Oldest retained position (logical; the physical array may keep more).
+    tail: u64,
+    /// First position after the last relist marker.
+    servable_from: u64,
+    /// The resource version of the last relist.
+    list_rv: ResourceVersion,
+    bytes: usize,
+    pub(crate) grows: u64,
+    pub(crate) shrinks: u64,
+}
+
+impl RingWriter {
+    pub(crate) fn new(sizing: Sizing) -> (RingWriter, Arc<Ring>) {
+        let cap = sizing.lower.max(1);
+        let ring = Arc::new(Ring::new(cap.next_power_of_two()));
+        (
+            RingWriter {
+                ring: ring.clone(),
+                sizing,
+                cap,
+                head: 0,
+                tail: 0,
+                servable_from: 0,
+                list_rv: ResourceVersion::ZERO,
+                bytes: 0,
+                grows: 0,
+                shrinks: 0,
+            },
+            ring,
+        )
+    }
+
+    pub(crate) fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        (self.head - self.tail) as usize
+    }
+
+    pub(crate) fn head(&self) -> u64 {
+        self.head
+    }
+
+    fn physical(&self) -> u64 {
+        self.ring.slots.load().physical()
+    }
+
+    /// The writer's own read of a retained record (always present).
+    fn own(&self, pos: u64) -> RecordRef {
+        debug_assert!(pos < self.head && self.head - pos <= self.physical());
+        let mut cursor = self.ring.cursor();
+        self.ring
+            .read(&mut cursor, pos)
+            .unwrap_or_else(|_| unreachable!("the writer's retained record {pos} was overwritten"))
+    }
+
+    /// Appends a record; `dispatched` is the dispatcher's cursor (positions
+    /// below it have been fanned out). Returns the record's position and the
+    /// resize done, if any.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn append(
+        &mut self,
+        kind: RecordKind,
+        rv: ResourceVersion,
+        object: Option<Object>,
+        prev: Option<Object>,
+        generation: u64,
+        at: Instant,
+        dispatched: u64,
+    ) -> Result<(u64, Option<Resize>), Gated> {
+        let mut resized = None;
+        let full = self.len() >= self.cap;
+        if self.gated(dispatched) {
+            // Reusing the slot would destroy an undispatched record. Growing
+            // is the only way forward without waiting.
+            if full && self.may_grow(at) {
+                self.resize(self.grow_target(), dispatched);
+                resized = Some(Resize::Grew);
+            }
+            if self.gated(dispatched) {
+                return Err(Gated {
+                    reused: self.head - self.physical(),
+                });
+            }
+        } else if full {
+            resized = self.resize_on_full(at, dispatched);
+        }
+        if self.len() >= self.cap {
+            self.evict_oldest();
+        }
+        let bytes = object.as_ref().map_or(64, Object::approx_bytes);
+        if let Some(max) = self.sizing.max_bytes {
+            while self.bytes + bytes > max && self.tail < self.head {
+                self.evict_oldest();
+            }
+        }
+        let pos = self.head;
+        let record = Record {
+            pos,
+            rv,
+            kind,
+            object,
+            prev,
+            generation,
+            at,
+            bytes,
+        };
+        self.ring
+            .slots
+            .load()
+            .cell(pos)
+            .store(Some(Arc::new(record)));
+        self.head = pos + 1;
+        // Release: publishes the record stored above (pairs with `Ring::head`).
+        self.ring.head.store(self.head, Ordering::Release);
+        if kind == RecordKind::Relist {
+            // A re-list empties the window: nothing before it is servable.
+            self.servable_from = self.head;
+            self.tail = self.head;
+            self.bytes = 0;
+            self.list_rv = rv;
+        } else {
+            self.bytes += bytes;
+        }
+        Ok((pos, resized))
+    }
+
+    /// Whether the slot the next write reuses holds an undispatched record.
+    fn gated(&self, dispatched: u64) -> bool {
+        self.head
+            .checked_sub(self.physical())
+            .is_some_and(|reused| reused >= dispatched)
+    }
+
+    fn evict_oldest(&mut self) {
+        debug_assert!(self.tail < self.head);
+        let b = self.own(self.tail).bytes;
+        self.bytes -= b;
+        self.tail += 1;
+    }
+
+    fn may_grow(&self, now: Instant) -> bool {
+        self.cap < self.sizing.upper
+            && self.len() > 0
+            && now.saturating_duration_since(self.own(self.tail).at) < self.sizing.window
+            && self
+                .sizing
+                .max_bytes
+                .is_none_or(|max| self.bytes.saturating_mul(2) <= max)
+    }
+
+    fn grow_target(&self) -> usize {
+        (self.cap * 2).min(self.sizing.upper)
+    }
+
+    /// The reference's rule, applied when the ring is full.
+    fn resize_on_full(&mut self, now: Instant, dispatched: u64) -> Option<Resize> {
+        if self.may_grow(now) {
+            self.resize(self.grow_target(), dispatched);
+            return Some(Resize::Grew);
+        }
+        let quarter = self.head - (self.cap as u64 / 4).max(1);
+        if self.cap > self.sizing.lower
+            && quarter >= self.tail
+            && now.saturating_duration_since(self.own(quarter).at) > self.sizing.window
+        {
+            self.resize((self.cap / 2).max(self.sizing.lower), dispatched);
+            return Some(Resize::Shrank);
+        }
+        None
+    }
+
+    /// Herald's idle rule, run on the maintenance tick: when even the newest
+    /// record is older than the window, halve (the reference only resizes on
+    /// a write, so a ring grown by a burst stays large forever).
+    pub(crate) fn shrink_if_idle(&mut self, now: Instant, dispatched: u64) -> Option<Resize> {
+        if self.cap <= self.sizing.lower || self.head == 0 {
+            return None;
+        }
+        let newest = self.own(self.head - 1).at;
+        if now.saturating_duration_since(newest) <= self.sizing.window {
+            return None;
+        }
+        self.resize((self.cap / 2).max(self.sizing.lower), dispatched);
+        Some(Resize::Shrank)
+    }
+
+    /// Moves the retained records into a new slot array for capacity `cap`.
+    fn resize(&mut self, cap: usize, dispatched: u64) {
+        if cap > self.cap {
+            self.grows += 1;
+        } else if cap < self.cap {
+            self.shrinks += 1;
+        }
+        self.cap = cap;
+        while self.len() > self.cap {
+            self.evict_oldest();
+        }
+        // Keep every undispatched record, even if outside the window, and
+        // room for the next write.
+        let keep_from = self.tail.min(dispatched);
+        let need = (self.head - keep_from + 1) as usize;
+        let physical = cap.max(need).next_power_of_two();
+        let old = self.ring.slots.load_full();
+        if physical as u64 == old.physical() {
+            return;
+        }
+        let new = Slots::with_capacity(physical);
+        for pos in keep_from..self.head {
+            new.cell(pos).store(old.cell(pos).load_full());
+        }
+        // The new array is published before any record is written into it;
+        // see the module's Synchronization section.
+        self.ring.slots.store(Arc::new(new));
+    }
+
+    /// The oldest resource version a watch may start after, minus one (the
+    /// reference's `oldest - 1`): a watch from RV `r` is served iff
+    /// `r >= oldest_minus_one()`.
+    pub(crate) fn oldest_minus_one(&self) -> ResourceVersion {
+        if self.tail == self.servable_from {
+            // Nothing evicted since the last (re)list.
+            self.list_rv
+        } else if self.tail == self.head {
+            // Everything evicted (byte bound): only the present is servable.
+            self.own(self.head - 1).rv
+        } else {
+            ResourceVersion::new(self.own(self.tail).rv.get() - 1)
+        }
+    }
+
+    /// The first retained position whose record is newer than `rv`, or the
+    /// head when none is. The caller has checked `rv >= oldest_minus_one()`.
+    pub(crate) fn first_after(&self, rv: ResourceVersion) -> u64 {
+        let (mut lo, mut hi) = (self.tail, self.head);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.own(mid).rv > rv {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizing(lower: usize, upper: usize, window: Duration) -> Sizing {
+        Sizing {
+            lower,
+            upper,
+            window,
+            max_bytes: None,
+        }
+    }
+
+    fn obj(i: u64) -> Option<Object> {
+        Some(Object::builder("ns", &i.to_string()).build())
+    }
+
+    fn change(w: &mut RingWriter, rv: u64, at: Instant) -> Option<Resize> {
+        w.append(
+            RecordKind::Change(ChangeKind::Added),
+            rv.into(),
+            obj(rv),
+            None,
+            1,
+            at,
+            u64::MAX,
+        )
+        .unwrap()
+        .1
+    }
+
+    #[test]
+    fn grows_while_young_and_stops_at_upper_bound() {
+        let (mut w, ring) = RingWriter::new(sizing(4, 16, Duration::from_secs(60)));
+        let t = Instant::now();
+        for rv in 1..=40 {
+            change(&mut w, rv, t);
+        }
+        assert_eq!(w.capacity(), 16);
+        assert_eq!(w.grows, 2);
+        assert_eq!(w.len(), 16);
+        // The window holds the newest 16.
+        let mut c = ring.cursor();
+        assert_eq!(ring.read(&mut c, 39).unwrap().rv.get(), 40);
+        assert_eq!(ring.read(&mut c, 24).unwrap().rv.get(), 25);
+        assert_eq!(w.oldest_minus_one().get(), 24);
+    }
+
+    #[test]
+    fn shrinks_when_the_newest_quarter_is_old() {
+        let (mut w, _ring) = RingWriter::new(sizing(4, 64, Duration::from_secs(10)));
+        let t0 = Instant::now();
+        for rv in 1..=32 {
+            change(&mut w, rv, t0);
+        }
+        assert_eq!(w.capacity(), 32);
+        // A write 11 s later finds a full ring whose newest quarter is stale.
+        let r = change(&mut w, 33, t0 + Duration::from_secs(11));
+        assert_eq!(r, Some(Resize::Shrank));
+        assert_eq!(w.capacity(), 16);
+        assert_eq!(w.len(), 16);
+    }
+
+    #[test]
+    fn shrinks_when_idle() {
+        let (mut w, _ring) = RingWriter::new(sizing(4, 64, Duration::from_secs(10)));
+        let t0 = Instant::now();
+        for rv in 1..=20 {
+            change(&mut w, rv, t0);
+        }
+        assert_eq!(w.capacity(), 32);
+        assert_eq!(w.shrink_if_idle(t0 + Duration::from_secs(5), u64::MAX), None);
+        let later = t0 + Duration::from_secs(11);
+        assert_eq!(w.shrink_if_idle(later, u64::MAX), Some(Resize::Shrank));
+        assert_eq!(w.shrink_if_idle(later, u64::MAX), Some(Resize::Shrank));
+        assert_eq!(w.shrink_if_idle(later, u64::MAX), Some(Resize::Shrank));
+        assert_eq!(w.capacity(), 4);
+        assert_eq!(w.shrink_if_idle(later, u64::MAX), None);
+        assert_eq!(w.len(), 4);
+        assert_eq!(w.oldest_minus_one().get(), 16);
+    }
+
+    #[test]
+    fn writer_is_gated_by_the_dispatcher_not_by_readers() {
+        let (mut w, ring) = RingWriter::new(sizing(4, 4, Duration::from_secs(60)));
+        let t = Instant::now();
+        let mut reader = ring.cursor();
+        for rv in 1..=4 {
+            w.append(RecordKind::Change(ChangeKind::Added), rv.into(), obj(rv), None, 1, t, 0)
+                .unwrap();
+        }
+        // Dispatcher at 0, physical 4: the fifth write would reuse slot 0.
+        let r = w.append(RecordKind::Change(ChangeKind::Added), 5.into(), obj(5), None, 1, t, 0);
+        assert_eq!(r, Err(Gated { reused: 0 }));
+        assert_eq!(ring.head(), 4);
+        // Once dispatched, the writer laps the (slow) reader, which learns it.
+        w.append(RecordKind::Change(ChangeKind::Added), 5.into(), obj(5), None, 1, t, 1)
+            .unwrap();
+        assert!(ring.read(&mut reader, 0).is_err());
+        assert_eq!(ring.read(&mut reader, 4).unwrap().rv.get(), 5);
+    }
+
+    #[test]
+    fn relist_empties_the_window() {
+        let (mut w, _ring) = RingWriter::new(sizing(8, 8, Duration::from_secs(60)));
+        let t = Instant::now();
+        for rv in 1..=5 {
+            change(&mut w, rv, t);
+        }
+        w.append(RecordKind::Relist, 10.into(), None, None, 2, t, u64::MAX)
+            .unwrap();
+        assert_eq!(w.len(), 0);
+        assert_eq!(w.oldest_minus_one().get(), 10);
+        assert_eq!(w.first_after(10.into()), w.head());
+        change(&mut w, 11, t);
+        assert_eq!(w.first_after(10.into()), w.head() - 1);
+    }
+
+    #[test]
+    fn byte_bound_evicts_oldest() {
+        let mut s = sizing(100, 100, Duration::from_secs(60));
+        let one = obj(1).unwrap().approx_bytes();
+        s.max_bytes = Some(one * 3 + one / 2);
+        let (mut w, _ring) = RingWriter::new(s);
+        let t = Instant::now();
+        for rv in 1..=9 {
+            change(&mut w, rv, t);
+        }
+        assert_eq!(w.len(), 3);
+        assert_eq!(w.oldest_minus_one().get(), 6);
+    }
+}

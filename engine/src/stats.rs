@@ -1,0 +1,160 @@
+//! Counters a server exports, and the plain snapshot they are read into.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::EndReason;
+
+/// Live counters. All `Relaxed`: each is an independent statistic, read
+/// without any promise of consistency between counters.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) changes_received: AtomicU64,
+    pub(crate) relists: AtomicU64,
+    pub(crate) progress_updates: AtomicU64,
+    pub(crate) changes_dispatched: AtomicU64,
+    pub(crate) deliveries: AtomicU64,
+    pub(crate) initial_events_sent: AtomicU64,
+    pub(crate) dispatcher_full_waits: AtomicU64,
+    pub(crate) writer_gated_waits: AtomicU64,
+    pub(crate) watches_started: AtomicU64,
+    pub(crate) watchers_pending: AtomicU64,
+    pub(crate) watchers_active: AtomicU64,
+    pub(crate) ring_capacity: AtomicU64,
+    pub(crate) ring_len: AtomicU64,
+    pub(crate) ring_grows: AtomicU64,
+    pub(crate) ring_shrinks: AtomicU64,
+    ends: [AtomicU64; 7],
+}
+
+impl Counters {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set(c: &AtomicU64, v: u64) {
+        c.store(v, Ordering::Relaxed);
+    }
+
+    pub(crate) fn ended(&self, reason: &EndReason) {
+        let i = match reason {
+            EndReason::Stopped => 0,
+            EndReason::Deadline => 1,
+            EndReason::TooSlow => 2,
+            EndReason::Gone(_) => 3,
+            EndReason::Relisted => 4,
+            EndReason::EngineStopped => 5,
+            EndReason::TooLargeResourceVersion(_) => 6,
+        };
+        self.ends[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn snapshot(&self) -> Stats {
+        let g = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let ends = Terminations {
+            stopped: g(&self.ends[0]),
+            deadline: g(&self.ends[1]),
+            too_slow: g(&self.ends[2]),
+            gone: g(&self.ends[3]),
+            relisted: g(&self.ends[4]),
+            engine_stopped: g(&self.ends[5]),
+            too_large_resource_version: g(&self.ends[6]),
+        };
+        Stats {
+            changes_received: g(&self.changes_received),
+            relists: g(&self.relists),
+            progress_updates: g(&self.progress_updates),
+            changes_dispatched: g(&self.changes_dispatched),
+            deliveries: g(&self.deliveries),
+            initial_events_sent: g(&self.initial_events_sent),
+            dispatcher_full_waits: g(&self.dispatcher_full_waits),
+            writer_gated_waits: g(&self.writer_gated_waits),
+            watches_started: g(&self.watches_started),
+            watchers_pending: g(&self.watchers_pending),
+            watchers_active: g(&self.watchers_active),
+            watchers_ended: ends.total(),
+            terminations: ends,
+            ring_capacity: g(&self.ring_capacity),
+            ring_len: g(&self.ring_len),
+            ring_grows: g(&self.ring_grows),
+            ring_shrinks: g(&self.ring_shrinks),
+        }
+    }
+}
+
+/// A snapshot of the engine's counters ([`Engine::stats`](crate::Engine::stats)).
+///
+/// Counters only grow; gauges (`watchers_pending`, `watchers_active`,
+/// `ring_capacity`, `ring_len`) are current values. Fields are read one by
+/// one, so two fields may reflect slightly different moments.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Stats {
+    /// Changes the writer applied.
+    pub changes_received: u64,
+    /// Re-lists (`replace` calls), the first list included.
+    pub relists: u64,
+    /// Progress notifications that advanced the resource version.
+    pub progress_updates: u64,
+    /// Changes the dispatcher has fanned out.
+    pub changes_dispatched: u64,
+    /// Events the dispatcher enqueued to watchers (live deliveries).
+    pub deliveries: u64,
+    /// Initial events (current state as Added) served to watches.
+    pub initial_events_sent: u64,
+    /// Times the dispatcher found a watcher's queue full and waited.
+    pub dispatcher_full_waits: u64,
+    /// Times the writer waited for the dispatcher (ring full of undispatched
+    /// changes at its upper bound).
+    pub writer_gated_waits: u64,
+    /// Watches created.
+    pub watches_started: u64,
+    /// Watches waiting to start (for the first list, or for a future RV).
+    pub watchers_pending: u64,
+    /// Watches registered with the dispatcher.
+    pub watchers_active: u64,
+    /// Watches ended, for any reason.
+    pub watchers_ended: u64,
+    /// Ended watches by reason.
+    pub terminations: Terminations,
+    /// The history ring's capacity (records).
+    pub ring_capacity: u64,
+    /// Records in the history window.
+    pub ring_len: u64,
+    /// Times the ring doubled.
+    pub ring_grows: u64,
+    /// Times the ring halved.
+    pub ring_shrinks: u64,
+}
+
+/// Ended watches by [`EndReason`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Terminations {
+    /// [`EndReason::Stopped`].
+    pub stopped: u64,
+    /// [`EndReason::Deadline`].
+    pub deadline: u64,
+    /// [`EndReason::TooSlow`].
+    pub too_slow: u64,
+    /// [`EndReason::Gone`].
+    pub gone: u64,
+    /// [`EndReason::Relisted`].
+    pub relisted: u64,
+    /// [`EndReason::EngineStopped`].
+    pub engine_stopped: u64,
+    /// [`EndReason::TooLargeResourceVersion`].
+    pub too_large_resource_version: u64,
+}
+
+impl Terminations {
+    /// All ended watches.
+    pub fn total(&self) -> u64 {
+        self.stopped
+            + self.deadline
+            + self.too_slow
+            + self.gone
+            + self.relisted
+            + self.engine_stopped
+            + self.too_large_resource_version
+    }
+}

@@ -1,0 +1,732 @@
+//! A watch: the request, the state the dispatcher shares with the watcher,
+//! and the consumer handle.
+//!
+//! # Synchronization
+//!
+//! Each watcher has one producer (the dispatcher) and one consumer (the
+//! [`Watch`] handle, `&mut self` on every receive). They share:
+//!
+//! - `queue`: an SPSC queue of handles `(position << 2) | verdict` (see
+//!   `queue.rs`). Event bodies stay in the history ring; the consumer reads
+//!   the record at the position and learns from its stamp whether it was
+//!   overwritten meanwhile (then the watch ends with `Gone`).
+//! - `live_from`: the dispatcher's cursor when it registered the watcher,
+//!   stored with `Release` after `active_generation`; from that position on
+//!   the dispatcher enqueues every admitted change. The consumer replays
+//!   positions below it from the ring itself and skips queued positions it
+//!   has already passed, so the hand-over loses and repeats nothing.
+//! - `end`: set once (first writer wins) by whoever ends the watch; followed
+//!   by an unconditional wake.
+//! - `parked` + `waker`: wake-up coalescing. The consumer registers its
+//!   waker, stores `parked = true`, issues a `SeqCst` fence and looks once
+//!   more before sleeping. The dispatcher, after a batch of pushes, issues
+//!   one `SeqCst` fence and wakes only the touched watchers that are parked.
+//!   The two fences order each side's store before its load (Dekker), so
+//!   either the consumer sees the push or the dispatcher sees `parked`.
+//! - `producer_waiting`: the dispatcher found the queue full and waits; the
+//!   consumer's next pop wakes it (a missed wake costs at most the
+//!   dispatcher's bounded park).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use atomic_waker::AtomicWaker;
+
+use crate::engine::Shared;
+use crate::event::{Event, EventKind, Gone, WatchItem};
+use crate::filter::{Filter, Verdict};
+use crate::queue::Spsc;
+use crate::ring::{ReadCursor, RecordKind};
+use crate::stats::Counters;
+use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
+
+/// What to watch and from where. Built with chained setters.
+///
+/// ```
+/// use herald::{KeyScope, WatchRequest};
+/// let req = WatchRequest::new()
+///     .scope(KeyScope::prefix("team-a"))
+///     .labels("app in (web,api),tier!=canary".parse()?)
+///     .fields("spec.nodeName=node-7".parse()?)
+///     .resource_version(Some(42.into()));
+/// # Ok::<(), herald::SelectorError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WatchRequest {
+    pub(crate) scope: KeyScope,
+    pub(crate) labels: LabelSelector,
+    pub(crate) fields: FieldSelector,
+    pub(crate) resource_version: Option<ResourceVersion>,
+    pub(crate) send_initial_events: bool,
+    pub(crate) allow_bookmarks: bool,
+}
+
+impl WatchRequest {
+    /// Every object, from the current state (resource version unset).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Which keys to watch (default: all).
+    pub fn scope(mut self, scope: KeyScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// The label selector (default: everything).
+    pub fn labels(mut self, selector: LabelSelector) -> Self {
+        self.labels = selector;
+        self
+    }
+
+    /// The field selector (default: everything). An exact requirement on an
+    /// indexed field routes the watcher through that index.
+    pub fn fields(mut self, selector: FieldSelector) -> Self {
+        self.fields = selector;
+        self
+    }
+
+    /// Where to start:
+    /// - `None` (the wire form `""`) or `Some(0)`: the current state first,
+    ///   each object as Added in key order, then every later change;
+    /// - `Some(R)`: every change after `R`, replayed from history (a watch
+    ///   from an `R` older than the history ends with `Gone`); if the cache
+    ///   has not reached `R` yet, the watch waits for it, and ends with
+    ///   `TooLargeResourceVersion` when the wait times out.
+    ///
+    /// Parse the wire form with [`ResourceVersion::parse_param`].
+    pub fn resource_version(mut self, rv: Option<ResourceVersion>) -> Self {
+        self.resource_version = rv;
+        self
+    }
+
+    /// Sends the state at the start (at or after the requested version) as
+    /// Added events, then a Bookmark marked
+    /// [`initial-events-end`](Event::is_initial_events_end), then changes.
+    /// Requires [`allow_bookmarks`](WatchRequest::allow_bookmarks).
+    pub fn send_initial_events(mut self, yes: bool) -> Self {
+        self.send_initial_events = yes;
+        self
+    }
+
+    /// Whether the watcher accepts Bookmark events.
+    pub fn allow_bookmarks(mut self, yes: bool) -> Self {
+        self.allow_bookmarks = yes;
+        self
+    }
+}
+
+/// Where a watcher is registered in the trigger index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    All,
+    /// (index number, value).
+    Indexed(usize, Box<str>),
+}
+
+/// How a watch begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// The current state first (once the cache is at `min_rv` or later),
+    /// then changes; optionally an initial-events-end bookmark between.
+    Snapshot {
+        min_rv: ResourceVersion,
+        initial_events_end: bool,
+    },
+    /// Every change after `rv`, once the cache has reached it.
+    After(ResourceVersion),
+}
+
+impl Start {
+    /// The version the cache must have reached before the watch starts.
+    pub(crate) fn wait_for(self) -> ResourceVersion {
+        match self {
+            Start::Snapshot { min_rv, .. } => min_rv,
+            Start::After(rv) => rv,
+        }
+    }
+}
+
+/// `live_from` before the dispatcher has registered the watcher.
+pub(crate) const NOT_LIVE: u64 = u64::MAX;
+
+/// The state the dispatcher and the consumer share.
+pub(crate) struct WatcherShared {
+    pub(crate) id: u64,
+    pub(crate) filter: Filter,
+    pub(crate) route: Route,
+    pub(crate) start: Start,
+    /// The engine generation the watch was begun against, `None` if begun
+    /// before the first list.
+    pub(crate) generation: Option<u64>,
+    pub(crate) created: Instant,
+    pub(crate) queue: Spsc,
+    pub(crate) live_from: AtomicU64,
+    pub(crate) active_generation: AtomicU64,
+    end: OnceLock<EndReason>,
+    parked: AtomicBool,
+    waker: AtomicWaker,
+    producer_waiting: AtomicBool,
+    /// Dispatcher-private: the batch in which it last pushed to this watcher.
+    pub(crate) touched: AtomicU64,
+}
+
+impl fmt::Debug for WatcherShared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatcherShared")
+            .field("id", &self.id)
+            .field("route", &self.route)
+            .field("start", &self.start)
+            .field("end", &self.end.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatcherShared {
+    pub(crate) fn new(
+        id: u64,
+        filter: Filter,
+        route: Route,
+        start: Start,
+        generation: Option<u64>,
+        queue_capacity: usize,
+    ) -> WatcherShared {
+        WatcherShared {
+            id,
+            filter,
+            route,
+            start,
+            generation,
+            created: Instant::now(),
+            queue: Spsc::new(queue_capacity),
+            live_from: AtomicU64::new(NOT_LIVE),
+            active_generation: AtomicU64::new(0),
+            end: OnceLock::new(),
+            parked: AtomicBool::new(false),
+            waker: AtomicWaker::new(),
+            producer_waiting: AtomicBool::new(false),
+            touched: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        self.end.get().is_some()
+    }
+
+    /// Ends the watch unless it has ended already; returns whether this call
+    /// ended it. Always wakes the consumer.
+    pub(crate) fn end(&self, reason: EndReason, counters: &Counters) -> bool {
+        let won = match self.end.set(reason) {
+            Ok(()) => {
+                if let Some(r) = self.end.get() {
+                    counters.ended(r);
+                }
+                true
+            }
+            Err(_) => false,
+        };
+        self.waker.wake();
+        won
+    }
+
+    /// Dispatcher: registers the watcher as live from `pos`.
+    pub(crate) fn activate(&self, pos: u64, generation: u64) {
+        self.active_generation.store(generation, Ordering::Relaxed);
+        // Release: publishes `active_generation` with `live_from`.
+        self.live_from.store(pos, Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Dispatcher: whether the consumer sleeps and needs a wake. Call after
+    /// a `SeqCst` fence that follows the pushes (see the module docs).
+    pub(crate) fn wake_if_parked(&self) {
+        if self.parked.load(Ordering::Relaxed) {
+            self.parked.store(false, Ordering::Relaxed);
+            self.waker.wake();
+        }
+    }
+
+    /// Dispatcher: wake the consumer unconditionally (its queue is full).
+    pub(crate) fn wake(&self) {
+        self.waker.wake();
+    }
+
+    /// Dispatcher: about to wait for the consumer to make room.
+    pub(crate) fn set_producer_waiting(&self) {
+        self.producer_waiting.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A live watch: receives the events its filter admits, in resource-version
+/// order, with no gap and no duplicate, then exactly one
+/// [`WatchItem::End`] saying why it ended.
+///
+/// Receive with [`recv`](Watch::recv) (blocking), [`try_recv`](Watch::try_recv),
+/// [`recv_timeout`](Watch::recv_timeout), [`recv_batch`](Watch::recv_batch),
+/// as an [`Iterator`] (blocking) or as a [`futures_core::Stream`]. Dropping
+/// the handle stops the watch and unregisters it.
+pub struct Watch {
+    w: Arc<WatcherShared>,
+    engine: Arc<Shared>,
+    phase: Phase,
+    /// Live from this position (valid once activated).
+    live_from: u64,
+    /// The next position this watch has not passed.
+    next_pos: u64,
+    generation: u64,
+    cursor: ReadCursor,
+    initial: VecDeque<(Object, ResourceVersion)>,
+    initial_end: Option<ResourceVersion>,
+    /// The last resource version delivered (or the start), for `Gone`.
+    last_rv: ResourceVersion,
+    thread_waker: Option<(std::thread::ThreadId, Waker)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Waiting for the dispatcher to register the watch.
+    Activating,
+    /// Serving the initial state.
+    Initial,
+    /// Replaying history, then following the queue.
+    Stream,
+    /// The terminal item has been returned.
+    Done,
+}
+
+/// One step of the consumer.
+enum Step {
+    Item(WatchItem),
+    Empty,
+    Done,
+}
+
+/// [`Watch::try_recv`] found nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryRecvError {
+    /// Nothing is ready now.
+    Empty,
+    /// The terminal item has already been received.
+    Finished,
+}
+
+/// [`Watch::recv_timeout`] found nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecvTimeoutError {
+    /// Nothing arrived in time.
+    Timeout,
+    /// The terminal item has already been received.
+    Finished,
+}
+
+impl fmt::Display for TryRecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TryRecvError::Empty => "no event ready",
+            TryRecvError::Finished => "the watch has ended",
+        })
+    }
+}
+
+impl fmt::Display for RecvTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RecvTimeoutError::Timeout => "timed out waiting for an event",
+            RecvTimeoutError::Finished => "the watch has ended",
+        })
+    }
+}
+
+impl std::error::Error for TryRecvError {}
+impl std::error::Error for RecvTimeoutError {}
+
+struct ThreadWaker(Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+impl fmt::Debug for Watch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Watch")
+            .field("id", &self.w.id)
+            .field("phase", &self.phase)
+            .field("next_pos", &self.next_pos)
+            .field("last_rv", &self.last_rv)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Watch {
+    pub(crate) fn new(w: Arc<WatcherShared>, engine: Arc<Shared>) -> Watch {
+        let cursor = engine.ring.cursor();
+        Watch {
+            w,
+            engine,
+            phase: Phase::Activating,
+            live_from: NOT_LIVE,
+            next_pos: 0,
+            generation: 0,
+            cursor,
+            initial: VecDeque::new(),
+            initial_end: None,
+            last_rv: ResourceVersion::ZERO,
+            thread_waker: None,
+        }
+    }
+
+    /// Blocks until the next item. Returns `None` once the terminal
+    /// [`WatchItem::End`] has been received.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+    /// writer.apply(Change::added(Object::builder("ns", "a").build(), 2.into()))?;
+    /// let Some(WatchItem::Event(ev)) = watch.recv() else { panic!() };
+    /// assert_eq!((ev.kind(), ev.resource_version().get()), (EventKind::Added, 2));
+    /// watch.stop();
+    /// assert_eq!(watch.recv(), Some(WatchItem::End(EndReason::Stopped)));
+    /// assert_eq!(watch.recv(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv(&mut self) -> Option<WatchItem> {
+        self.recv_deadline(None).ok()
+    }
+
+    /// Blocks until the next item or until `timeout` passes.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # use std::time::Duration;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+    /// assert_eq!(watch.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<WatchItem, RecvTimeoutError> {
+        self.recv_deadline(Some(Instant::now() + timeout))
+    }
+
+    /// Returns the next item if one is ready, without blocking.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+    /// assert_eq!(watch.try_recv(), Err(TryRecvError::Empty));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recv(&mut self) -> Result<WatchItem, TryRecvError> {
+        match self.step() {
+            Step::Item(item) => Ok(item),
+            Step::Empty => Err(TryRecvError::Empty),
+            Step::Done => Err(TryRecvError::Finished),
+        }
+    }
+
+    /// Moves up to `max` ready items into `out` without blocking; returns how
+    /// many it moved. Amortises the per-item checks over a batch.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// let mut out = Vec::new();
+    /// while out.len() < 2 {
+    ///     watch.recv_batch(&mut out, 64);
+    /// }
+    /// assert_eq!(out.len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn recv_batch(&mut self, out: &mut Vec<WatchItem>, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            match self.step() {
+                Step::Item(item) => {
+                    out.push(item);
+                    n += 1;
+                }
+                Step::Empty | Step::Done => break,
+            }
+        }
+        n
+    }
+
+    /// Stops the watch: the next receive returns
+    /// [`EndReason::Stopped`] (unless it had already ended for another
+    /// reason), and the dispatcher forgets it.
+    pub fn stop(&mut self) {
+        self.w.end(EndReason::Stopped, &self.engine.counters);
+        self.engine.unregister(&self.w);
+    }
+
+    /// Whether the terminal item has been received.
+    pub fn is_finished(&self) -> bool {
+        self.phase == Phase::Done
+    }
+
+    fn recv_deadline(&mut self, deadline: Option<Instant>) -> Result<WatchItem, RecvTimeoutError> {
+        loop {
+            match self.step() {
+                Step::Item(item) => return Ok(item),
+                Step::Done => return Err(RecvTimeoutError::Finished),
+                Step::Empty => {}
+            }
+            let waker = self.thread_waker();
+            match self.prepare_park(&waker) {
+                Step::Item(item) => return Ok(item),
+                Step::Done => return Err(RecvTimeoutError::Finished),
+                Step::Empty => {}
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        self.w.parked.store(false, Ordering::Relaxed);
+                        return Err(RecvTimeoutError::Timeout);
+                    }
+                    std::thread::park_timeout(d - now);
+                }
+            }
+            self.w.parked.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// A waker that unparks the calling thread (cached: a `Watch` may move
+    /// between threads, so the cache is keyed by thread).
+    fn thread_waker(&mut self) -> Waker {
+        let me = std::thread::current();
+        match &self.thread_waker {
+            Some((id, w)) if *id == me.id() => w.clone(),
+            _ => {
+                let w = Waker::from(Arc::new(ThreadWaker(me.clone())));
+                self.thread_waker = Some((me.id(), w.clone()));
+                w
+            }
+        }
+    }
+
+    /// Registers `waker`, announces sleep, and looks once more.
+    fn prepare_park(&mut self, waker: &Waker) -> Step {
+        self.w.waker.register(waker);
+        self.w.parked.store(true, Ordering::Relaxed);
+        // SeqCst fence: orders the `parked` store before the re-check's
+        // loads; pairs with the dispatcher's fence after its pushes.
+        fence(Ordering::SeqCst);
+        let step = self.step();
+        if !matches!(step, Step::Empty) {
+            self.w.parked.store(false, Ordering::Relaxed);
+        }
+        step
+    }
+
+    fn step(&mut self) -> Step {
+        loop {
+            if self.phase == Phase::Done {
+                return Step::Done;
+            }
+            if let Some(reason) = self.w.end.get() {
+                self.phase = Phase::Done;
+                return Step::Item(WatchItem::End(reason.clone()));
+            }
+            match self.phase {
+                Phase::Activating => {
+                    // Acquire: pairs with `activate`'s Release.
+                    let live_from = self.w.live_from.load(Ordering::Acquire);
+                    if live_from == NOT_LIVE {
+                        return Step::Empty;
+                    }
+                    self.live_from = live_from;
+                    self.generation = self.w.active_generation.load(Ordering::Relaxed);
+                    self.begin();
+                }
+                Phase::Initial => {
+                    if let Some((object, rv)) = self.initial.pop_front() {
+                        Counters::add(&self.engine.counters.initial_events_sent, 1);
+                        return Step::Item(WatchItem::Event(Event::object_event(
+                            EventKind::Added,
+                            rv,
+                            object,
+                        )));
+                    }
+                    self.phase = Phase::Stream;
+                    if let Some(rv) = self.initial_end.take() {
+                        return Step::Item(WatchItem::Event(Event::bookmark(rv, true)));
+                    }
+                }
+                Phase::Stream => return self.next_change(),
+                Phase::Done => unreachable!(),
+            }
+        }
+    }
+
+    /// Resolves the start under the writer lock (O(1) for a snapshot, a
+    /// binary search for a version), so it is consistent with the ring.
+    fn begin(&mut self) {
+        let st = self.engine.state.lock().unwrap_or_else(|e| e.into_inner());
+        if st.generation != self.generation {
+            drop(st);
+            self.w.end(EndReason::Relisted, &self.engine.counters);
+            return;
+        }
+        match self.w.start {
+            Start::Snapshot {
+                initial_events_end, ..
+            } => {
+                let store = st.store.clone();
+                let rv = st.rv;
+                self.next_pos = st.ring.head();
+                drop(st);
+                // The store is a persistent map: the clone above is O(1) and
+                // the walk below runs outside the writer lock.
+                self.initial = store
+                    .values()
+                    .filter(|(o, _)| self.w.filter.admits(o))
+                    .cloned()
+                    .collect();
+                self.last_rv = rv;
+                self.initial_end = initial_events_end.then_some(rv);
+                self.phase = Phase::Initial;
+            }
+            Start::After(rv) => {
+                let oldest = st.ring.oldest_minus_one();
+                if rv < oldest {
+                    drop(st);
+                    let gone = Gone::new(rv, oldest);
+                    self.w.end(EndReason::Gone(gone), &self.engine.counters);
+                    return;
+                }
+                self.next_pos = st.ring.first_after(rv);
+                drop(st);
+                self.last_rv = rv;
+                self.phase = Phase::Stream;
+            }
+        }
+    }
+
+    fn next_change(&mut self) -> Step {
+        // Replay what happened between the start and the dispatcher taking
+        // over, straight from the ring.
+        while self.next_pos < self.live_from {
+            let pos = self.next_pos;
+            let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
+                return self.fell_behind();
+            };
+            debug_assert_eq!(rec.generation, self.generation);
+            self.next_pos = pos + 1;
+            let RecordKind::Change(kind) = rec.kind else {
+                continue;
+            };
+            let Some(object) = rec.object.as_ref() else {
+                continue;
+            };
+            if let Some(v) = self.w.filter.verdict(kind, object, rec.prev.as_ref()) {
+                let ev = make_event(v, rec.rv, object, rec.prev.as_ref());
+                self.last_rv = rec.rv;
+                return Step::Item(WatchItem::Event(ev));
+            }
+        }
+        loop {
+            let Some(handle) = self.w.queue.pop() else {
+                return Step::Empty;
+            };
+            if self.w.producer_waiting.load(Ordering::Relaxed)
+                && self.w.producer_waiting.swap(false, Ordering::Relaxed)
+            {
+                self.engine.wake_dispatcher();
+            }
+            let pos = handle >> 2;
+            if pos < self.next_pos {
+                // Already served by the replay above.
+                continue;
+            }
+            let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
+                return self.fell_behind();
+            };
+            self.next_pos = pos + 1;
+            let Some(object) = rec.object.as_ref() else {
+                continue;
+            };
+            let ev = make_event(Verdict::from_bits(handle), rec.rv, object, rec.prev.as_ref());
+            self.last_rv = rec.rv;
+            return Step::Item(WatchItem::Event(ev));
+        }
+    }
+
+    /// The writer reused the slot of the next record this watch needs.
+    fn fell_behind(&mut self) -> Step {
+        let oldest = {
+            let st = self.engine.state.lock().unwrap_or_else(|e| e.into_inner());
+            st.ring.oldest_minus_one()
+        };
+        self.w.end(
+            EndReason::Gone(Gone::new(self.last_rv, oldest)),
+            &self.engine.counters,
+        );
+        self.step()
+    }
+}
+
+fn make_event(v: Verdict, rv: ResourceVersion, object: &Object, prev: Option<&Object>) -> Event {
+    let obj = match v {
+        // Deleted carries the state the watcher could see, with the
+        // change's resource version (seeds/004 convertToWatchEvent).
+        Verdict::Deleted => prev.unwrap_or(object),
+        Verdict::Added | Verdict::Modified => object,
+    };
+    Event::object_event(v.event_kind(), rv, obj.clone())
+}
+
+impl Iterator for Watch {
+    type Item = WatchItem;
+
+    /// Blocks like [`Watch::recv`].
+    fn next(&mut self) -> Option<WatchItem> {
+        self.recv()
+    }
+}
+
+impl futures_core::Stream for Watch {
+    type Item = WatchItem;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchItem>> {
+        let this = self.get_mut();
+        match this.step() {
+            Step::Item(item) => return Poll::Ready(Some(item)),
+            Step::Done => return Poll::Ready(None),
+            Step::Empty => {}
+        }
+        match this.prepare_park(cx.waker()) {
+            Step::Item(item) => Poll::Ready(Some(item)),
+            Step::Done => Poll::Ready(None),
+            Step::Empty => Poll::Pending,
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.w.end(EndReason::Stopped, &self.engine.counters);
+        self.engine.unregister(&self.w);
+    }
+}

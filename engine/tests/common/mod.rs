@@ -1,0 +1,309 @@
+//! Shared test support: a deterministic workload generator and a plain,
+//! sequential model of the watch semantics (SEMANTICS.md 1 and 3), written
+//! independently of the engine: vectors and maps, no concurrency.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use herald::*;
+
+/// splitmix64: a tiny deterministic generator, so failures reproduce.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+pub const APPS: [&str; 4] = ["web", "api", "db", "cache"];
+pub const TIERS: [&str; 3] = ["a", "b", "c"];
+
+pub fn node(i: u64) -> String {
+    format!("node-{i}")
+}
+
+pub fn pod(ns: &str, name: &str, app: &str, tier: &str, node: &str, version: u64) -> Object {
+    Object::builder(ns, name)
+        .label("app", app)
+        .label("tier", tier)
+        .field("spec.nodeName", node)
+        .payload(format!("{ns}/{name}@{version}"))
+        .build()
+}
+
+/// A stream of changes with strictly increasing resource versions (with
+/// gaps, as etcd's revisions have) over `keys` keys in `namespaces`
+/// namespaces, moving objects between labels and nodes.
+pub fn workload(
+    rng: &mut Rng,
+    start_rv: u64,
+    n: usize,
+    keys: u64,
+    namespaces: u64,
+    nodes: u64,
+    live: &mut BTreeMap<String, Object>,
+) -> Vec<Change> {
+    let mut out = Vec::with_capacity(n);
+    let mut rv = start_rv;
+    for i in 0..n {
+        rv += 1 + rng.below(3);
+        let k = rng.below(keys);
+        let ns = format!("ns-{}", k % namespaces);
+        let name = format!("pod-{k}");
+        let key = format!("{ns}/{name}");
+        let obj = pod(
+            &ns,
+            &name,
+            *rng.pick(&APPS),
+            *rng.pick(&TIERS),
+            &node(rng.below(nodes)),
+            i as u64,
+        );
+        let change = match live.get(&key) {
+            None => {
+                live.insert(key, obj.clone());
+                Change::added(obj, rv.into())
+            }
+            Some(old) if rng.below(5) == 0 => {
+                let old = old.clone();
+                live.remove(&key);
+                Change::deleted(old, rv.into())
+            }
+            Some(_) => {
+                live.insert(key, obj.clone());
+                Change::modified(obj, rv.into())
+            }
+        };
+        out.push(change);
+    }
+    out
+}
+
+/// What the model says a watcher sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Seen {
+    pub kind: EventKind,
+    pub rv: u64,
+    pub key: String,
+    pub object: Option<Object>,
+    pub initial_events_end: bool,
+}
+
+impl Seen {
+    pub fn from_event(ev: &Event) -> Seen {
+        Seen {
+            kind: ev.kind(),
+            rv: ev.resource_version().get(),
+            key: ev.object().map(|o| o.key().to_owned()).unwrap_or_default(),
+            object: ev.object().cloned(),
+            initial_events_end: ev.is_initial_events_end(),
+        }
+    }
+}
+
+/// A watcher's filter, evaluated by the model on its own terms.
+#[derive(Debug, Clone)]
+pub struct ModelFilter {
+    pub scope: KeyScope,
+    pub labels: LabelSelector,
+    pub fields: FieldSelector,
+}
+
+impl ModelFilter {
+    pub fn everything() -> ModelFilter {
+        ModelFilter {
+            scope: KeyScope::All,
+            labels: LabelSelector::default(),
+            fields: FieldSelector::default(),
+        }
+    }
+
+    pub fn admits(&self, o: &Object) -> bool {
+        let in_scope = match &self.scope {
+            KeyScope::All => true,
+            KeyScope::Exact(k) => o.key() == &**k,
+            KeyScope::Prefix(p) => o.key().starts_with(&format!("{p}/")),
+            _ => unreachable!(),
+        };
+        in_scope && self.labels.matches(|k| o.label(k)) && self.fields.matches(|f| o.field(f))
+    }
+
+    pub fn request(&self) -> WatchRequest {
+        WatchRequest::new()
+            .scope(self.scope.clone())
+            .labels(self.labels.clone())
+            .fields(self.fields.clone())
+    }
+}
+
+/// The sequential model: the state after every change, and what each
+/// change looks like through a filter.
+#[derive(Debug)]
+pub struct Model {
+    /// (list rv, listed objects).
+    pub base_rv: u64,
+    pub base: BTreeMap<String, Object>,
+    /// (kind, rv, object, prev).
+    pub changes: Vec<(ChangeKind, u64, Object, Option<Object>)>,
+}
+
+impl Model {
+    pub fn new(base_rv: u64, base: &[Object], changes: &[Change]) -> Model {
+        let mut state: BTreeMap<String, Object> =
+            base.iter().map(|o| (o.key().to_owned(), o.clone())).collect();
+        let base_map = state.clone();
+        let mut out = Vec::with_capacity(changes.len());
+        for c in changes {
+            let key = c.object().key().to_owned();
+            let prev = state.get(&key).cloned();
+            match c.kind() {
+                ChangeKind::Deleted => {
+                    state.remove(&key);
+                    let prev = prev.or_else(|| Some(c.object().clone()));
+                    out.push((c.kind(), c.resource_version().get(), c.object().clone(), prev));
+                }
+                _ => {
+                    state.insert(key, c.object().clone());
+                    out.push((c.kind(), c.resource_version().get(), c.object().clone(), prev));
+                }
+            }
+        }
+        Model {
+            base_rv,
+            base: base_map,
+            changes: out,
+        }
+    }
+
+    /// The events a watcher with `f` sees for the changes after `after`.
+    pub fn changes_after(&self, f: &ModelFilter, after: u64) -> Vec<Seen> {
+        let first = self.changes.partition_point(|c| c.1 <= after);
+        let mut out = Vec::new();
+        for (kind, rv, obj, prev) in &self.changes[first..] {
+            let cur = *kind != ChangeKind::Deleted && f.admits(obj);
+            let old = prev.as_ref().is_some_and(|p| f.admits(p));
+            let (k, o) = match (cur, old) {
+                (true, false) => (EventKind::Added, obj),
+                (true, true) => (EventKind::Modified, obj),
+                (false, true) => (EventKind::Deleted, prev.as_ref().unwrap()),
+                (false, false) => continue,
+            };
+            out.push(Seen {
+                kind: k,
+                rv: *rv,
+                key: o.key().to_owned(),
+                object: Some(o.clone()),
+                initial_events_end: false,
+            });
+        }
+        out
+    }
+
+    /// The state at `rv`, as (key -> (object, rv of its last change)).
+    pub fn state_at(&self, rv: u64) -> BTreeMap<String, (Object, u64)> {
+        let mut state: BTreeMap<String, (Object, u64)> = self
+            .base
+            .iter()
+            .map(|(k, o)| (k.clone(), (o.clone(), self.base_rv)))
+            .collect();
+        for (kind, crv, obj, _) in &self.changes {
+            if *crv > rv {
+                break;
+            }
+            if *kind == ChangeKind::Deleted {
+                state.remove(obj.key());
+            } else {
+                state.insert(obj.key().to_owned(), (obj.clone(), *crv));
+            }
+        }
+        state
+    }
+
+    /// The initial events of a snapshot at `rv` through `f`, then the
+    /// initial-events-end bookmark if asked, then the changes after `rv`.
+    pub fn from_snapshot(&self, f: &ModelFilter, rv: u64, bookmark: bool) -> Vec<Seen> {
+        let mut out: Vec<Seen> = self
+            .state_at(rv)
+            .into_iter()
+            .filter(|(_, (o, _))| f.admits(o))
+            .map(|(k, (o, orv))| Seen {
+                kind: EventKind::Added,
+                rv: orv,
+                key: k,
+                object: Some(o),
+                initial_events_end: false,
+            })
+            .collect();
+        if bookmark {
+            out.push(Seen {
+                kind: EventKind::Bookmark,
+                rv,
+                key: String::new(),
+                object: None,
+                initial_events_end: true,
+            });
+        }
+        out.extend(self.changes_after(f, rv));
+        out
+    }
+}
+
+/// Receives until `n` events have arrived (or the watch ends), with a
+/// generous liveness limit so a bug fails the test instead of hanging it.
+pub fn recv_events(w: &mut Watch, n: usize) -> (Vec<Seen>, Option<EndReason>) {
+    let limit = Instant::now() + Duration::from_secs(60);
+    let mut out = Vec::new();
+    while out.len() < n {
+        let left = limit.saturating_duration_since(Instant::now());
+        match w.recv_timeout(left) {
+            Ok(WatchItem::Event(ev)) => out.push(Seen::from_event(&ev)),
+            Ok(WatchItem::End(r)) => return (out, Some(r)),
+            Err(e) => panic!("no item within the liveness limit after {} events: {e}", out.len()),
+        }
+    }
+    (out, None)
+}
+
+/// Receives until the watch ends; returns the events and the end.
+pub fn recv_to_end(w: &mut Watch) -> (Vec<Seen>, EndReason) {
+    let (evs, end) = recv_events(w, usize::MAX);
+    (evs, end.expect("recv_events only returns early on an end"))
+}
+
+/// Waits (liveness, not timing) until `cond` holds.
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let limit = Instant::now() + Duration::from_secs(30);
+    while !cond() {
+        assert!(Instant::now() < limit, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Asserts that nothing is ready and nothing arrives for a moment (used
+/// only where the expected state is "nothing"; a late arrival fails).
+pub fn assert_quiet(w: &mut Watch) {
+    match w.recv_timeout(Duration::from_millis(50)) {
+        Err(RecvTimeoutError::Timeout) => {}
+        other => panic!("expected nothing, got {other:?}"),
+    }
+}
