@@ -251,10 +251,8 @@ impl Dispatcher {
 
     /// Enqueues `handle` for `w`. A full queue waits for the consumer.
     fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
-        if w.queue.push(handle).is_err() {
-            if !self.wait_and_push(w, handle) {
-                return;
-            }
+        if w.queue.push(handle).is_err() && !self.wait_and_push(w, handle) {
+            return;
         }
         if w.touched.load(Ordering::Relaxed) != self.batch_no {
             w.touched.store(self.batch_no, Ordering::Relaxed);
@@ -291,6 +289,9 @@ impl Dispatcher {
         for w in self.touched.drain(..) {
             w.wake_if_parked();
         }
+        // New stamp: a watcher pushed to again after this flush (in the
+        // same batch) must be collected again.
+        self.batch_no += 1;
     }
 
     /// A re-list marker: every live watcher ends with `Relisted`.

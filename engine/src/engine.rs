@@ -718,4 +718,3 @@ impl Writer {
         Counters::set(&c.ring_len, st.ring.len() as u64);
     }
 }
-

@@ -147,7 +147,10 @@ mod tests {
         let web = pod("ns", "a", "web", "n1");
         let db = pod("ns", "a", "db", "n1");
         // cur passes, no prev: Added.
-        assert_eq!(f.verdict(ChangeKind::Added, &web, None), Some(Verdict::Added));
+        assert_eq!(
+            f.verdict(ChangeKind::Added, &web, None),
+            Some(Verdict::Added)
+        );
         // cur passes, prev does not: Added (the object entered the view).
         assert_eq!(
             f.verdict(ChangeKind::Modified, &web, Some(&db)),

@@ -26,7 +26,8 @@ use crate::Object;
 use crate::watcher::{Route, WatcherShared};
 
 type Bucket = Arc<Vec<Arc<WatcherShared>>>;
-type IndexMap = imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+type IndexMap =
+    imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 
 /// The routing table.
 #[derive(Debug, Clone, Default)]
@@ -96,9 +97,11 @@ impl Routes {
 
     /// Every registered watcher.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<WatcherShared>> {
-        self.all
-            .iter()
-            .chain(self.by_value.iter().flat_map(|m| m.values().flat_map(|b| b.iter())))
+        self.all.iter().chain(
+            self.by_value
+                .iter()
+                .flat_map(|m| m.values().flat_map(|b| b.iter())),
+        )
     }
 
     /// Calls `f` for every watcher a change of `object` (previously `prev`)

@@ -140,6 +140,9 @@ pub use event::{
 pub use filter::KeyScope;
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
 pub use rv::{InvalidResourceVersion, ResourceVersion};
-pub use selector::{FieldSelector, LabelSelector, SelectorError, SelectorErrorKind};
+pub use selector::{
+    ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
+    LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,
+};
 pub use stats::{Stats, Terminations};
 pub use watcher::{RecvTimeoutError, TryRecvError, Watch, WatchRequest};

@@ -108,7 +108,10 @@ mod tests {
         assert_eq!(q.pop(), Some(1));
         q.push(4).unwrap();
         assert_eq!(q.push(5), Err(Full));
-        assert_eq!((q.pop(), q.pop(), q.pop(), q.pop()), (Some(2), Some(3), Some(4), None));
+        assert_eq!(
+            (q.pop(), q.pop(), q.pop(), q.pop()),
+            (Some(2), Some(3), Some(4), None)
+        );
     }
 
     #[test]

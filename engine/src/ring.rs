@@ -109,7 +109,10 @@ impl std::ops::Deref for RecordRef {
 
     fn deref(&self) -> &Record {
         // `read` only builds a RecordRef around a `Some`.
-        self.0.as_ref().map(|r| &**r).unwrap_or_else(|| unreachable!())
+        self.0
+            .as_ref()
+            .map(|r| &**r)
+            .unwrap_or_else(|| unreachable!())
     }
 }
 
@@ -525,7 +528,10 @@ mod tests {
             change(&mut w, rv, t0);
         }
         assert_eq!(w.capacity(), 32);
-        assert_eq!(w.shrink_if_idle(t0 + Duration::from_secs(5), u64::MAX), None);
+        assert_eq!(
+            w.shrink_if_idle(t0 + Duration::from_secs(5), u64::MAX),
+            None
+        );
         let later = t0 + Duration::from_secs(11);
         assert_eq!(w.shrink_if_idle(later, u64::MAX), Some(Resize::Shrank));
         assert_eq!(w.shrink_if_idle(later, u64::MAX), Some(Resize::Shrank));
@@ -542,16 +548,40 @@ mod tests {
         let t = Instant::now();
         let mut reader = ring.cursor();
         for rv in 1..=4 {
-            w.append(RecordKind::Change(ChangeKind::Added), rv.into(), obj(rv), None, 1, t, 0)
-                .unwrap();
+            w.append(
+                RecordKind::Change(ChangeKind::Added),
+                rv.into(),
+                obj(rv),
+                None,
+                1,
+                t,
+                0,
+            )
+            .unwrap();
         }
         // Dispatcher at 0, physical 4: the fifth write would reuse slot 0.
-        let r = w.append(RecordKind::Change(ChangeKind::Added), 5.into(), obj(5), None, 1, t, 0);
+        let r = w.append(
+            RecordKind::Change(ChangeKind::Added),
+            5.into(),
+            obj(5),
+            None,
+            1,
+            t,
+            0,
+        );
         assert_eq!(r, Err(Gated { reused: 0 }));
         assert_eq!(ring.head(), 4);
         // Once dispatched, the writer laps the (slow) reader, which learns it.
-        w.append(RecordKind::Change(ChangeKind::Added), 5.into(), obj(5), None, 1, t, 1)
-            .unwrap();
+        w.append(
+            RecordKind::Change(ChangeKind::Added),
+            5.into(),
+            obj(5),
+            None,
+            1,
+            t,
+            1,
+        )
+        .unwrap();
         assert!(ring.read(&mut reader, 0).is_err());
         assert_eq!(ring.read(&mut reader, 4).unwrap().rv.get(), 5);
     }

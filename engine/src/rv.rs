@@ -150,7 +150,16 @@ mod tests {
             ResourceVersion::parse_param("18446744073709551615"),
             Ok(Some(ResourceVersion::new(u64::MAX)))
         );
-        for bad in ["+1", "-1", " 1", "1 ", "0x10", "1.5", "18446744073709551616", "abc"] {
+        for bad in [
+            "+1",
+            "-1",
+            " 1",
+            "1 ",
+            "0x10",
+            "1.5",
+            "18446744073709551616",
+            "abc",
+        ] {
             let err = ResourceVersion::parse_param(bad).unwrap_err();
             assert_eq!(err.input(), bad);
         }

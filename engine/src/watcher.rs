@@ -269,8 +269,9 @@ impl WatcherShared {
 ///
 /// Receive with [`recv`](Watch::recv) (blocking), [`try_recv`](Watch::try_recv),
 /// [`recv_timeout`](Watch::recv_timeout), [`recv_batch`](Watch::recv_batch),
-/// as an [`Iterator`] (blocking) or as a [`futures_core::Stream`]. Dropping
-/// the handle stops the watch and unregisters it.
+/// or as a [`futures_core::Stream`] (so `watch.next().await` works with
+/// `futures::StreamExt` or `tokio_stream::StreamExt`). Dropping the handle
+/// stops the watch and unregisters it.
 pub struct Watch {
     w: Arc<WatcherShared>,
     engine: Arc<Shared>,
@@ -667,7 +668,12 @@ impl Watch {
             let Some(object) = rec.object.as_ref() else {
                 continue;
             };
-            let ev = make_event(Verdict::from_bits(handle), rec.rv, object, rec.prev.as_ref());
+            let ev = make_event(
+                Verdict::from_bits(handle),
+                rec.rv,
+                object,
+                rec.prev.as_ref(),
+            );
             self.last_rv = rec.rv;
             return Step::Item(WatchItem::Event(ev));
         }
@@ -695,15 +701,6 @@ fn make_event(v: Verdict, rv: ResourceVersion, object: &Object, prev: Option<&Ob
         Verdict::Added | Verdict::Modified => object,
     };
     Event::object_event(v.event_kind(), rv, obj.clone())
-}
-
-impl Iterator for Watch {
-    type Item = WatchItem;
-
-    /// Blocks like [`Watch::recv`].
-    fn next(&mut self) -> Option<WatchItem> {
-        self.recv()
-    }
 }
 
 impl futures_core::Stream for Watch {

@@ -34,13 +34,18 @@ fn ev(kind: EventKind, rv: u64, key: &str) -> (EventKind, u64, String) {
 fn unset_and_zero_send_the_state_sorted_by_key_then_changes() {
     for rv in [None, Some(ResourceVersion::ZERO)] {
         let (engine, mut writer) = engine_with_history(Config::default());
-        let mut w = engine.watch(WatchRequest::new().resource_version(rv)).unwrap();
+        let mut w = engine
+            .watch(WatchRequest::new().resource_version(rv))
+            .unwrap();
         let (seen, end) = recv_events(&mut w, 2);
         assert_eq!(end, None);
         // State at 16: a (modified at 14), c (added at 12); b is deleted.
         assert_eq!(
             kinds_rvs(&seen),
-            [ev(EventKind::Added, 14, "ns/a"), ev(EventKind::Added, 12, "ns/c")]
+            [
+                ev(EventKind::Added, 14, "ns/a"),
+                ev(EventKind::Added, 12, "ns/c")
+            ]
         );
         writer.apply(Change::added(obj("d"), 20.into())).unwrap();
         let (seen, _) = recv_events(&mut w, 1);
@@ -58,7 +63,10 @@ fn exact_rv_replays_every_later_change() {
     let (seen, _) = recv_events(&mut w, 2);
     assert_eq!(
         kinds_rvs(&seen),
-        [ev(EventKind::Modified, 14, "ns/a"), ev(EventKind::Deleted, 16, "ns/b")]
+        [
+            ev(EventKind::Modified, 14, "ns/a"),
+            ev(EventKind::Deleted, 16, "ns/b")
+        ]
     );
     assert_quiet(&mut w);
 }
@@ -95,7 +103,9 @@ fn gone_below_the_oldest_kept_change() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4)).unwrap();
     writer.replace([], 100.into()).unwrap();
     for rv in 101..=110 {
-        writer.apply(Change::added(obj(&rv.to_string()), rv.into())).unwrap();
+        writer
+            .apply(Change::added(obj(&rv.to_string()), rv.into()))
+            .unwrap();
     }
     // The ring keeps 107..=110: oldest - 1 = 106.
     let err = engine
@@ -107,7 +117,10 @@ fn gone_below_the_oldest_kept_change() {
         .watch(WatchRequest::new().resource_version(Some(106.into())))
         .unwrap();
     let (seen, _) = recv_events(&mut w, 4);
-    assert_eq!(seen.iter().map(|s| s.rv).collect::<Vec<_>>(), [107, 108, 109, 110]);
+    assert_eq!(
+        seen.iter().map(|s| s.rv).collect::<Vec<_>>(),
+        [107, 108, 109, 110]
+    );
 }
 
 #[test]
@@ -115,9 +128,13 @@ fn a_replay_overtaken_by_eviction_ends_with_gone() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4)).unwrap();
     writer.replace([], 100.into()).unwrap();
     for rv in 101..=103 {
-        writer.apply(Change::added(obj(&rv.to_string()), rv.into())).unwrap();
+        writer
+            .apply(Change::added(obj(&rv.to_string()), rv.into()))
+            .unwrap();
     }
-    eventually("history dispatched", || engine.stats().changes_dispatched == 4);
+    eventually("history dispatched", || {
+        engine.stats().changes_dispatched == 4
+    });
     // Live from after 103: the watch replays 101..=103 from the ring itself.
     let mut w = engine
         .watch(
@@ -131,17 +148,16 @@ fn a_replay_overtaken_by_eviction_ends_with_gone() {
     // The writer laps the replay with changes the watch does not select (so
     // its queue stays empty and the dispatcher never waits for it).
     for rv in 104..=130 {
-        let other = Object::builder("ns", &rv.to_string()).label("app", "db").build();
+        let other = Object::builder("ns", &rv.to_string())
+            .label("app", "db")
+            .build();
         writer.apply(Change::added(other, rv.into())).unwrap();
     }
     let (seen, end) = recv_to_end(&mut w);
     assert!(seen.is_empty(), "no silent gap: {seen:?}");
     // The ring keeps 127..=130; the watch had got as far as 101.
     assert_eq!(end, EndReason::Gone(Gone::new(101.into(), 126.into())));
-    assert_eq!(
-        end.to_string(),
-        "too old resource version: 101 (126)"
-    );
+    assert_eq!(end.to_string(), "too old resource version: 101 (126)");
     assert_eq!(w.recv(), None);
 }
 
@@ -161,7 +177,9 @@ fn a_queued_change_overwritten_before_it_is_read_ends_with_gone() {
     // Changes the watch does not select: nothing is queued for it, so the
     // dispatcher never waits, and the writer laps the one queued change.
     for rv in 102..=140 {
-        writer.apply(Change::added(obj(&rv.to_string()), rv.into())).unwrap();
+        writer
+            .apply(Change::added(obj(&rv.to_string()), rv.into()))
+            .unwrap();
     }
     let (seen, end) = recv_to_end(&mut w);
     assert!(seen.is_empty());
@@ -289,7 +307,10 @@ fn watches_begun_before_the_first_list_wait_for_it() {
     let (seen, _) = recv_events(&mut from_state, 2);
     assert_eq!(
         kinds_rvs(&seen),
-        [ev(EventKind::Added, 5, "ns/a"), ev(EventKind::Added, 6, "ns/b")]
+        [
+            ev(EventKind::Added, 5, "ns/a"),
+            ev(EventKind::Added, 6, "ns/b")
+        ]
     );
     let (seen, _) = recv_events(&mut from_rv, 1);
     assert_eq!(kinds_rvs(&seen), [ev(EventKind::Added, 6, "ns/b")]);
@@ -321,11 +342,17 @@ fn out_of_order_writes_are_refused_and_change_nothing() {
     // The state is unchanged: z never appeared.
     let mut w = engine.watch(WatchRequest::new()).unwrap();
     let (seen, _) = recv_events(&mut w, 2);
-    assert_eq!(seen.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(), ["ns/a", "ns/c"]);
+    assert_eq!(
+        seen.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(),
+        ["ns/a", "ns/c"]
+    );
     assert_quiet(&mut w);
     // The writer's error messages name the problem.
     assert_eq!(
-        writer.apply(Change::added(obj("z"), 3.into())).unwrap_err().to_string(),
+        writer
+            .apply(Change::added(obj("z"), 3.into()))
+            .unwrap_err()
+            .to_string(),
         "out-of-order resource version 3: the cache is at 16"
     );
 }

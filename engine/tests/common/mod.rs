@@ -74,8 +74,8 @@ pub fn workload(
         let obj = pod(
             &ns,
             &name,
-            *rng.pick(&APPS),
-            *rng.pick(&TIERS),
+            rng.pick::<&str>(&APPS),
+            rng.pick::<&str>(&TIERS),
             &node(rng.below(nodes)),
             i as u64,
         );
@@ -169,8 +169,10 @@ pub struct Model {
 
 impl Model {
     pub fn new(base_rv: u64, base: &[Object], changes: &[Change]) -> Model {
-        let mut state: BTreeMap<String, Object> =
-            base.iter().map(|o| (o.key().to_owned(), o.clone())).collect();
+        let mut state: BTreeMap<String, Object> = base
+            .iter()
+            .map(|o| (o.key().to_owned(), o.clone()))
+            .collect();
         let base_map = state.clone();
         let mut out = Vec::with_capacity(changes.len());
         for c in changes {
@@ -180,11 +182,21 @@ impl Model {
                 ChangeKind::Deleted => {
                     state.remove(&key);
                     let prev = prev.or_else(|| Some(c.object().clone()));
-                    out.push((c.kind(), c.resource_version().get(), c.object().clone(), prev));
+                    out.push((
+                        c.kind(),
+                        c.resource_version().get(),
+                        c.object().clone(),
+                        prev,
+                    ));
                 }
                 _ => {
                     state.insert(key, c.object().clone());
-                    out.push((c.kind(), c.resource_version().get(), c.object().clone(), prev));
+                    out.push((
+                        c.kind(),
+                        c.resource_version().get(),
+                        c.object().clone(),
+                        prev,
+                    ));
                 }
             }
         }
@@ -238,34 +250,6 @@ impl Model {
         }
         state
     }
-
-    /// The initial events of a snapshot at `rv` through `f`, then the
-    /// initial-events-end bookmark if asked, then the changes after `rv`.
-    pub fn from_snapshot(&self, f: &ModelFilter, rv: u64, bookmark: bool) -> Vec<Seen> {
-        let mut out: Vec<Seen> = self
-            .state_at(rv)
-            .into_iter()
-            .filter(|(_, (o, _))| f.admits(o))
-            .map(|(k, (o, orv))| Seen {
-                kind: EventKind::Added,
-                rv: orv,
-                key: k,
-                object: Some(o),
-                initial_events_end: false,
-            })
-            .collect();
-        if bookmark {
-            out.push(Seen {
-                kind: EventKind::Bookmark,
-                rv,
-                key: String::new(),
-                object: None,
-                initial_events_end: true,
-            });
-        }
-        out.extend(self.changes_after(f, rv));
-        out
-    }
 }
 
 /// Receives until `n` events have arrived (or the watch ends), with a
@@ -278,7 +262,10 @@ pub fn recv_events(w: &mut Watch, n: usize) -> (Vec<Seen>, Option<EndReason>) {
         match w.recv_timeout(left) {
             Ok(WatchItem::Event(ev)) => out.push(Seen::from_event(&ev)),
             Ok(WatchItem::End(r)) => return (out, Some(r)),
-            Err(e) => panic!("no item within the liveness limit after {} events: {e}", out.len()),
+            Err(e) => panic!(
+                "no item within the liveness limit after {} events: {e}",
+                out.len()
+            ),
         }
     }
     (out, None)
