@@ -17,16 +17,17 @@
 //!    reuse ring slots below it.
 //!
 //! Registration happens between batches: a watcher becomes live at the
-//! cursor (`live_from`); the watcher replays anything older from the ring by
-//! itself, so the dispatcher never does per-watcher catch-up work.
+//! cursor; the watcher replays anything older from the ring by itself, so
+//! the dispatcher never does per-watcher catch-up work.
 //!
 //! ## Full queues
 //!
-//! Here a full queue makes the dispatcher wait for that consumer (parking,
-//! not spinning), as the reference's blocking `add` does without its timer.
-//! The wait ends as soon as the consumer pops, ends or the engine stops.
-//! The time budget of the reference (ending watchers that stay full) and
-//! Herald's park-and-resume policy plug in at [`Dispatcher::push`].
+//! The dispatcher never waits for a watcher. A watcher whose queue is full
+//! is parked at the change that did not fit and feeds itself from the ring
+//! until it has caught up, then asks to be resumed (see `watcher.rs`,
+//! Parking). The reference's alternative, a shared time budget after which
+//! still-full watchers end with `TooSlow`, is a policy that plugs in at
+//! [`Dispatcher::push`].
 
 use std::sync::Arc;
 use std::sync::atomic::{Ordering, fence};
@@ -121,14 +122,20 @@ impl Dispatcher {
     }
 
     fn apply_control(&mut self) {
-        let (register, unregister) = {
+        let (register, unregister, resume) = {
             let mut c = self.shared.lock_control();
             (
                 std::mem::take(&mut c.register),
                 std::mem::take(&mut c.unregister),
+                std::mem::take(&mut c.resume),
             )
         };
         self.pending.extend(register);
+        for w in resume {
+            if !w.is_ended() && w.resume(self.cursor) {
+                Counters::add(&self.shared.counters.resumes, 1);
+            }
+        }
         let mut changed = false;
         for w in unregister {
             changed |= self.routes.remove(&w);
@@ -227,7 +234,7 @@ impl Dispatcher {
                     let prev = rec.prev.as_ref();
                     let handle_pos = pos << 2;
                     routes.for_each_candidate(object, prev, |w| {
-                        if w.is_ended() {
+                        if !w.is_live() || w.is_ended() {
                             return;
                         }
                         if let Some(v) = w.filter.verdict(kind, object, prev) {
@@ -249,33 +256,16 @@ impl Dispatcher {
         Counters::add(&c.changes_dispatched, end - start);
     }
 
-    /// Enqueues `handle` for `w`. A full queue waits for the consumer.
+    /// Enqueues `handle` for `w`; a full queue parks the watcher.
     fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
-        if w.queue.push(handle).is_err() && !self.wait_and_push(w, handle) {
+        if w.queue.push(handle).is_err() {
+            w.park(handle >> 2);
+            Counters::add(&self.shared.counters.parks, 1);
             return;
         }
         if w.touched.load(Ordering::Relaxed) != self.batch_no {
             w.touched.store(self.batch_no, Ordering::Relaxed);
             self.touched.push(w.clone());
-        }
-    }
-
-    fn wait_and_push(&mut self, w: &Arc<WatcherShared>, handle: u64) -> bool {
-        Counters::add(&self.shared.counters.dispatcher_full_waits, 1);
-        // Everyone touched so far should run while we wait.
-        self.flush_wakes();
-        let mut backoff = Duration::from_micros(20);
-        loop {
-            w.set_producer_waiting();
-            w.wake();
-            if w.queue.push(handle).is_ok() {
-                return true;
-            }
-            if w.is_ended() || self.shared.is_stopping() {
-                return false;
-            }
-            std::thread::park_timeout(backoff);
-            backoff = (backoff * 2).min(Duration::from_millis(1));
         }
     }
 

@@ -187,6 +187,8 @@ pub(crate) struct WriterState {
 pub(crate) struct Control {
     pub(crate) register: Vec<Arc<WatcherShared>>,
     pub(crate) unregister: Vec<Arc<WatcherShared>>,
+    /// Parked watchers that have caught up with the ring.
+    pub(crate) resume: Vec<Arc<WatcherShared>>,
     /// Set by the dispatcher when it exits: nothing more will be served.
     pub(crate) closed: bool,
 }
@@ -257,6 +259,18 @@ impl Shared {
             return;
         }
         c.unregister.push(w.clone());
+        self.control_pending.store(true, Ordering::Release);
+        drop(c);
+        self.wake_dispatcher();
+    }
+
+    /// Asks the dispatcher to feed a parked watcher again.
+    pub(crate) fn request_resume(&self, w: &Arc<WatcherShared>) {
+        let mut c = self.lock_control();
+        if c.closed {
+            return;
+        }
+        c.resume.push(w.clone());
         self.control_pending.store(true, Ordering::Release);
         drop(c);
         self.wake_dispatcher();

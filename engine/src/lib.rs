@@ -86,11 +86,14 @@
 //!
 //! ## Lagging
 //!
-//! Event bodies stay in the history ring; a watcher's queue holds positions.
-//! A watcher whose next change has been overwritten in the ring (it fell a
-//! whole history window behind) ends with [`EndReason::Gone`]; it never
-//! skips silently. A full watcher queue makes the dispatcher wait for that
-//! watcher (the time budget that ends slow watchers comes next).
+//! Slow watchers never slow the writer or the other watchers. Event bodies
+//! stay in the history ring; a watcher's queue holds positions. When a
+//! watcher's queue is full, the dispatcher parks it and moves on; the
+//! watcher then feeds itself from the ring and is resumed once it has
+//! caught up (Herald's policy, after KEP-6268; the reference would block
+//! the dispatcher, then end the watcher). A watcher whose next change has
+//! been overwritten in the ring (it fell a whole history window behind)
+//! ends with [`EndReason::Gone`]; it never skips a change silently.
 //!
 //! ## Ending
 //!

@@ -14,7 +14,8 @@ pub(crate) struct Counters {
     pub(crate) changes_dispatched: AtomicU64,
     pub(crate) deliveries: AtomicU64,
     pub(crate) initial_events_sent: AtomicU64,
-    pub(crate) dispatcher_full_waits: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) resumes: AtomicU64,
     pub(crate) writer_gated_waits: AtomicU64,
     pub(crate) watches_started: AtomicU64,
     pub(crate) watchers_pending: AtomicU64,
@@ -66,7 +67,8 @@ impl Counters {
             changes_dispatched: g(&self.changes_dispatched),
             deliveries: g(&self.deliveries),
             initial_events_sent: g(&self.initial_events_sent),
-            dispatcher_full_waits: g(&self.dispatcher_full_waits),
+            parks: g(&self.parks),
+            resumes: g(&self.resumes),
             writer_gated_waits: g(&self.writer_gated_waits),
             watches_started: g(&self.watches_started),
             watchers_pending: g(&self.watchers_pending),
@@ -101,8 +103,11 @@ pub struct Stats {
     pub deliveries: u64,
     /// Initial events (current state as Added) served to watches.
     pub initial_events_sent: u64,
-    /// Times the dispatcher found a watcher's queue full and waited.
-    pub dispatcher_full_waits: u64,
+    /// Times the dispatcher found a watcher's queue full and parked it
+    /// (the watcher then feeds itself from the ring).
+    pub parks: u64,
+    /// Times a parked watcher caught up and was fed by the dispatcher again.
+    pub resumes: u64,
     /// Times the writer waited for the dispatcher (ring full of undispatched
     /// changes at its upper bound).
     pub writer_gated_waits: u64,

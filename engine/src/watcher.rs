@@ -10,11 +10,15 @@
 //!   `queue.rs`). Event bodies stay in the history ring; the consumer reads
 //!   the record at the position and learns from its stamp whether it was
 //!   overwritten meanwhile (then the watch ends with `Gone`).
-//! - `live_from`: the dispatcher's cursor when it registered the watcher,
-//!   stored with `Release` after `active_generation`; from that position on
-//!   the dispatcher enqueues every admitted change. The consumer replays
-//!   positions below it from the ring itself and skips queued positions it
-//!   has already passed, so the hand-over loses and repeats nothing.
+//! - `attach`: written only by the dispatcher, `Release`; read by the
+//!   consumer with `Acquire`. Either "not yet", "live from `d`" (the
+//!   dispatcher's cursor when it registered or resumed the watcher: from
+//!   `d` on it enqueues every admitted change) or "parked at `p`" (the queue
+//!   was full when change `p` came; the dispatcher enqueues nothing more).
+//!   The consumer replays every position below `d`, or everything while
+//!   parked, from the ring itself, and skips queued positions it has
+//!   already passed: each hand-over loses and repeats nothing. See
+//!   [Parking](#parking).
 //! - `end`: set once (first writer wins) by whoever ends the watch; followed
 //!   by an unconditional wake.
 //! - `parked` + `waker`: wake-up coalescing. The consumer registers its
@@ -23,9 +27,19 @@
 //!   one `SeqCst` fence and wakes only the touched watchers that are parked.
 //!   The two fences order each side's store before its load (Dekker), so
 //!   either the consumer sees the push or the dispatcher sees `parked`.
-//! - `producer_waiting`: the dispatcher found the queue full and waits; the
-//!   consumer's next pop wakes it (a missed wake costs at most the
-//!   dispatcher's bounded park).
+//!
+//! # Parking
+//!
+//! A full queue never makes the dispatcher wait (after KEP-6268 "stall and
+//! resume" and etcd's client cache). It parks the watcher at the change
+//! that did not fit and moves on. The consumer, seeing "parked", discards
+//! what is queued (all of it older than the park, none of it lost: the
+//! replay re-derives it), replays from its next position through the ring,
+//! and once caught up with the ring's head asks the dispatcher to resume
+//! it; the dispatcher makes it live from its cursor. While the watcher is
+//! parked the dispatcher does not touch its queue, so the discard cannot
+//! race with a push. If the writer laps the replay, the watch ends with
+//! `Gone`: the only way a slow watcher ends, and it costs no one else.
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -153,8 +167,28 @@ impl Start {
     }
 }
 
-/// `live_from` before the dispatcher has registered the watcher.
-pub(crate) const NOT_LIVE: u64 = u64::MAX;
+/// `attach` before the dispatcher has registered the watcher.
+const NOT_ATTACHED: u64 = u64::MAX;
+/// `attach` flag: parked at the position in the low bits.
+const PARKED: u64 = 1 << 63;
+
+/// The decoded `attach` word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attach {
+    NotYet,
+    Live(u64),
+    Parked(u64),
+}
+
+fn decode(raw: u64) -> Attach {
+    if raw == NOT_ATTACHED {
+        Attach::NotYet
+    } else if raw & PARKED != 0 {
+        Attach::Parked(raw & !PARKED)
+    } else {
+        Attach::Live(raw)
+    }
+}
 
 /// The state the dispatcher and the consumer share.
 pub(crate) struct WatcherShared {
@@ -167,12 +201,11 @@ pub(crate) struct WatcherShared {
     pub(crate) generation: Option<u64>,
     pub(crate) created: Instant,
     pub(crate) queue: Spsc,
-    pub(crate) live_from: AtomicU64,
-    pub(crate) active_generation: AtomicU64,
+    attach: AtomicU64,
+    active_generation: AtomicU64,
     end: OnceLock<EndReason>,
     parked: AtomicBool,
     waker: AtomicWaker,
-    producer_waiting: AtomicBool,
     /// Dispatcher-private: the batch in which it last pushed to this watcher.
     pub(crate) touched: AtomicU64,
 }
@@ -205,12 +238,11 @@ impl WatcherShared {
             generation,
             created: Instant::now(),
             queue: Spsc::new(queue_capacity),
-            live_from: AtomicU64::new(NOT_LIVE),
+            attach: AtomicU64::new(NOT_ATTACHED),
             active_generation: AtomicU64::new(0),
             end: OnceLock::new(),
             parked: AtomicBool::new(false),
             waker: AtomicWaker::new(),
-            producer_waiting: AtomicBool::new(false),
             touched: AtomicU64::new(u64::MAX),
         }
     }
@@ -238,9 +270,40 @@ impl WatcherShared {
     /// Dispatcher: registers the watcher as live from `pos`.
     pub(crate) fn activate(&self, pos: u64, generation: u64) {
         self.active_generation.store(generation, Ordering::Relaxed);
-        // Release: publishes `active_generation` with `live_from`.
-        self.live_from.store(pos, Ordering::Release);
+        // Release: publishes `active_generation` with `attach`.
+        self.attach.store(pos, Ordering::Release);
         self.waker.wake();
+    }
+
+    /// Dispatcher: whether changes are to be enqueued for this watcher (it
+    /// is registered and not parked). `Relaxed`: only the dispatcher
+    /// writes `attach`.
+    pub(crate) fn is_live(&self) -> bool {
+        self.attach.load(Ordering::Relaxed) & PARKED == 0
+    }
+
+    /// Dispatcher: the queue was full for change `pos`; stop enqueuing.
+    pub(crate) fn park(&self, pos: u64) {
+        debug_assert!(self.is_live());
+        // Release: every push before it is visible to a consumer that
+        // sees the park (it discards them).
+        self.attach.store(PARKED | pos, Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Dispatcher: the consumer has caught up; live again from `pos`.
+    /// Returns false if the watcher was not parked.
+    pub(crate) fn resume(&self, pos: u64) -> bool {
+        if matches!(
+            decode(self.attach.load(Ordering::Relaxed)),
+            Attach::Parked(_)
+        ) {
+            self.attach.store(pos, Ordering::Release);
+            self.waker.wake();
+            true
+        } else {
+            false
+        }
     }
 
     /// Dispatcher: whether the consumer sleeps and needs a wake. Call after
@@ -250,16 +313,6 @@ impl WatcherShared {
             self.parked.store(false, Ordering::Relaxed);
             self.waker.wake();
         }
-    }
-
-    /// Dispatcher: wake the consumer unconditionally (its queue is full).
-    pub(crate) fn wake(&self) {
-        self.waker.wake();
-    }
-
-    /// Dispatcher: about to wait for the consumer to make room.
-    pub(crate) fn set_producer_waiting(&self) {
-        self.producer_waiting.store(true, Ordering::SeqCst);
     }
 }
 
@@ -276,8 +329,11 @@ pub struct Watch {
     w: Arc<WatcherShared>,
     engine: Arc<Shared>,
     phase: Phase,
-    /// Live from this position (valid once activated).
-    live_from: u64,
+    /// The last `attach` value seen as a park (to discard the queue once
+    /// per park).
+    park_seen: u64,
+    /// A resume has been asked for the current park.
+    resume_requested: bool,
     /// The next position this watch has not passed.
     next_pos: u64,
     generation: u64,
@@ -379,7 +435,8 @@ impl Watch {
             w,
             engine,
             phase: Phase::Activating,
-            live_from: NOT_LIVE,
+            park_seen: NOT_ATTACHED,
+            resume_requested: false,
             next_pos: 0,
             generation: 0,
             cursor,
@@ -476,8 +533,9 @@ impl Watch {
     /// [`EndReason::Stopped`] (unless it had already ended for another
     /// reason), and the dispatcher forgets it.
     pub fn stop(&mut self) {
-        self.w.end(EndReason::Stopped, &self.engine.counters);
-        self.engine.unregister(&self.w);
+        if self.w.end(EndReason::Stopped, &self.engine.counters) {
+            self.engine.unregister(&self.w);
+        }
     }
 
     /// Whether the terminal item has been received.
@@ -548,16 +606,17 @@ impl Watch {
             }
             if let Some(reason) = self.w.end.get() {
                 self.phase = Phase::Done;
+                // Ended by anyone: the dispatcher may forget it now rather
+                // than when the handle drops.
+                self.engine.unregister(&self.w);
                 return Step::Item(WatchItem::End(reason.clone()));
             }
             match self.phase {
                 Phase::Activating => {
                     // Acquire: pairs with `activate`'s Release.
-                    let live_from = self.w.live_from.load(Ordering::Acquire);
-                    if live_from == NOT_LIVE {
+                    if self.w.attach.load(Ordering::Acquire) == NOT_ATTACHED {
                         return Step::Empty;
                     }
-                    self.live_from = live_from;
                     self.generation = self.w.active_generation.load(Ordering::Relaxed);
                     self.begin();
                 }
@@ -626,14 +685,37 @@ impl Watch {
     }
 
     fn next_change(&mut self) -> Step {
-        // Replay what happened between the start and the dispatcher taking
-        // over, straight from the ring.
-        while self.next_pos < self.live_from {
+        // Acquire: pairs with the dispatcher's Release stores of `attach`.
+        let raw = self.w.attach.load(Ordering::Acquire);
+        let (replay_to, live) = match decode(raw) {
+            Attach::Live(d) => (d, true),
+            Attach::Parked(_) => {
+                if self.park_seen != raw {
+                    // Everything queued predates the park and the replay
+                    // below re-derives it; the dispatcher does not push
+                    // while we are parked, so this cannot drop a newer one.
+                    while self.w.queue.pop().is_some() {}
+                    self.park_seen = raw;
+                    self.resume_requested = false;
+                }
+                (self.engine.ring.head(), false)
+            }
+            Attach::NotYet => unreachable!("streaming before registration"),
+        };
+        // Replay from the ring: what happened between the start and the
+        // dispatcher taking over, or everything while parked.
+        while self.next_pos < replay_to {
             let pos = self.next_pos;
             let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
                 return self.fell_behind();
             };
-            debug_assert_eq!(rec.generation, self.generation);
+            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+                // Only a parked replay can reach a re-list (the dispatcher
+                // ends us when it gets there); never cross it.
+                drop(rec);
+                self.w.end(EndReason::Relisted, &self.engine.counters);
+                return self.step();
+            }
             self.next_pos = pos + 1;
             let RecordKind::Change(kind) = rec.kind else {
                 continue;
@@ -644,21 +726,24 @@ impl Watch {
             if let Some(v) = self.w.filter.verdict(kind, object, rec.prev.as_ref()) {
                 let ev = make_event(v, rec.rv, object, rec.prev.as_ref());
                 self.last_rv = rec.rv;
+                drop(rec);
+                if !live {
+                    self.maybe_request_resume(replay_to);
+                }
                 return Step::Item(WatchItem::Event(ev));
             }
+        }
+        if !live {
+            self.maybe_request_resume(replay_to);
+            return Step::Empty;
         }
         loop {
             let Some(handle) = self.w.queue.pop() else {
                 return Step::Empty;
             };
-            if self.w.producer_waiting.load(Ordering::Relaxed)
-                && self.w.producer_waiting.swap(false, Ordering::Relaxed)
-            {
-                self.engine.wake_dispatcher();
-            }
             let pos = handle >> 2;
             if pos < self.next_pos {
-                // Already served by the replay above.
+                // Already served by a replay.
                 continue;
             }
             let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
@@ -676,6 +761,17 @@ impl Watch {
             );
             self.last_rv = rec.rv;
             return Step::Item(WatchItem::Event(ev));
+        }
+    }
+
+    /// A parked watch asks to be fed again once it is within a few changes
+    /// of the ring's head (`head`): the dispatcher resumes it from its own
+    /// cursor, and whatever lies between is replayed here.
+    fn maybe_request_resume(&mut self, head: u64) {
+        const SLACK: u64 = 64;
+        if !self.resume_requested && head - self.next_pos.min(head) <= SLACK {
+            self.resume_requested = true;
+            self.engine.request_resume(&self.w);
         }
     }
 
@@ -723,7 +819,9 @@ impl futures_core::Stream for Watch {
 
 impl Drop for Watch {
     fn drop(&mut self) {
-        self.w.end(EndReason::Stopped, &self.engine.counters);
-        self.engine.unregister(&self.w);
+        if self.phase != Phase::Done {
+            self.w.end(EndReason::Stopped, &self.engine.counters);
+            self.engine.unregister(&self.w);
+        }
     }
 }

@@ -1,0 +1,103 @@
+//! A quick fan-out throughput probe (the perf harness proper lives in
+//! `perf/`): one writer, N watchers that admit every change, a fixed pool of
+//! consumer threads each draining its share of the watches in batches.
+//!
+//! ```text
+//! cargo run --release -p herald --example throughput -- [watchers] [changes] [consumer-threads]
+//! ```
+//!
+//! Prints deliveries per second from the first write until every watcher
+//! has received every change.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use herald::{Change, Config, Engine, Object, WatchItem, WatchRequest};
+
+fn arg(n: usize, default: u64) -> u64 {
+    std::env::args()
+        .nth(n)
+        .map(|a| a.parse().expect("numeric argument"))
+        .unwrap_or(default)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let watchers = arg(1, 1_000);
+    let changes = arg(2, 200_000);
+    let threads = arg(3, 2).max(1);
+
+    // History large enough to hold the whole run: this probe measures
+    // delivery, not what happens to watchers lapped by a faster writer.
+    let (engine, mut writer) =
+        Engine::new(Config::default().history_bounds(100, (changes as usize + 1).max(100)))?;
+    writer.replace([], 1.into())?;
+    let objects: Vec<Object> = (0..1_000)
+        .map(|i| {
+            Object::builder("ns", &format!("pod-{i}"))
+                .label("app", "web")
+                .build()
+        })
+        .collect();
+
+    let mut shares: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
+    for i in 0..watchers {
+        let w = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+        shares[(i % threads) as usize].push(w);
+    }
+    while engine.stats().watchers_active < watchers {
+        std::thread::yield_now();
+    }
+    let received = Arc::new(AtomicU64::new(0));
+    let want = watchers * changes;
+    let start = Instant::now();
+    let consumers: Vec<_> = shares
+        .into_iter()
+        .map(|mut share| {
+            let received = received.clone();
+            std::thread::spawn(move || {
+                let mut buf = Vec::with_capacity(256);
+                let mut mine = 0u64;
+                let target = share.len() as u64 * changes;
+                while mine < target {
+                    let mut pass = 0;
+                    for w in &mut share {
+                        buf.clear();
+                        let n = w.recv_batch(&mut buf, 256);
+                        debug_assert!(buf.iter().all(|i| matches!(i, WatchItem::Event(_))));
+                        pass += n as u64;
+                    }
+                    mine += pass;
+                    received.fetch_add(pass, Ordering::Relaxed);
+                    if pass == 0 {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    for rv in 0..changes {
+        let o = objects[(rv % 1_000) as usize].clone();
+        writer.apply(Change::modified(o, (rv + 2).into()))?;
+    }
+    let write_done = start.elapsed();
+    for c in consumers {
+        c.join().expect("consumer");
+    }
+    let elapsed = start.elapsed();
+    assert_eq!(received.load(Ordering::Relaxed), want);
+    let s = engine.stats();
+    println!(
+        "watchers={watchers} changes={changes} consumer_threads={threads}: \
+         {:.2} M deliveries/s ({:.3} s; writer done at {:.3} s; {:.0} changes/s; \
+         parks {}, resumes {}, writer waits {})",
+        want as f64 / elapsed.as_secs_f64() / 1e6,
+        elapsed.as_secs_f64(),
+        write_done.as_secs_f64(),
+        changes as f64 / elapsed.as_secs_f64(),
+        s.parks,
+        s.resumes,
+        s.writer_gated_waits,
+    );
+    Ok(())
+}

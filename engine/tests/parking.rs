@@ -1,0 +1,112 @@
+//! Full queues park a watcher instead of stalling the dispatcher
+//! (SEMANTICS 5, Herald's policy): nothing lost, nothing repeated, no one
+//! else slowed; Gone only once the watcher's next change left the ring.
+
+mod common;
+
+use common::*;
+use herald::*;
+
+fn obj(i: u64) -> Object {
+    Object::builder("ns", &format!("p{}", i % 50))
+        .label("app", "web")
+        .build()
+}
+
+fn rvs(seen: &[Seen]) -> Vec<u64> {
+    seen.iter().map(|s| s.rv).collect()
+}
+
+#[test]
+fn a_parked_watcher_catches_up_from_the_ring_and_resumes() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    eventually("live", || engine.stats().watchers_active == 1);
+    // The queue holds 10 (the reference's minimum); 200 changes arrive
+    // while nobody reads.
+    for rv in 2..=201 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched == 201);
+    assert!(engine.stats().parks >= 1);
+    let (seen, end) = recv_events(&mut w, 200);
+    assert_eq!(end, None);
+    assert_eq!(rvs(&seen), (2..=201).collect::<Vec<_>>());
+    // Caught up: resumed, and fed by the dispatcher again.
+    eventually("resumed", || engine.stats().resumes >= 1);
+    for rv in 202..=205 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    let (seen, _) = recv_events(&mut w, 4);
+    assert_eq!(rvs(&seen), [202, 203, 204, 205]);
+    assert_quiet(&mut w);
+}
+
+#[test]
+fn a_stalled_watcher_slows_no_one_and_loses_nothing_while_in_history() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut stalled = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    let mut healthy = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    let reader = std::thread::spawn(move || {
+        let (seen, _) = recv_events(&mut healthy, 5_000);
+        rvs(&seen)
+    });
+    // The writer never waits for the stalled watcher.
+    for rv in 2..=5_001 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    assert_eq!(reader.join().unwrap(), (2..=5_001).collect::<Vec<_>>());
+    assert_eq!(engine.stats().writer_gated_waits, 0);
+    // The history still holds everything: the stalled watcher gets it all.
+    let (seen, _) = recv_events(&mut stalled, 5_000);
+    assert_eq!(rvs(&seen), (2..=5_001).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_parked_watcher_lapped_by_the_writer_ends_with_gone() {
+    let (engine, mut writer) = Engine::new(Config::default().history_bounds(32, 32)).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut stalled = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    eventually("live", || engine.stats().watchers_active == 1);
+    // The writer is not held back by the stalled watcher; it laps it.
+    for rv in 2..=1_001 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    let (seen, end) = recv_to_end(&mut stalled);
+    // Whatever was still readable comes first, gap-free; then Gone naming
+    // where the watch stood. The ring keeps 970..=1001.
+    assert_eq!(rvs(&seen), (2..2 + seen.len() as u64).collect::<Vec<_>>());
+    let last = seen.last().map_or(1, |s| s.rv);
+    assert_eq!(end, EndReason::Gone(Gone::new(last.into(), 969.into())));
+    assert_eq!(engine.stats().terminations.gone, 1);
+}
+
+#[test]
+fn a_parked_replay_never_crosses_a_relist() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    eventually("live", || engine.stats().watchers_active == 1);
+    for rv in 2..=100 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    writer.replace([obj(0)], 200.into()).unwrap();
+    writer.apply(Change::modified(obj(1), 201.into())).unwrap();
+    let (seen, end) = recv_to_end(&mut w);
+    // Some prefix of the old generation, never anything of the new one.
+    assert_eq!(rvs(&seen), (2..2 + seen.len() as u64).collect::<Vec<_>>());
+    assert!(seen.iter().all(|s| s.rv <= 100));
+    assert_eq!(end, EndReason::Relisted);
+}
