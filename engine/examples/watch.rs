@@ -92,23 +92,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
         .collect();
 
-    // The writer: a pod moves between nodes, one changes its app, one goes.
-    writer.apply(Change::modified(
-        pod("team-a", "web-1", "web", "node-2"),
-        101.into(),
-    ))?;
-    writer.apply(Change::added(
-        pod("team-b", "api-1", "api", "node-1"),
-        103.into(),
-    ))?;
-    writer.apply(Change::modified(
-        pod("team-b", "web-2", "api", "node-2"),
-        104.into(),
-    ))?;
-    writer.apply(Change::deleted(
-        pod("team-a", "db-1", "db", "node-2"),
-        107.into(),
-    ))?;
+    // The writer: a pod moves between nodes, one is added, one changes its
+    // app, one goes.
+    for change in [
+        Change::modified(pod("team-a", "web-1", "web", "node-2"), 101.into()),
+        Change::added(pod("team-b", "api-1", "api", "node-1"), 103.into()),
+        Change::modified(pod("team-b", "web-2", "api", "node-2"), 104.into()),
+        Change::deleted(pod("team-a", "db-1", "db", "node-2"), 107.into()),
+    ] {
+        writer.apply(change)?;
+    }
     writer.progress(110.into())?;
 
     // Let the readers drain, then stop: each watch ends with a reason.

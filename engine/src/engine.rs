@@ -193,6 +193,26 @@ pub(crate) struct Control {
     pub(crate) closed: bool,
 }
 
+/// Why one write attempt did not go through.
+enum Attempt {
+    /// Refused for good: the error goes back to the caller.
+    Refused(WriteError),
+    /// The ring has no free slot yet: wait for the dispatcher and retry.
+    Gated(Gated),
+}
+
+impl From<WriteError> for Attempt {
+    fn from(e: WriteError) -> Self {
+        Attempt::Refused(e)
+    }
+}
+
+impl From<Gated> for Attempt {
+    fn from(g: Gated) -> Self {
+        Attempt::Gated(g)
+    }
+}
+
 /// Everything the engine's threads share.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -228,6 +248,16 @@ impl Shared {
         self.control.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The writer's calls need a listed, running engine. Call with the
+    /// writer lock held (lifecycle changes happen under it).
+    fn check_ready(&self) -> Result<(), WriteError> {
+        match self.lifecycle.load(Ordering::Acquire) {
+            READY => Ok(()),
+            PENDING => Err(WriteError::NotReady),
+            _ => Err(WriteError::Stopped),
+        }
+    }
+
     pub(crate) fn wake_dispatcher(&self) {
         if let Some(t) = self.dispatcher.get() {
             t.unpark();
@@ -254,26 +284,59 @@ impl Shared {
 
     /// Queues the removal of a watcher (idempotent).
     pub(crate) fn unregister(&self, w: &Arc<WatcherShared>) {
-        let mut c = self.lock_control();
-        if c.closed {
-            return;
-        }
-        c.unregister.push(w.clone());
-        self.control_pending.store(true, Ordering::Release);
-        drop(c);
-        self.wake_dispatcher();
+        self.send_control(|c| c.unregister.push(w.clone()));
     }
 
     /// Asks the dispatcher to feed a parked watcher again.
     pub(crate) fn request_resume(&self, w: &Arc<WatcherShared>) {
+        self.send_control(|c| c.resume.push(w.clone()));
+    }
+
+    /// Hands a request to the dispatcher; returns false once it has exited.
+    fn send_control(&self, request: impl FnOnce(&mut Control)) -> bool {
         let mut c = self.lock_control();
         if c.closed {
-            return;
+            return false;
         }
-        c.resume.push(w.clone());
+        request(&mut c);
+        // Release: pairs with the dispatcher's Acquire swap of the flag.
         self.control_pending.store(true, Ordering::Release);
         drop(c);
         self.wake_dispatcher();
+        true
+    }
+
+    /// Runs one write under the writer lock, waiting (without the lock)
+    /// for the dispatcher and retrying while the ring refuses with
+    /// [`Gated`]. `attempt` gets the state and the dispatcher's cursor.
+    fn write(
+        &self,
+        mut attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
+    ) -> Result<(), WriteError> {
+        loop {
+            let mut st = self.lock_state();
+            let dispatched = self.dispatched.load(Ordering::Acquire);
+            match attempt(&mut st, dispatched) {
+                Err(Attempt::Refused(e)) => return Err(e),
+                Err(Attempt::Gated(Gated { reused })) => {
+                    drop(st);
+                    self.wait_for_dispatcher(reused);
+                }
+                Ok(resize) => {
+                    let c = &self.counters;
+                    match resize {
+                        Some(Resize::Grew) => Counters::add(&c.ring_grows, 1),
+                        Some(Resize::Shrank) => Counters::add(&c.ring_shrinks, 1),
+                        None => {}
+                    }
+                    Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
+                    Counters::set(&c.ring_len, st.ring.len() as u64);
+                    drop(st);
+                    self.wake_dispatcher();
+                    return Ok(());
+                }
+            }
+        }
     }
 
     /// Waits (without the writer lock) until the dispatcher has moved past
@@ -472,16 +535,10 @@ impl Engine {
             generation,
             queue,
         ));
-        {
-            let mut c = shared.lock_control();
-            if c.closed {
-                return Err(WatchError::EngineStopped);
-            }
-            c.register.push(w.clone());
-            shared.control_pending.store(true, Ordering::Release);
+        if !shared.send_control(|c| c.register.push(w.clone())) {
+            return Err(WatchError::EngineStopped);
         }
         Counters::add(&shared.counters.watches_started, 1);
-        shared.wake_dispatcher();
         Ok(Watch::new(w, shared.clone()))
     }
 
@@ -563,56 +620,43 @@ impl Writer {
     pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
         let (kind, object, rv) = change.into_parts();
         let shared = &*self.shared;
-        loop {
-            let mut st = self.ready_state()?;
+        shared.write(|st, dispatched| {
+            shared.check_ready()?;
             if rv <= st.rv {
                 return Err(WriteError::OutOfOrder {
                     given: rv,
                     current: st.rv,
-                });
+                }
+                .into());
             }
-            let key: Box<str> = object.key().into();
-            let prev = st.store.get(&key).map(|(o, _)| o.clone());
+            let prev = st.store.get(object.key()).map(|(o, _)| o.clone());
             let prev = match kind {
                 // SEMANTICS 1: a deletion's previous object is its last state.
                 ChangeKind::Deleted => prev.or_else(|| Some(object.clone())),
                 _ => prev,
             };
-            let generation = st.generation;
-            let dispatched = shared.dispatched.load(Ordering::Acquire);
-            match st.ring.append(
+            let (_, resize) = st.ring.append(
                 RecordKind::Change(kind),
                 rv,
                 Some(object.clone()),
                 prev,
-                generation,
+                st.generation,
                 Instant::now(),
                 dispatched,
-            ) {
-                Err(Gated { reused }) => {
-                    drop(st);
-                    shared.wait_for_dispatcher(reused);
-                    continue;
+            )?;
+            match kind {
+                ChangeKind::Deleted => {
+                    st.store.remove(object.key());
                 }
-                Ok((_, resize)) => {
-                    match kind {
-                        ChangeKind::Deleted => {
-                            st.store.remove(&key);
-                        }
-                        _ => {
-                            st.store.insert(key, (object, rv));
-                        }
-                    }
-                    st.rv = rv;
-                    shared.current_rv.store(rv.get(), Ordering::Release);
-                    self.after_append(&st, resize);
-                    Counters::add(&shared.counters.changes_received, 1);
-                    drop(st);
-                    shared.wake_dispatcher();
-                    return Ok(());
+                _ => {
+                    st.store.insert(object.key().into(), (object.clone(), rv));
                 }
             }
-        }
+            st.rv = rv;
+            shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&shared.counters.changes_received, 1);
+            Ok(resize)
+        })
     }
 
     /// Replaces the whole state (a re-list) at `rv`, which must not be older
@@ -638,48 +682,38 @@ impl Writer {
         for o in objects {
             store.insert(o.key().into(), (o, rv));
         }
-        loop {
-            let mut st = shared.lock_state();
+        shared.write(|st, dispatched| {
             match shared.lifecycle.load(Ordering::Acquire) {
-                STOPPED => return Err(WriteError::Stopped),
+                STOPPED => return Err(WriteError::Stopped.into()),
                 READY if rv < st.rv => {
                     return Err(WriteError::OutOfOrder {
                         given: rv,
                         current: st.rv,
-                    });
+                    }
+                    .into());
                 }
                 _ => {}
             }
             let generation = st.generation + 1;
-            let dispatched = shared.dispatched.load(Ordering::Acquire);
-            match st.ring.append(
+            let at = Instant::now();
+            let (_, resize) = st.ring.append(
                 RecordKind::Relist,
                 rv,
                 None,
                 None,
                 generation,
-                Instant::now(),
+                at,
                 dispatched,
-            ) {
-                Err(Gated { reused }) => {
-                    drop(st);
-                    shared.wait_for_dispatcher(reused);
-                    continue;
-                }
-                Ok((_, resize)) => {
-                    st.store = store;
-                    st.rv = rv;
-                    st.generation = generation;
-                    shared.current_rv.store(rv.get(), Ordering::Release);
-                    shared.lifecycle.store(READY, Ordering::Release);
-                    self.after_append(&st, resize);
-                    Counters::add(&shared.counters.relists, 1);
-                    drop(st);
-                    shared.wake_dispatcher();
-                    return Ok(());
-                }
-            }
-        }
+            )?;
+            // A clone of a persistent map: O(1), and only on success.
+            st.store = store.clone();
+            st.rv = rv;
+            st.generation = generation;
+            shared.current_rv.store(rv.get(), Ordering::Release);
+            shared.lifecycle.store(READY, Ordering::Release);
+            Counters::add(&shared.counters.relists, 1);
+            Ok(resize)
+        })
     }
 
     /// Advances the resource version with no change (a progress
@@ -695,7 +729,8 @@ impl Writer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn progress(&mut self, rv: ResourceVersion) -> Result<(), WriteError> {
-        let mut st = self.ready_state()?;
+        let mut st = self.shared.lock_state();
+        self.shared.check_ready()?;
         if rv < st.rv {
             return Err(WriteError::OutOfOrder {
                 given: rv,
@@ -710,25 +745,5 @@ impl Writer {
             self.shared.wake_dispatcher();
         }
         Ok(())
-    }
-
-    fn ready_state(&self) -> Result<MutexGuard<'_, WriterState>, WriteError> {
-        let st = self.shared.lock_state();
-        match self.shared.lifecycle.load(Ordering::Acquire) {
-            READY => Ok(st),
-            PENDING => Err(WriteError::NotReady),
-            _ => Err(WriteError::Stopped),
-        }
-    }
-
-    fn after_append(&self, st: &WriterState, resize: Option<Resize>) {
-        let c = &self.shared.counters;
-        match resize {
-            Some(Resize::Grew) => Counters::add(&c.ring_grows, 1),
-            Some(Resize::Shrank) => Counters::add(&c.ring_shrinks, 1),
-            None => {}
-        }
-        Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
-        Counters::set(&c.ring_len, st.ring.len() as u64);
     }
 }

@@ -70,9 +70,32 @@ fn the_four_transitions_through_the_engine() {
     assert_quiet(&mut w);
 }
 
+/// Watches with each `(selector, keys it must select)` case, then applies
+/// `objects` and checks each watch received exactly its keys.
+fn check_selects(labels: bool, cases: &[(&str, &[&str])], objects: &[Object]) {
+    let (engine, mut writer) = listed(Config::default());
+    let mut watches: Vec<_> = cases
+        .iter()
+        .map(|(sel, _)| match labels {
+            true => watch(&engine, sel, ""),
+            false => watch(&engine, "", sel),
+        })
+        .collect();
+    for (i, o) in objects.iter().enumerate() {
+        writer
+            .apply(Change::added(o.clone(), (2 + i as u64).into()))
+            .unwrap();
+    }
+    for ((sel, want), w) in cases.iter().zip(&mut watches) {
+        let (seen, _) = recv_events(w, want.len());
+        let keys: Vec<_> = seen.iter().map(|s| s.key.as_str()).collect();
+        assert_eq!(keys, *want, "selector {sel:?}");
+        assert_quiet(w);
+    }
+}
+
 #[test]
 fn each_label_operator_selects_what_it_says() {
-    let (engine, mut writer) = listed(Config::default());
     let objects = [
         pod("p1", &[("app", "web"), ("size", "3")], "n"),
         pod("p2", &[("app", "db"), ("size", "12")], "n"),
@@ -89,26 +112,11 @@ fn each_label_operator_selects_what_it_says() {
         ("size>5", &["ns/p2"]),
         ("size<5", &["ns/p1"]),
     ];
-    let mut watches: Vec<_> = cases
-        .iter()
-        .map(|(sel, _)| watch(&engine, sel, ""))
-        .collect();
-    for (i, o) in objects.iter().enumerate() {
-        writer
-            .apply(Change::added(o.clone(), (2 + i as u64).into()))
-            .unwrap();
-    }
-    for ((sel, want), w) in cases.iter().zip(&mut watches) {
-        let (seen, _) = recv_events(w, want.len());
-        let keys: Vec<_> = seen.iter().map(|s| s.key.as_str()).collect();
-        assert_eq!(keys, *want, "selector {sel:?}");
-        assert_quiet(w);
-    }
+    check_selects(true, &cases, &objects);
 }
 
 #[test]
 fn each_field_operator_selects_what_it_says() {
-    let (engine, mut writer) = listed(Config::default());
     let cases: [(&str, &[&str]); 5] = [
         ("spec.nodeName=n1", &["ns/p1"]),
         ("spec.nodeName==n2", &["ns/p2"]),
@@ -116,22 +124,7 @@ fn each_field_operator_selects_what_it_says() {
         ("metadata.name=p2", &["ns/p2"]),
         ("metadata.namespace=ns,spec.nodeName=n1", &["ns/p1"]),
     ];
-    let mut watches: Vec<_> = cases
-        .iter()
-        .map(|(sel, _)| watch(&engine, "", sel))
-        .collect();
-    writer
-        .apply(Change::added(pod("p1", &[], "n1"), 2.into()))
-        .unwrap();
-    writer
-        .apply(Change::added(pod("p2", &[], "n2"), 3.into()))
-        .unwrap();
-    for ((sel, want), w) in cases.iter().zip(&mut watches) {
-        let (seen, _) = recv_events(w, want.len());
-        let keys: Vec<_> = seen.iter().map(|s| s.key.as_str()).collect();
-        assert_eq!(keys, *want, "selector {sel:?}");
-        assert_quiet(w);
-    }
+    check_selects(false, &cases, &[pod("p1", &[], "n1"), pod("p2", &[], "n2")]);
 }
 
 #[test]

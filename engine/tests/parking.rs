@@ -13,18 +13,24 @@ fn obj(i: u64) -> Object {
         .build()
 }
 
+/// An engine listed at 1 and a live watch of everything from there.
+fn listed_with_watch(config: Config) -> (Engine, Writer, Watch) {
+    let (engine, mut writer) = Engine::new(config).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let w = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    eventually("live", || engine.stats().watchers_active == 1);
+    (engine, writer, w)
+}
+
 fn rvs(seen: &[Seen]) -> Vec<u64> {
     seen.iter().map(|s| s.rv).collect()
 }
 
 #[test]
 fn a_parked_watcher_catches_up_from_the_ring_and_resumes() {
-    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
-    let mut w = engine
-        .watch(WatchRequest::new().resource_version(Some(1.into())))
-        .unwrap();
-    eventually("live", || engine.stats().watchers_active == 1);
+    let (engine, mut writer, mut w) = listed_with_watch(Config::default());
     // The queue holds 10 (the reference's minimum); 200 changes arrive
     // while nobody reads.
     for rv in 2..=201 {
@@ -72,12 +78,8 @@ fn a_stalled_watcher_slows_no_one_and_loses_nothing_while_in_history() {
 
 #[test]
 fn a_parked_watcher_lapped_by_the_writer_ends_with_gone() {
-    let (engine, mut writer) = Engine::new(Config::default().history_bounds(32, 32)).unwrap();
-    writer.replace([], 1.into()).unwrap();
-    let mut stalled = engine
-        .watch(WatchRequest::new().resource_version(Some(1.into())))
-        .unwrap();
-    eventually("live", || engine.stats().watchers_active == 1);
+    let (engine, mut writer, mut stalled) =
+        listed_with_watch(Config::default().history_bounds(32, 32));
     // The writer is not held back by the stalled watcher; it laps it.
     for rv in 2..=1_001 {
         writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
@@ -93,12 +95,7 @@ fn a_parked_watcher_lapped_by_the_writer_ends_with_gone() {
 
 #[test]
 fn a_parked_replay_never_crosses_a_relist() {
-    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
-    let mut w = engine
-        .watch(WatchRequest::new().resource_version(Some(1.into())))
-        .unwrap();
-    eventually("live", || engine.stats().watchers_active == 1);
+    let (_engine, mut writer, mut w) = listed_with_watch(Config::default());
     for rv in 2..=100 {
         writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
     }

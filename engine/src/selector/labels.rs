@@ -537,17 +537,7 @@ mod tests {
     }
 
     fn reqs(s: &str) -> Vec<(String, LabelOperator, Vec<String>)> {
-        parse(s)
-            .requirements()
-            .iter()
-            .map(|r| {
-                (
-                    r.key().to_owned(),
-                    r.operator(),
-                    r.values().map(str::to_owned).collect(),
-                )
-            })
-            .collect()
+        crate::selector::tests::describe(&parse(s))
     }
 
     fn one(

@@ -237,7 +237,7 @@ fn render_selector(reqs: &[ReqSpec], trailing_ws: &str) -> String {
     format!("{}{trailing_ws}", parts.join(","))
 }
 
-fn describe(sel: &LabelSelector) -> Vec<(String, LabelOperator, Vec<String>)> {
+pub(super) fn describe(sel: &LabelSelector) -> Vec<(String, LabelOperator, Vec<String>)> {
     sel.requirements()
         .iter()
         .map(|r| {
