@@ -22,6 +22,8 @@ const NODES: u64 = 100;
 const HISTORY: usize = 2_000;
 const LIVE: usize = 98_000;
 const LIST_RV: u64 = 1_000;
+/// Live changes written at a paced rate before the writer goes flat out.
+const PACED: usize = 20_000;
 
 /// One watcher's plan: its filter (and a name for caching the model's
 /// answer), its start, and whether it is created while the writer runs.
@@ -259,9 +261,15 @@ fn changes_fan_out_to_a_thousand_watchers_exactly() {
         start_watch(i, &engine, &mut starts);
     }
     let live_changes = changes[HISTORY..].to_vec();
+    // First paced, at a rate the consumers keep up with (the dispatcher
+    // feeds them through their queues), then flat out (watchers fall
+    // behind, park, and feed themselves from the ring).
     let writer_thread = std::thread::spawn(move || {
-        for c in live_changes {
+        for (i, c) in live_changes.into_iter().enumerate() {
             writer.apply(c).unwrap();
+            if i < PACED && i % 10 == 0 {
+                std::thread::sleep(Duration::from_millis(4));
+            }
         }
         writer
     });
@@ -382,6 +390,7 @@ fn changes_fan_out_to_a_thousand_watchers_exactly() {
     // The workload really is a fan-out, not a trickle.
     assert!(total > 1_000_000, "only {total} events delivered");
     let stats = engine.stats();
+    eprintln!("{total} events delivered; {stats:?}");
     assert_eq!(stats.changes_received as usize, HISTORY + LIVE);
     assert_eq!(stats.terminations.engine_stopped, 1_000);
 }
