@@ -149,3 +149,23 @@ pub use selector::{
 };
 pub use stats::{Stats, Terminations};
 pub use watcher::{RecvTimeoutError, TryRecvError, Watch, WatchRequest};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Handles cross threads: the writer to its feeder thread, watches to
+    /// their consumers, the engine everywhere.
+    #[test]
+    fn handles_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Engine>();
+        send_sync::<Writer>();
+        send_sync::<Watch>();
+        send_sync::<Object>();
+        send_sync::<Event>();
+        send_sync::<WatchItem>();
+        send_sync::<LabelSelector>();
+        send_sync::<FieldSelector>();
+    }
+}

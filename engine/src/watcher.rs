@@ -643,7 +643,7 @@ impl Watch {
     /// Resolves the start under the writer lock (O(1) for a snapshot, a
     /// binary search for a version), so it is consistent with the ring.
     fn begin(&mut self) {
-        let st = self.engine.state.lock().unwrap_or_else(|e| e.into_inner());
+        let st = self.engine.lock_state();
         if st.generation != self.generation {
             drop(st);
             self.w.end(EndReason::Relisted, &self.engine.counters);
@@ -777,14 +777,18 @@ impl Watch {
 
     /// The writer reused the slot of the next record this watch needs.
     fn fell_behind(&mut self) -> Step {
-        let oldest = {
-            let st = self.engine.state.lock().unwrap_or_else(|e| e.into_inner());
-            st.ring.oldest_minus_one()
+        let (generation, oldest) = {
+            let st = self.engine.lock_state();
+            (st.generation, st.ring.oldest_minus_one())
         };
-        self.w.end(
-            EndReason::Gone(Gone::new(self.last_rv, oldest)),
-            &self.engine.counters,
-        );
+        // A re-list empties the window, so the writer reuses the old
+        // generation's slots freely: that is the re-list, not lagging.
+        let reason = if generation != self.generation {
+            EndReason::Relisted
+        } else {
+            EndReason::Gone(Gone::new(self.last_rv, oldest))
+        };
+        self.w.end(reason, &self.engine.counters);
         self.step()
     }
 }
