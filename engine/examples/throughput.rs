@@ -3,8 +3,13 @@
 //! consumer threads each draining its share of the watches in batches.
 //!
 //! ```text
-//! cargo run --release -p herald --example throughput -- [watchers] [changes] [consumer-threads]
+//! cargo run --release -p herald --example throughput -- [watchers] [changes] [consumer-threads] [owned|borrowed]
 //! ```
+//!
+//! `borrowed` (the default) drains with `Watch::visit_batch`, which lends
+//! events without touching the objects' reference counts; `owned` drains
+//! with `Watch::recv_batch`, one owned `Event` (one count up, one down)
+//! per delivery.
 //!
 //! Prints deliveries per second from the first write until every watcher
 //! has received every change.
@@ -26,6 +31,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let watchers = arg(1, 1_000);
     let changes = arg(2, 200_000);
     let threads = arg(3, 2).max(1);
+    let owned = match std::env::args().nth(4).as_deref() {
+        None | Some("borrowed") => false,
+        Some("owned") => true,
+        Some(other) => return Err(format!("unknown mode {other:?}: owned or borrowed").into()),
+    };
 
     // History large enough to hold the whole run: this probe measures
     // delivery, not what happens to watchers lapped by a faster writer.
@@ -62,10 +72,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 while mine < target {
                     let mut pass = 0;
                     for w in &mut share {
-                        buf.clear();
-                        let n = w.recv_batch(&mut buf, 256);
-                        debug_assert!(buf.iter().all(|i| matches!(i, WatchItem::Event(_))));
-                        pass += n as u64;
+                        if owned {
+                            buf.clear();
+                            let n = w.recv_batch(&mut buf, 256);
+                            assert!(buf.iter().all(|i| matches!(i, WatchItem::Event(_))));
+                            pass += n as u64;
+                        } else {
+                            let mut bytes = 0;
+                            let v = w.visit_batch(256, |ev| {
+                                bytes += ev.object().map_or(0, |o| o.payload().len());
+                            });
+                            assert!(v.end.is_none());
+                            std::hint::black_box(bytes);
+                            pass += v.events as u64;
+                        }
                     }
                     mine += pass;
                     received.fetch_add(pass, Ordering::Relaxed);
@@ -88,9 +108,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(received.load(Ordering::Relaxed), want);
     let s = engine.stats();
     println!(
-        "watchers={watchers} changes={changes} consumer_threads={threads}: \
+        "watchers={watchers} changes={changes} consumer_threads={threads} {}: \
          {:.2} M deliveries/s ({:.3} s; writer done at {:.3} s; {:.0} changes/s; \
          parks {}, resumes {}, writer waits {})",
+        if owned { "owned" } else { "borrowed" },
         want as f64 / elapsed.as_secs_f64() / 1e6,
         elapsed.as_secs_f64(),
         write_done.as_secs_f64(),

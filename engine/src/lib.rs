@@ -148,7 +148,7 @@ pub use selector::{
     LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,
 };
 pub use stats::{Stats, Terminations};
-pub use watcher::{RecvTimeoutError, TryRecvError, Watch, WatchRequest};
+pub use watcher::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
 
 #[cfg(test)]
 mod tests {

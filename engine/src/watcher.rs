@@ -56,7 +56,7 @@ use crate::engine::Shared;
 use crate::event::{Event, EventKind, Gone, WatchItem};
 use crate::filter::{Filter, Verdict};
 use crate::queue::Spsc;
-use crate::ring::{ReadCursor, RecordKind};
+use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
 use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
 
@@ -358,10 +358,102 @@ enum Phase {
 }
 
 /// One step of the consumer.
-enum Step {
-    Item(WatchItem),
+enum Step<T> {
+    Item(T),
     Empty,
     Done,
+}
+
+/// What the consumer found next, before it is turned into an owned
+/// [`WatchItem`] or lent out as an [`EventRef`]. A ring record stays in the
+/// ring: lending it costs no reference-count traffic on the object.
+enum Raw {
+    Initial(Object, ResourceVersion),
+    InitialEventsEnd(ResourceVersion),
+    Record(RecordRef, Verdict),
+    End(EndReason),
+}
+
+impl Raw {
+    fn into_item(self) -> WatchItem {
+        match self {
+            Raw::End(reason) => WatchItem::End(reason),
+            Raw::Initial(object, rv) => {
+                WatchItem::Event(Event::object_event(EventKind::Added, rv, object))
+            }
+            Raw::InitialEventsEnd(rv) => WatchItem::Event(Event::bookmark(rv, true)),
+            Raw::Record(rec, v) => {
+                let (kind, rv, object) = record_event(&rec, v);
+                WatchItem::Event(Event::object_event(kind, rv, object.clone()))
+            }
+        }
+    }
+}
+
+/// The kind, version and visible object of a record seen through a
+/// verdict: Deleted carries the state the watcher could see, with the
+/// change's resource version (seeds/004 `convertToWatchEvent`).
+fn record_event(rec: &Record, v: Verdict) -> (EventKind, ResourceVersion, &Object) {
+    let object = rec.object.as_ref();
+    let shown = match v {
+        Verdict::Deleted => rec.prev.as_ref().or(object),
+        Verdict::Added | Verdict::Modified => object,
+    };
+    // Records handed out as events are changes, which carry an object.
+    let shown = shown.unwrap_or_else(|| unreachable!("a change record without an object"));
+    (v.event_kind(), rec.rv, shown)
+}
+
+/// An event lent to a [`Watch::visit_batch`] callback: like [`Event`], but
+/// borrowing the object from the history ring instead of holding a
+/// reference count on it.
+#[derive(Debug, Clone, Copy)]
+pub struct EventRef<'a> {
+    kind: EventKind,
+    rv: ResourceVersion,
+    object: Option<&'a Object>,
+    initial_events_end: bool,
+}
+
+impl<'a> EventRef<'a> {
+    /// The kind of event.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// The resource version (see [`Event::resource_version`]).
+    pub fn resource_version(&self) -> ResourceVersion {
+        self.rv
+    }
+
+    /// The object, none for a bookmark (see [`Event::object`]).
+    pub fn object(&self) -> Option<&'a Object> {
+        self.object
+    }
+
+    /// Whether this is the initial-events-end bookmark.
+    pub fn is_initial_events_end(&self) -> bool {
+        self.initial_events_end
+    }
+
+    /// An owned copy (one reference count on the object).
+    pub fn to_event(&self) -> Event {
+        match self.object {
+            Some(o) => Event::object_event(self.kind, self.rv, o.clone()),
+            None => Event::bookmark(self.rv, self.initial_events_end),
+        }
+    }
+}
+
+/// What [`Watch::visit_batch`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Visited {
+    /// Events passed to the callback.
+    pub events: usize,
+    /// The watch's end, if this call reached it (the terminal item; it is
+    /// reported once, and the watch is finished afterwards).
+    pub end: Option<EndReason>,
 }
 
 /// [`Watch::try_recv`] found nothing.
@@ -493,7 +585,7 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn try_recv(&mut self) -> Result<WatchItem, TryRecvError> {
-        match self.step() {
+        match self.step_owned() {
             Step::Item(item) => Ok(item),
             Step::Empty => Err(TryRecvError::Empty),
             Step::Done => Err(TryRecvError::Finished),
@@ -518,7 +610,7 @@ impl Watch {
     pub fn recv_batch(&mut self, out: &mut Vec<WatchItem>, max: usize) -> usize {
         let mut n = 0;
         while n < max {
-            match self.step() {
+            match self.step_owned() {
                 Step::Item(item) => {
                     out.push(item);
                     n += 1;
@@ -527,6 +619,70 @@ impl Watch {
             }
         }
         n
+    }
+
+    /// Lends up to `max` ready events to `f`, without blocking and without
+    /// copying or reference-counting objects: the fastest way to drain a
+    /// watch (an embedding server serialises straight from the borrowed
+    /// object). Stops at the end of the watch and reports it.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// engine.stop();
+    /// let mut keys = Vec::new();
+    /// let mut end = None;
+    /// while end.is_none() {
+    ///     let visited = watch.visit_batch(64, |ev| {
+    ///         keys.push(ev.object().map(|o| o.key().to_owned()));
+    ///     });
+    ///     end = visited.end;
+    /// }
+    /// // The engine stopped before the watch began: it ends at once.
+    /// assert_eq!(end, Some(EndReason::EngineStopped));
+    /// assert!(watch.is_finished());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn visit_batch(&mut self, max: usize, mut f: impl FnMut(EventRef<'_>)) -> Visited {
+        let mut visited = Visited::default();
+        while visited.events < max {
+            let raw = match self.step() {
+                Step::Item(raw) => raw,
+                Step::Empty | Step::Done => break,
+            };
+            let ev = match &raw {
+                Raw::End(reason) => {
+                    visited.end = Some(reason.clone());
+                    break;
+                }
+                Raw::Initial(object, rv) => EventRef {
+                    kind: EventKind::Added,
+                    rv: *rv,
+                    object: Some(object),
+                    initial_events_end: false,
+                },
+                Raw::InitialEventsEnd(rv) => EventRef {
+                    kind: EventKind::Bookmark,
+                    rv: *rv,
+                    object: None,
+                    initial_events_end: true,
+                },
+                Raw::Record(rec, v) => {
+                    let (kind, rv, object) = record_event(rec, *v);
+                    EventRef {
+                        kind,
+                        rv,
+                        object: Some(object),
+                        initial_events_end: false,
+                    }
+                }
+            };
+            f(ev);
+            visited.events += 1;
+        }
+        visited
     }
 
     /// Stops the watch: the next receive returns
@@ -545,7 +701,7 @@ impl Watch {
 
     fn recv_deadline(&mut self, deadline: Option<Instant>) -> Result<WatchItem, RecvTimeoutError> {
         loop {
-            match self.step() {
+            match self.step_owned() {
                 Step::Item(item) => return Ok(item),
                 Step::Done => return Err(RecvTimeoutError::Finished),
                 Step::Empty => {}
@@ -586,20 +742,28 @@ impl Watch {
     }
 
     /// Registers `waker`, announces sleep, and looks once more.
-    fn prepare_park(&mut self, waker: &Waker) -> Step {
+    fn prepare_park(&mut self, waker: &Waker) -> Step<WatchItem> {
         self.w.waker.register(waker);
         self.w.parked.store(true, Ordering::Relaxed);
         // SeqCst fence: orders the `parked` store before the re-check's
         // loads; pairs with the dispatcher's fence after its pushes.
         fence(Ordering::SeqCst);
-        let step = self.step();
+        let step = self.step_owned();
         if !matches!(step, Step::Empty) {
             self.w.parked.store(false, Ordering::Relaxed);
         }
         step
     }
 
-    fn step(&mut self) -> Step {
+    fn step_owned(&mut self) -> Step<WatchItem> {
+        match self.step() {
+            Step::Item(raw) => Step::Item(raw.into_item()),
+            Step::Empty => Step::Empty,
+            Step::Done => Step::Done,
+        }
+    }
+
+    fn step(&mut self) -> Step<Raw> {
         loop {
             if self.phase == Phase::Done {
                 return Step::Done;
@@ -609,7 +773,7 @@ impl Watch {
                 // Ended by anyone: the dispatcher may forget it now rather
                 // than when the handle drops.
                 self.engine.unregister(&self.w);
-                return Step::Item(WatchItem::End(reason.clone()));
+                return Step::Item(Raw::End(reason.clone()));
             }
             match self.phase {
                 Phase::Activating => {
@@ -623,15 +787,11 @@ impl Watch {
                 Phase::Initial => {
                     if let Some((object, rv)) = self.initial.pop_front() {
                         Counters::add(&self.engine.counters.initial_events_sent, 1);
-                        return Step::Item(WatchItem::Event(Event::object_event(
-                            EventKind::Added,
-                            rv,
-                            object,
-                        )));
+                        return Step::Item(Raw::Initial(object, rv));
                     }
                     self.phase = Phase::Stream;
                     if let Some(rv) = self.initial_end.take() {
-                        return Step::Item(WatchItem::Event(Event::bookmark(rv, true)));
+                        return Step::Item(Raw::InitialEventsEnd(rv));
                     }
                 }
                 Phase::Stream => return self.next_change(),
@@ -684,7 +844,7 @@ impl Watch {
         }
     }
 
-    fn next_change(&mut self) -> Step {
+    fn next_change(&mut self) -> Step<Raw> {
         // Acquire: pairs with the dispatcher's Release stores of `attach`.
         let raw = self.w.attach.load(Ordering::Acquire);
         let (replay_to, live) = match decode(raw) {
@@ -724,13 +884,11 @@ impl Watch {
                 continue;
             };
             if let Some(v) = self.w.filter.verdict(kind, object, rec.prev.as_ref()) {
-                let ev = make_event(v, rec.rv, object, rec.prev.as_ref());
                 self.last_rv = rec.rv;
-                drop(rec);
                 if !live {
                     self.maybe_request_resume(replay_to);
                 }
-                return Step::Item(WatchItem::Event(ev));
+                return Step::Item(Raw::Record(rec, v));
             }
         }
         if !live {
@@ -750,17 +908,11 @@ impl Watch {
                 return self.fell_behind();
             };
             self.next_pos = pos + 1;
-            let Some(object) = rec.object.as_ref() else {
+            if rec.object.is_none() {
                 continue;
-            };
-            let ev = make_event(
-                Verdict::from_bits(handle),
-                rec.rv,
-                object,
-                rec.prev.as_ref(),
-            );
+            }
             self.last_rv = rec.rv;
-            return Step::Item(WatchItem::Event(ev));
+            return Step::Item(Raw::Record(rec, Verdict::from_bits(handle)));
         }
     }
 
@@ -776,7 +928,7 @@ impl Watch {
     }
 
     /// The writer reused the slot of the next record this watch needs.
-    fn fell_behind(&mut self) -> Step {
+    fn fell_behind(&mut self) -> Step<Raw> {
         let (generation, oldest) = {
             let st = self.engine.lock_state();
             (st.generation, st.ring.oldest_minus_one())
@@ -793,22 +945,12 @@ impl Watch {
     }
 }
 
-fn make_event(v: Verdict, rv: ResourceVersion, object: &Object, prev: Option<&Object>) -> Event {
-    let obj = match v {
-        // Deleted carries the state the watcher could see, with the
-        // change's resource version (seeds/004 convertToWatchEvent).
-        Verdict::Deleted => prev.unwrap_or(object),
-        Verdict::Added | Verdict::Modified => object,
-    };
-    Event::object_event(v.event_kind(), rv, obj.clone())
-}
-
 impl futures_core::Stream for Watch {
     type Item = WatchItem;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchItem>> {
         let this = self.get_mut();
-        match this.step() {
+        match this.step_owned() {
             Step::Item(item) => return Poll::Ready(Some(item)),
             Step::Done => return Poll::Ready(None),
             Step::Empty => {}

@@ -107,3 +107,56 @@ fn a_parked_replay_never_crosses_a_relist() {
     assert!(seen.iter().all(|s| s.rv <= 100));
     assert_eq!(end, EndReason::Relisted);
 }
+
+#[test]
+fn visiting_lends_exactly_what_receiving_gives() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([obj(0), obj(1)], 1.into()).unwrap();
+    let req = || {
+        WatchRequest::new()
+            .labels("app=web".parse().unwrap())
+            .send_initial_events(true)
+            .allow_bookmarks(true)
+    };
+    let mut received = engine.watch(req()).unwrap();
+    let mut visited = engine.watch(req()).unwrap();
+    // Take both snapshots before the writer moves on, so they agree.
+    let (first, _) = recv_events(&mut received, 3);
+    let mut lent = Vec::new();
+    while lent.len() < 3 {
+        visited.visit_batch(8, |ev| lent.push(Seen::from_event(&ev.to_event())));
+    }
+    assert_eq!(first, lent);
+    // Enough changes, unread, to park both (replay path), then live ones.
+    for rv in 2..=300 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    let (rest, _) = recv_events(&mut received, 299);
+    let mut lent = Vec::new();
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while lent.len() < 299 {
+        assert!(
+            std::time::Instant::now() < limit,
+            "stalled at {}",
+            lent.len()
+        );
+        let v = visited.visit_batch(64, |ev| {
+            assert_eq!(ev.kind(), ev.to_event().kind());
+            lent.push(Seen::from_event(&ev.to_event()));
+        });
+        assert_eq!(v.end, None);
+        if v.events == 0 {
+            std::thread::yield_now();
+        }
+    }
+    assert_eq!(rest, lent);
+    engine.stop();
+    let mut end = None;
+    while end.is_none() {
+        let v = visited.visit_batch(64, |ev| panic!("nothing after the changes: {ev:?}"));
+        end = v.end;
+    }
+    assert_eq!(end, Some(EndReason::EngineStopped));
+    assert!(visited.is_finished());
+    assert_eq!(visited.visit_batch(64, |_| {}), Visited::default());
+}
