@@ -204,6 +204,9 @@ pub(crate) enum Resize {
 #[derive(Debug)]
 pub(crate) struct RingWriter {
     ring: Arc<Ring>,
+    /// The current slot array (the writer is the only one to replace it, so
+    /// its own copy is always current and costs no `ArcSwap` load).
+    slots: Arc<Slots>,
     sizing: Sizing,
     /// Logical capacity: how many records the window keeps.
     cap: usize,
@@ -226,6 +229,7 @@ impl RingWriter {
         let ring = Arc::new(Ring::new(cap.next_power_of_two()));
         (
             RingWriter {
+                slots: ring.slots.load_full(),
                 ring: ring.clone(),
                 sizing,
                 cap,
@@ -254,16 +258,19 @@ impl RingWriter {
     }
 
     fn physical(&self) -> u64 {
-        self.ring.slots.load().physical()
+        self.slots.physical()
     }
 
-    /// The writer's own read of a retained record (always present).
+    /// The writer's own read of a retained record (always present: the
+    /// writer only asks for positions within its physical window).
     fn own(&self, pos: u64) -> RecordRef {
         debug_assert!(pos < self.head && self.head - pos <= self.physical());
-        let mut cursor = self.ring.cursor();
-        self.ring
-            .read(&mut cursor, pos)
-            .unwrap_or_else(|_| unreachable!("the writer's retained record {pos} was overwritten"))
+        let guard = self.slots.cell(pos).load();
+        assert!(
+            guard.as_ref().is_some_and(|r| r.pos == pos),
+            "the writer's retained record {pos} was overwritten"
+        );
+        RecordRef(guard)
     }
 
     /// Appends a record; `dispatched` is the dispatcher's cursor (positions
@@ -317,11 +324,7 @@ impl RingWriter {
             at,
             bytes,
         };
-        self.ring
-            .slots
-            .load()
-            .cell(pos)
-            .store(Some(Arc::new(record)));
+        self.slots.cell(pos).store(Some(Arc::new(record)));
         self.head = pos + 1;
         // Release: publishes the record stored above (pairs with `Ring::head`).
         self.ring.head.store(self.head, Ordering::Release);
@@ -413,17 +416,17 @@ impl RingWriter {
         let keep_from = self.tail.min(dispatched);
         let need = (self.head - keep_from + 1) as usize;
         let physical = cap.max(need).next_power_of_two();
-        let old = self.ring.slots.load_full();
-        if physical as u64 == old.physical() {
+        if physical as u64 == self.physical() {
             return;
         }
         let new = Slots::with_capacity(physical);
         for pos in keep_from..self.head {
-            new.cell(pos).store(old.cell(pos).load_full());
+            new.cell(pos).store(self.slots.cell(pos).load_full());
         }
         // The new array is published before any record is written into it;
         // see the module's Synchronization section.
-        self.ring.slots.store(Arc::new(new));
+        self.slots = Arc::new(new);
+        self.ring.slots.store(self.slots.clone());
     }
 
     /// The oldest resource version a watch may start after, minus one (the
