@@ -574,6 +574,16 @@ impl Engine {
     }
 
     /// The resource version the cache has reached (changes and progress).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// assert_eq!(engine.resource_version().get(), 0);
+    /// writer.replace([], 3.into())?;
+    /// writer.progress(8.into())?;
+    /// assert_eq!(engine.resource_version().get(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resource_version(&self) -> ResourceVersion {
         ResourceVersion::new(self.shared().current_rv.load(Ordering::Acquire))
     }

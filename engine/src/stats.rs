@@ -153,6 +153,16 @@ pub struct Terminations {
 
 impl Terminations {
     /// All ended watches.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, _writer) = Engine::new(Config::default())?;
+    /// let mut w = engine.watch(WatchRequest::new())?;
+    /// w.stop();
+    /// let t = engine.stats().terminations;
+    /// assert_eq!((t.stopped, t.total()), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn total(&self) -> u64 {
         self.stopped
             + self.deadline

@@ -115,6 +115,14 @@ impl WatchRequest {
     ///   `TooLargeResourceVersion` when the wait times out.
     ///
     /// Parse the wire form with [`ResourceVersion::parse_param`].
+    ///
+    /// ```
+    /// use herald::{ResourceVersion, WatchRequest};
+    /// // `?resourceVersion=` from a request's query string:
+    /// let rv = ResourceVersion::parse_param("1234")?;
+    /// let req = WatchRequest::new().resource_version(rv);
+    /// # Ok::<(), herald::InvalidResourceVersion>(())
+    /// ```
     pub fn resource_version(mut self, rv: Option<ResourceVersion>) -> Self {
         self.resource_version = rv;
         self
@@ -124,6 +132,20 @@ impl WatchRequest {
     /// Added events, then a Bookmark marked
     /// [`initial-events-end`](Event::is_initial_events_end), then changes.
     /// Requires [`allow_bookmarks`](WatchRequest::allow_bookmarks).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
+    /// let mut w = engine.watch(
+    ///     WatchRequest::new().send_initial_events(true).allow_bookmarks(true),
+    /// )?;
+    /// let Some(WatchItem::Event(added)) = w.recv() else { panic!() };
+    /// let Some(WatchItem::Event(end)) = w.recv() else { panic!() };
+    /// assert_eq!(added.kind(), EventKind::Added);
+    /// assert!(end.is_initial_events_end() && end.resource_version().get() == 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn send_initial_events(mut self, yes: bool) -> Self {
         self.send_initial_events = yes;
         self
@@ -406,7 +428,22 @@ fn record_event(rec: &Record, v: Verdict) -> (EventKind, ResourceVersion, &Objec
 
 /// An event lent to a [`Watch::visit_batch`] callback: like [`Event`], but
 /// borrowing the object from the history ring instead of holding a
-/// reference count on it.
+/// reference count on it. Keep what you need with
+/// [`to_event`](EventRef::to_event).
+///
+/// ```
+/// # use herald::*;
+/// let (engine, mut writer) = Engine::new(Config::default())?;
+/// writer.replace([], 1.into())?;
+/// let mut w = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+/// writer.apply(Change::added(Object::builder("ns", "a").payload("{}").build(), 2.into()))?;
+/// let mut bytes = 0;
+/// while bytes == 0 {
+///     w.visit_batch(16, |ev| bytes += ev.object().map_or(0, |o| o.payload().len()));
+/// }
+/// assert_eq!(bytes, 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct EventRef<'a> {
     kind: EventKind,

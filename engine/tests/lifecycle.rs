@@ -200,3 +200,38 @@ fn config_errors_are_typed() {
         assert!(!err.to_string().is_empty());
     }
 }
+
+#[test]
+fn the_history_shrinks_back_when_the_writer_goes_idle() {
+    let (engine, mut writer) = Engine::new(
+        Config::default()
+            .history_bounds(4, 64)
+            .history_window(Duration::from_secs(1))
+            .maintenance_tick(Duration::from_millis(10)),
+    )
+    .unwrap();
+    writer.replace([], 1.into()).unwrap();
+    for rv in 2..=41 {
+        writer
+            .apply(Change::added(obj(&rv.to_string()), rv.into()))
+            .unwrap();
+    }
+    // Forty changes well inside the window: the ring doubled from 4.
+    let grown = engine.stats();
+    assert!(
+        grown.ring_grows >= 1 && grown.ring_capacity > 4,
+        "{grown:?}"
+    );
+    // No write comes; the reference would keep the ring large forever.
+    eventually("shrunk to the lower bound", || {
+        engine.stats().ring_capacity == 4
+    });
+    let s = engine.stats();
+    assert!(s.ring_shrinks >= 1);
+    assert_eq!(s.ring_len, 4);
+    // The oldest kept changes are the newest four: 38..=41.
+    let err = engine
+        .watch(WatchRequest::new().resource_version(Some(36.into())))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "too old resource version: 36 (37)");
+}
