@@ -23,12 +23,10 @@ use crossbeam_utils::CachePadded;
 
 #[derive(Debug)]
 pub(crate) struct Spsc {
-    /// Consumer position; `head_cache` is the producer's copy of it.
-    head: CachePadded<AtomicU64>,
-    /// Producer position and its private copy of `head`.
+    /// The consumer's line: its position and its private copy of `tail`.
+    head: CachePadded<(AtomicU64, AtomicU64)>,
+    /// The producer's line: its position and its private copy of `head`.
     tail: CachePadded<(AtomicU64, AtomicU64)>,
-    /// The consumer's private copy of `tail`.
-    tail_cache: CachePadded<AtomicU64>,
     cap: u64,
     mask: u64,
     slots: Box<[AtomicU64]>,
@@ -44,9 +42,8 @@ impl Spsc {
         let cap = cap.max(1);
         let physical = cap.next_power_of_two();
         Spsc {
-            head: CachePadded::new(AtomicU64::new(0)),
+            head: CachePadded::new((AtomicU64::new(0), AtomicU64::new(0))),
             tail: CachePadded::new((AtomicU64::new(0), AtomicU64::new(0))),
-            tail_cache: CachePadded::new(AtomicU64::new(0)),
             cap: cap as u64,
             mask: physical as u64 - 1,
             slots: (0..physical).map(|_| AtomicU64::new(0)).collect(),
@@ -61,7 +58,7 @@ impl Spsc {
         if t - head_cache.load(Ordering::Relaxed) >= self.cap {
             // Acquire: pairs with the consumer's Release in `pop`; the slot
             // we are about to reuse has been read.
-            let h = self.head.load(Ordering::Acquire);
+            let h = self.head.0.load(Ordering::Acquire);
             head_cache.store(h, Ordering::Relaxed);
             if t - h >= self.cap {
                 return Err(Full);
@@ -75,19 +72,20 @@ impl Spsc {
 
     /// Consumer only.
     pub(crate) fn pop(&self) -> Option<u64> {
+        let (head, tail_cache) = &*self.head;
         // Relaxed: only the consumer writes `head` and `tail_cache`.
-        let h = self.head.load(Ordering::Relaxed);
-        if h == self.tail_cache.load(Ordering::Relaxed) {
+        let h = head.load(Ordering::Relaxed);
+        if h == tail_cache.load(Ordering::Relaxed) {
             // Acquire: pairs with the producer's Release in `push`.
             let t = self.tail.0.load(Ordering::Acquire);
-            self.tail_cache.store(t, Ordering::Relaxed);
+            tail_cache.store(t, Ordering::Relaxed);
             if h == t {
                 return None;
             }
         }
         let v = self.slots[(h & self.mask) as usize].load(Ordering::Relaxed);
         // Release: the slot has been read; the producer may reuse it.
-        self.head.store(h + 1, Ordering::Release);
+        head.store(h + 1, Ordering::Release);
         Some(v)
     }
 }
