@@ -96,73 +96,30 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-/// One generation of the model: its list and its changes.
-#[derive(Debug, Default)]
-struct Generation {
-    list_rv: u64,
-    base: BTreeMap<String, (Object, u64)>,
-    /// (kind, rv, object, prev)
-    changes: Vec<(ChangeKind, u64, Object, Option<Object>)>,
-}
-
-impl Generation {
-    fn state_at(&self, rv: u64) -> BTreeMap<String, (Object, u64)> {
-        let mut state = self.base.clone();
-        for (kind, crv, obj, _) in self.changes.iter().take_while(|c| c.1 <= rv) {
-            if *kind == ChangeKind::Deleted {
-                state.remove(obj.key());
-            } else {
-                state.insert(obj.key().to_owned(), (obj.clone(), *crv));
-            }
-        }
-        state
-    }
-
-    fn after(&self, f: &ModelFilter, rv: u64) -> Vec<Seen> {
-        let mut out = Vec::new();
-        for (kind, crv, obj, prev) in self.changes.iter().filter(|c| c.1 > rv) {
-            let cur = *kind != ChangeKind::Deleted && f.admits(obj);
-            let old = prev.as_ref().is_some_and(|p| f.admits(p));
-            let (k, o) = match (cur, old) {
-                (true, false) => (EventKind::Added, obj),
-                (true, true) => (EventKind::Modified, obj),
-                (false, true) => (EventKind::Deleted, prev.as_ref().unwrap()),
-                (false, false) => continue,
-            };
-            out.push(Seen {
-                kind: k,
-                rv: *crv,
-                key: o.key().to_owned(),
-                object: Some(o.clone()),
-                initial_events_end: false,
-            });
-        }
-        out
-    }
-
-    fn snapshot(&self, f: &ModelFilter, rv: u64) -> Vec<Seen> {
-        let mut out: Vec<Seen> = self
-            .state_at(rv)
-            .into_iter()
-            .filter(|(_, (o, _))| f.admits(o))
-            .map(|(key, (o, orv))| Seen {
-                kind: EventKind::Added,
-                rv: orv,
-                key,
-                object: Some(o),
-                initial_events_end: false,
-            })
-            .collect();
-        out.push(Seen {
-            kind: EventKind::Bookmark,
-            rv,
-            key: String::new(),
-            object: None,
-            initial_events_end: true,
-        });
-        out.extend(self.after(f, rv));
-        out
-    }
+/// The state after `rv` of one generation, with its snapshot events:
+/// initial events, the initial-events-end bookmark, then later changes.
+fn snapshot(g: &Model, f: &ModelFilter, rv: u64) -> Vec<Seen> {
+    let mut out: Vec<Seen> = g
+        .state_at(rv)
+        .into_iter()
+        .filter(|(_, (o, _))| f.admits(o))
+        .map(|(key, (o, orv))| Seen {
+            kind: EventKind::Added,
+            rv: orv,
+            key,
+            object: Some(o),
+            initial_events_end: false,
+        })
+        .collect();
+    out.push(Seen {
+        kind: EventKind::Bookmark,
+        rv,
+        key: String::new(),
+        object: None,
+        initial_events_end: true,
+    });
+    out.extend(g.changes_after(f, rv));
+    out
 }
 
 struct Watcher {
@@ -189,14 +146,14 @@ impl Watcher {
     /// none: then it is the snapshot at whichever version of its generation
     /// the events received are the start of (there is at least one if the
     /// engine is right), and `last_rv` bounds the search.
-    fn expected(&self, gens: &[Generation], last_rv: u64) -> Vec<Seen> {
+    fn expected(&self, gens: &[Model], last_rv: u64) -> Vec<Seen> {
         let g = &gens[self.generation];
         match self.after {
-            Some(r) => g.after(&self.filter, r),
+            Some(r) => g.changes_after(&self.filter, r),
             None => match self.seen.iter().find(|s| s.initial_events_end) {
-                Some(b) => g.snapshot(&self.filter, b.rv),
-                None => (g.list_rv..=last_rv)
-                    .map(|s| g.snapshot(&self.filter, s))
+                Some(b) => snapshot(g, &self.filter, b.rv),
+                None => (g.base_rv..=last_rv)
+                    .map(|s| snapshot(g, &self.filter, s))
                     .find(|exp| exp.starts_with(&self.seen))
                     .unwrap_or_default(),
             },
@@ -214,10 +171,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     .unwrap();
     let mut rv = 10u64;
     writer.replace([], rv.into()).unwrap();
-    let mut gens = vec![Generation {
-        list_rv: rv,
-        ..Generation::default()
-    }];
+    let mut gens = vec![Model::new(rv, &[], &[])];
     let mut state: BTreeMap<String, Object> = BTreeMap::new();
     let mut watchers: Vec<Watcher> = Vec::new();
 
@@ -262,19 +216,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .iter()
                     .map(|o| (o.key().to_owned(), o.clone()))
                     .collect();
-                gens.push(Generation {
-                    list_rv: rv,
-                    base: state
-                        .iter()
-                        .map(|(k, o)| (k.clone(), (o.clone(), rv)))
-                        .collect(),
-                    changes: Vec::new(),
-                });
+                gens.push(Model::new(rv, &objects, &[]));
                 writer.replace(objects, rv.into()).unwrap();
             }
             Op::Watch { filter: fi, start } => {
                 let f = filter(fi);
-                let list_rv = gens.last().unwrap().list_rv;
+                let list_rv = gens.last().unwrap().base_rv;
                 let (req, after) = match start {
                     StartSpec::Back(b) => {
                         let r = rv.saturating_sub(b as u64).max(list_rv);

@@ -142,19 +142,14 @@ fn plans(rng: &mut Rng, history_rvs: &[u64]) -> Vec<Plan> {
 
 /// The model's answer for one filter over all changes: (change index, kind).
 fn stream_of(model: &Model, f: &ModelFilter) -> Vec<(u32, EventKind)> {
-    let mut out = Vec::new();
-    for (i, (kind, _, obj, prev)) in model.changes.iter().enumerate() {
-        let cur = *kind != ChangeKind::Deleted && f.admits(obj);
-        let old = prev.as_ref().is_some_and(|p| f.admits(p));
-        let k = match (cur, old) {
-            (true, false) => EventKind::Added,
-            (true, true) => EventKind::Modified,
-            (false, true) => EventKind::Deleted,
-            (false, false) => continue,
-        };
-        out.push((i as u32, k));
-    }
-    out
+    model
+        .changes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (kind, _, obj, prev))| {
+            verdict(f, *kind, obj, prev.as_ref()).map(|(k, _)| (i as u32, k))
+        })
+        .collect()
 }
 
 #[test]

@@ -156,6 +156,24 @@ impl ModelFilter {
     }
 }
 
+/// SEMANTICS 3, written out plainly: what a watcher with `f` is told of a
+/// change, and which object it is shown.
+pub fn verdict<'a>(
+    f: &ModelFilter,
+    kind: ChangeKind,
+    obj: &'a Object,
+    prev: Option<&'a Object>,
+) -> Option<(EventKind, &'a Object)> {
+    let cur = kind != ChangeKind::Deleted && f.admits(obj);
+    let old = prev.is_some_and(|p| f.admits(p));
+    match (cur, old) {
+        (true, false) => Some((EventKind::Added, obj)),
+        (true, true) => Some((EventKind::Modified, obj)),
+        (false, true) => prev.map(|p| (EventKind::Deleted, p)),
+        (false, false) => None,
+    }
+}
+
 /// The sequential model: the state after every change, and what each
 /// change looks like through a filter.
 #[derive(Debug)]
@@ -210,25 +228,19 @@ impl Model {
     /// The events a watcher with `f` sees for the changes after `after`.
     pub fn changes_after(&self, f: &ModelFilter, after: u64) -> Vec<Seen> {
         let first = self.changes.partition_point(|c| c.1 <= after);
-        let mut out = Vec::new();
-        for (kind, rv, obj, prev) in &self.changes[first..] {
-            let cur = *kind != ChangeKind::Deleted && f.admits(obj);
-            let old = prev.as_ref().is_some_and(|p| f.admits(p));
-            let (k, o) = match (cur, old) {
-                (true, false) => (EventKind::Added, obj),
-                (true, true) => (EventKind::Modified, obj),
-                (false, true) => (EventKind::Deleted, prev.as_ref().unwrap()),
-                (false, false) => continue,
-            };
-            out.push(Seen {
-                kind: k,
-                rv: *rv,
-                key: o.key().to_owned(),
-                object: Some(o.clone()),
-                initial_events_end: false,
-            });
-        }
-        out
+        self.changes[first..]
+            .iter()
+            .filter_map(|(kind, rv, obj, prev)| {
+                let (k, o) = verdict(f, *kind, obj, prev.as_ref())?;
+                Some(Seen {
+                    kind: k,
+                    rv: *rv,
+                    key: o.key().to_owned(),
+                    object: Some(o.clone()),
+                    initial_events_end: false,
+                })
+            })
+            .collect()
     }
 
     /// The state at `rv`, as (key -> (object, rv of its last change)).
