@@ -386,6 +386,15 @@ enum Step<T> {
     Done,
 }
 
+/// Work remains (a replay scanned its budget of records without finding one
+/// for this watch): call again, after yielding if cooperative.
+struct Busy;
+
+/// Records a replay scans per step before it yields ([`Busy`]), so a
+/// selective watch catching up never holds an async executor's thread for
+/// long.
+const SCAN_BUDGET: u32 = 1024;
+
 /// What the consumer found next, before it is turned into an owned
 /// [`WatchItem`] or lent out as an [`EventRef`]. A ring record stays in the
 /// ring: lending it costs no reference-count traffic on the object.
@@ -800,23 +809,32 @@ impl Watch {
         }
     }
 
+    /// A step that runs through [`Busy`] (for the blocking and batch calls).
     fn step(&mut self) -> Step<Raw> {
         loop {
+            if let Ok(step) = self.step_budgeted() {
+                return step;
+            }
+        }
+    }
+
+    fn step_budgeted(&mut self) -> Result<Step<Raw>, Busy> {
+        loop {
             if self.phase == Phase::Done {
-                return Step::Done;
+                return Ok(Step::Done);
             }
             if let Some(reason) = self.w.end.get() {
                 self.phase = Phase::Done;
                 // Ended by anyone: the dispatcher may forget it now rather
                 // than when the handle drops.
                 self.engine.unregister(&self.w);
-                return Step::Item(Raw::End(reason.clone()));
+                return Ok(Step::Item(Raw::End(reason.clone())));
             }
             match self.phase {
                 Phase::Activating => {
                     // Acquire: pairs with `activate`'s Release.
                     if self.w.attach.load(Ordering::Acquire) == NOT_ATTACHED {
-                        return Step::Empty;
+                        return Ok(Step::Empty);
                     }
                     self.generation = self.w.active_generation.load(Ordering::Relaxed);
                     self.begin();
@@ -824,11 +842,11 @@ impl Watch {
                 Phase::Initial => {
                     if let Some((object, rv)) = self.initial.pop_front() {
                         Counters::add(&self.engine.counters.initial_events_sent, 1);
-                        return Step::Item(Raw::Initial(object, rv));
+                        return Ok(Step::Item(Raw::Initial(object, rv)));
                     }
                     self.phase = Phase::Stream;
                     if let Some(rv) = self.initial_end.take() {
-                        return Step::Item(Raw::InitialEventsEnd(rv));
+                        return Ok(Step::Item(Raw::InitialEventsEnd(rv)));
                     }
                 }
                 Phase::Stream => return self.next_change(),
@@ -881,7 +899,7 @@ impl Watch {
         }
     }
 
-    fn next_change(&mut self) -> Step<Raw> {
+    fn next_change(&mut self) -> Result<Step<Raw>, Busy> {
         // Acquire: pairs with the dispatcher's Release stores of `attach`.
         let raw = self.w.attach.load(Ordering::Acquire);
         let (replay_to, live) = match decode(raw) {
@@ -901,7 +919,12 @@ impl Watch {
         };
         // Replay from the ring: what happened between the start and the
         // dispatcher taking over, or everything while parked.
+        let mut scanned = 0;
         while self.next_pos < replay_to {
+            scanned += 1;
+            if scanned > SCAN_BUDGET {
+                return Err(Busy);
+            }
             let pos = self.next_pos;
             let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
                 return self.fell_behind();
@@ -911,7 +934,7 @@ impl Watch {
                 // ends us when it gets there); never cross it.
                 drop(rec);
                 self.w.end(EndReason::Relisted, &self.engine.counters);
-                return self.step();
+                return Ok(self.step());
             }
             self.next_pos = pos + 1;
             let RecordKind::Change(kind) = rec.kind else {
@@ -925,16 +948,16 @@ impl Watch {
                 if !live {
                     self.maybe_request_resume(replay_to);
                 }
-                return Step::Item(Raw::Record(rec, v));
+                return Ok(Step::Item(Raw::Record(rec, v)));
             }
         }
         if !live {
             self.maybe_request_resume(replay_to);
-            return Step::Empty;
+            return Ok(Step::Empty);
         }
         loop {
             let Some(handle) = self.w.queue.pop() else {
-                return Step::Empty;
+                return Ok(Step::Empty);
             };
             let pos = handle >> 2;
             if pos < self.next_pos {
@@ -949,7 +972,7 @@ impl Watch {
                 continue;
             }
             self.last_rv = rec.rv;
-            return Step::Item(Raw::Record(rec, Verdict::from_bits(handle)));
+            return Ok(Step::Item(Raw::Record(rec, Verdict::from_bits(handle))));
         }
     }
 
@@ -965,7 +988,7 @@ impl Watch {
     }
 
     /// The writer reused the slot of the next record this watch needs.
-    fn fell_behind(&mut self) -> Step<Raw> {
+    fn fell_behind(&mut self) -> Result<Step<Raw>, Busy> {
         let (generation, oldest) = {
             let st = self.engine.lock_state();
             (st.generation, st.ring.oldest_minus_one())
@@ -978,7 +1001,7 @@ impl Watch {
             EndReason::Gone(Gone::new(self.last_rv, oldest))
         };
         self.w.end(reason, &self.engine.counters);
-        self.step()
+        Ok(self.step())
     }
 }
 
@@ -987,10 +1010,15 @@ impl futures_core::Stream for Watch {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchItem>> {
         let this = self.get_mut();
-        match this.step_owned() {
-            Step::Item(item) => return Poll::Ready(Some(item)),
-            Step::Done => return Poll::Ready(None),
-            Step::Empty => {}
+        match this.step_budgeted() {
+            Ok(Step::Item(raw)) => return Poll::Ready(Some(raw.into_item())),
+            Ok(Step::Done) => return Poll::Ready(None),
+            Err(Busy) => {
+                // Cooperative: let the executor run others, then resume.
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            Ok(Step::Empty) => {}
         }
         match this.prepare_park(cx.waker()) {
             Step::Item(item) => Poll::Ready(Some(item)),

@@ -256,3 +256,48 @@ fn watches_are_streams() {
     let rvs = rt.block_on(reader).unwrap();
     assert_eq!(rvs, (2..=500).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_stream_catching_up_yields_to_its_executor() {
+    let (engine, mut writer) = listed(Config::default());
+    for rv in 2..=5_000u64 {
+        let app = if rv == 5_000 { "rare" } else { "common" };
+        writer
+            .apply(Change::added(
+                pod(&rv.to_string(), &[("app", app)], "n"),
+                rv.into(),
+            ))
+            .unwrap();
+    }
+    // Begun after the fact: the replay scans 4,999 changes for one match.
+    let mut w = watch(&engine, "app=rare", "");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let progress = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let neighbour_progress = progress.clone();
+    let (first, neighbour_ran) = rt.block_on(async move {
+        // A neighbour on the same single-threaded executor: it only runs
+        // while the catching-up stream yields.
+        let neighbour = tokio::spawn(async move {
+            loop {
+                neighbour_progress.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tokio::task::yield_now().await;
+            }
+        });
+        let first = w.next().await;
+        let ran = progress.load(std::sync::atomic::Ordering::Relaxed);
+        neighbour.abort();
+        (first, ran)
+    });
+    let Some(WatchItem::Event(ev)) = first else {
+        panic!("expected the one match, got {first:?}");
+    };
+    assert_eq!(ev.resource_version().get(), 5_000);
+    // The scan gave the executor back between budgets.
+    assert!(
+        neighbour_ran > 0,
+        "the stream held the executor for the whole scan"
+    );
+}
