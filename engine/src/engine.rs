@@ -525,11 +525,7 @@ impl Engine {
             .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)));
         let w = Arc::new(WatcherShared::new(
             shared.next_id.fetch_add(1, Ordering::Relaxed),
-            Filter {
-                scope: req.scope,
-                labels: req.labels,
-                fields: req.fields,
-            },
+            Filter::new(req.scope, req.labels, req.fields),
             route,
             start,
             generation,

@@ -87,17 +87,31 @@ impl Verdict {
 /// A watcher's whole filter.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {
-    pub(crate) scope: KeyScope,
-    pub(crate) labels: LabelSelector,
-    pub(crate) fields: FieldSelector,
+    scope: KeyScope,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    /// Admits every object (no scope, no selectors): the verdict then
+    /// needs no evaluation at all, the common case of "all" watchers.
+    everything: bool,
 }
 
 impl Filter {
+    pub(crate) fn new(scope: KeyScope, labels: LabelSelector, fields: FieldSelector) -> Filter {
+        let everything = scope == KeyScope::All && labels.is_everything() && fields.is_everything();
+        Filter {
+            scope,
+            labels,
+            fields,
+            everything,
+        }
+    }
+
     /// Whether the watcher may see `obj` at all.
     pub(crate) fn admits(&self, obj: &Object) -> bool {
-        self.scope.contains(obj.key())
-            && self.labels.matches(|k| obj.label(k))
-            && self.fields.matches(|f| obj.field(f))
+        self.everything
+            || self.scope.contains(obj.key())
+                && self.labels.matches(|k| obj.label(k))
+                && self.fields.matches(|f| obj.field(f))
     }
 
     /// The Added/Modified/Deleted decision of the reference
@@ -134,11 +148,11 @@ mod tests {
     }
 
     fn web_filter() -> Filter {
-        Filter {
-            scope: KeyScope::All,
-            labels: "app=web".parse().unwrap(),
-            fields: FieldSelector::default(),
-        }
+        Filter::new(
+            KeyScope::All,
+            "app=web".parse().unwrap(),
+            FieldSelector::default(),
+        )
     }
 
     #[test]
@@ -178,16 +192,48 @@ mod tests {
 
     #[test]
     fn scope_and_fields_combine() {
-        let f = Filter {
-            scope: KeyScope::prefix("ns/"),
-            labels: LabelSelector::default(),
-            fields: "spec.nodeName=n1".parse().unwrap(),
-        };
+        let f = Filter::new(
+            KeyScope::prefix("ns/"),
+            LabelSelector::default(),
+            "spec.nodeName=n1".parse().unwrap(),
+        );
         assert!(f.admits(&pod("ns", "a", "web", "n1")));
         assert!(!f.admits(&pod("ns", "a", "web", "n2")));
         assert!(!f.admits(&pod("other", "a", "web", "n1")));
         assert!(!KeyScope::exact("ns/a").contains("ns/ab"));
         assert_eq!(KeyScope::prefix("/"), KeyScope::All);
+    }
+
+    #[test]
+    fn a_filter_without_conditions_admits_everything() {
+        let all = Filter::new(
+            KeyScope::All,
+            LabelSelector::default(),
+            FieldSelector::default(),
+        );
+        assert!(all.everything);
+        let o = pod("ns", "a", "web", "n1");
+        assert!(all.admits(&o));
+        assert_eq!(
+            all.verdict(ChangeKind::Added, &o, None),
+            Some(Verdict::Added)
+        );
+        assert_eq!(
+            all.verdict(ChangeKind::Modified, &o, Some(&o)),
+            Some(Verdict::Modified)
+        );
+        assert_eq!(
+            all.verdict(ChangeKind::Deleted, &o, Some(&o)),
+            Some(Verdict::Deleted)
+        );
+        // Any condition at all turns the shortcut off.
+        assert!(!web_filter().everything);
+        let scoped = Filter::new(
+            KeyScope::exact("ns/b"),
+            LabelSelector::default(),
+            FieldSelector::default(),
+        );
+        assert!(!scoped.everything && !scoped.admits(&o));
     }
 
     #[test]
