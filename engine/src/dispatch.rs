@@ -29,8 +29,6 @@
 //! still-full watchers end with `TooSlow`, is a policy that plugs in at
 //! [`Dispatcher::push`].
 
-use std::sync::Arc;
-use std::sync::atomic::{Ordering, fence};
 use std::time::{Duration, Instant};
 
 use crate::engine::Shared;
@@ -38,6 +36,7 @@ use crate::event::TooLargeResourceVersion;
 use crate::index::Routes;
 use crate::ring::{ReadCursor, RecordKind};
 use crate::stats::Counters;
+use crate::sync::{Arc, Ordering, fence, park_timeout};
 use crate::watcher::WatcherShared;
 use crate::{EndReason, ResourceVersion};
 
@@ -105,7 +104,7 @@ impl Dispatcher {
             }
             // The park token makes this race-free: a writer's `unpark` after
             // the checks above makes `park_timeout` return at once.
-            std::thread::park_timeout(self.sleep_for(now));
+            park_timeout(self.sleep_for(now));
         }
     }
 

@@ -16,13 +16,7 @@
 //!   mutex-protected queue (they are rare next to changes), with a flag the
 //!   dispatcher polls once per batch.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-use std::thread::{JoinHandle, Thread};
 use std::time::{Duration, Instant};
-
-use arc_swap::ArcSwap;
-use crossbeam_utils::CachePadded;
 
 use crate::dispatch;
 use crate::error::{ConfigError, WatchError, WriteError};
@@ -31,6 +25,10 @@ use crate::filter::Filter;
 use crate::index::Routes;
 use crate::ring::{Gated, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::stats::{Counters, Stats};
+use crate::sync::{
+    Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, JoinHandle, Mutex, MutexGuard,
+    OnceLock, Ordering, Thread, park_timeout,
+};
 use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared};
 use crate::{Object, ResourceVersion};
 
@@ -349,7 +347,7 @@ impl Shared {
             self.writer_waiting.store(true, Ordering::SeqCst);
             self.wake_dispatcher();
             // Bounded: a wake that races with the flag costs at most this.
-            std::thread::park_timeout(Duration::from_millis(1));
+            park_timeout(Duration::from_millis(1));
         }
     }
 }

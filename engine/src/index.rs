@@ -20,9 +20,8 @@
 //! routes) load it without locks. Buckets live in a persistent hash map
 //! (`imbl`), so publishing costs O(log n + bucket size), not O(watchers).
 
-use std::sync::Arc;
-
 use crate::Object;
+use crate::sync::Arc;
 use crate::watcher::{Route, WatcherShared};
 
 type Bucket = Arc<Vec<Arc<WatcherShared>>>;

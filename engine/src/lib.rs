@@ -133,6 +133,7 @@ mod ring;
 mod rv;
 mod selector;
 mod stats;
+mod sync;
 mod watcher;
 
 pub use engine::{Config, Engine, Lifecycle, Writer};

@@ -17,9 +17,7 @@
 //! slot accesses compile to plain moves on x86-64 and AArch64. Both sides
 //! are wait-free: a bounded number of steps, no retry loop.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crossbeam_utils::CachePadded;
+use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 #[derive(Debug)]
 pub(crate) struct Spsc {

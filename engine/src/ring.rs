@@ -36,14 +36,10 @@
 //! window (the reference never shrinks after a burst), and can bound the
 //! ring's bytes.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use arc_swap::{ArcSwap, ArcSwapOption, Guard};
-use crossbeam_utils::CachePadded;
-
 use crate::event::ChangeKind;
+use crate::sync::{Arc, ArcSwap, ArcSwapOption, AtomicU64, CachePadded, Guard, Ordering};
 use crate::{Object, ResourceVersion};
 
 /// What a ring record holds.

@@ -1,8 +1,7 @@
 //! Counters a server exports, and the plain snapshot they are read into.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use crate::EndReason;
+use crate::sync::{AtomicU64, Ordering};
 
 /// Live counters. All `Relaxed`: each is an independent statistic, read
 /// without any promise of consistency between counters.

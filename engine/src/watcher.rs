@@ -44,13 +44,8 @@
 use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
-use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread::Thread;
 use std::time::{Duration, Instant};
-
-use atomic_waker::AtomicWaker;
 
 use crate::engine::Shared;
 use crate::event::{Event, EventKind, Gone, WatchItem};
@@ -58,6 +53,9 @@ use crate::filter::{Filter, Verdict};
 use crate::queue::Spsc;
 use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
+use crate::sync::{
+    Arc, AtomicBool, AtomicU64, AtomicWaker, OnceLock, Ordering, Thread, fence, park, park_timeout,
+};
 use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
 
 /// What to watch and from where. Built with chained setters.
@@ -759,14 +757,14 @@ impl Watch {
                 Step::Empty => {}
             }
             match deadline {
-                None => std::thread::park(),
+                None => park(),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         self.w.parked.store(false, Ordering::Relaxed);
                         return Err(RecvTimeoutError::Timeout);
                     }
-                    std::thread::park_timeout(d - now);
+                    park_timeout(d - now);
                 }
             }
             self.w.parked.store(false, Ordering::Relaxed);
