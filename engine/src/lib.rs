@@ -102,8 +102,19 @@
 //! [`Gone`](EndReason::Gone), [`Relisted`](EndReason::Relisted) (a later
 //! `replace`), [`EngineStopped`](EndReason::EngineStopped),
 //! [`TooLargeResourceVersion`](EndReason::TooLargeResourceVersion), ...
-//! After it, [`Watch::recv`] returns `None`. Dropping a [`Watch`] stops and
-//! unregisters it.
+//! After it, [`Watch::recv`] returns `None`. An end takes effect at once:
+//! changes queued for the watch but not yet received are not delivered
+//! (what was received is still a gap-free prefix). Dropping a [`Watch`]
+//! stops and unregisters it.
+//!
+//! ## Receiving
+//!
+//! [`Watch::recv`], [`Watch::recv_timeout`] and [`Watch::try_recv`] hand out
+//! owned [`Event`]s; [`Watch::recv_batch`] drains many at once; a `Watch` is
+//! also a [`futures_core::Stream`]. [`Watch::visit_batch`] lends
+//! [`EventRef`]s straight from the history ring, without touching the
+//! objects' reference counts: on this project's 2-core machine it delivers
+//! up to 1.7x the owned rate to 1,000 watchers (see the README's probe).
 //!
 //! ## Lifecycle
 //!
