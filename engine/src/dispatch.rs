@@ -151,6 +151,7 @@ impl Dispatcher {
             return; // Not listed yet: everyone waits.
         }
         let now = Instant::now();
+        // Acquire: see `Shared::current_rv`.
         let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
         let timeout = self.shared.config.too_large_timeout;
         let counters = &self.shared.counters;
@@ -262,6 +263,7 @@ impl Dispatcher {
             Counters::add(&self.shared.counters.parks, 1);
             return;
         }
+        // Relaxed: `touched` is the dispatcher's own scratch field.
         if w.touched.load(Ordering::Relaxed) != self.batch_no {
             w.touched.store(self.batch_no, Ordering::Relaxed);
             self.touched.push(w.clone());

@@ -217,20 +217,38 @@ pub(crate) struct Shared {
     pub(crate) config: Config,
     pub(crate) ring: Arc<Ring>,
     pub(crate) state: Mutex<WriterState>,
+    /// `PENDING`, `READY` or `STOPPED`. Written only under `state`'s lock;
+    /// read with `Acquire` (pairs with the `Release` stores) by callers
+    /// outside the lock, which want it ordered with the state it announces.
     lifecycle: AtomicU8,
-    /// The writer's resource version (changes and progress), for waits.
+    /// The writer's resource version (changes and progress), for waits and
+    /// `Engine::resource_version`. Written under `state`'s lock with
+    /// `Release`; read with `Acquire`. The dispatcher only compares it with
+    /// the versions watches wait for; the start itself is resolved under
+    /// the lock, so a stale read only delays an activation by one loop.
     pub(crate) current_rv: AtomicU64,
-    /// Positions below this have been fanned out by the dispatcher.
+    /// Positions below this have been fanned out by the dispatcher (its
+    /// `Release` store after the batch pairs with the writer's `Acquire`
+    /// load before it reuses a slot).
     pub(crate) dispatched: CachePadded<AtomicU64>,
     pub(crate) dispatcher: OnceLock<Thread>,
+    /// The writer waits for the dispatcher. A flag, not a protocol: the
+    /// writer re-checks `dispatched` at least every millisecond, so a wake
+    /// lost to a race costs at most that (`SeqCst`/`AcqRel` keep it rare).
     writer_waiting: AtomicBool,
     writer_thread: Mutex<Option<Thread>>,
     pub(crate) control: Mutex<Control>,
+    /// Set (`Release`) after a request is queued under `control`'s lock;
+    /// the dispatcher swaps it (`Acquire`) once per loop and then takes the
+    /// lock, which orders the lists themselves.
     pub(crate) control_pending: AtomicBool,
+    /// Set once by `stop` (`Release`, after the lifecycle store); read with
+    /// `Acquire` by the dispatcher and by waiting writers.
     pub(crate) stop_requested: AtomicBool,
     pub(crate) routes: ArcSwap<Routes>,
     pub(crate) index_fields: Arc<[Box<str>]>,
     pub(crate) counters: Counters,
+    /// Watcher ids: unique is all that matters, so `Relaxed`.
     next_id: AtomicU64,
 }
 

@@ -224,6 +224,10 @@ pub(crate) struct WatcherShared {
     attach: AtomicU64,
     active_generation: AtomicU64,
     end: OnceLock<EndReason>,
+    /// The consumer sleeps (or is about to). Only the `true` store matters
+    /// for correctness, and it is ordered by the `SeqCst` fences (see the
+    /// module docs); clearing it is `Relaxed` because a stale `true` only
+    /// costs one spurious wake.
     parked: AtomicBool,
     waker: AtomicWaker,
     /// Dispatcher-private: the batch in which it last pushed to this watcher.
@@ -289,6 +293,7 @@ impl WatcherShared {
 
     /// Dispatcher: registers the watcher as live from `pos`.
     pub(crate) fn activate(&self, pos: u64, generation: u64) {
+        // Relaxed: published by the Release store of `attach` below.
         self.active_generation.store(generation, Ordering::Relaxed);
         // Release: publishes `active_generation` with `attach`.
         self.attach.store(pos, Ordering::Release);
@@ -329,6 +334,9 @@ impl WatcherShared {
     /// Dispatcher: whether the consumer sleeps and needs a wake. Call after
     /// a `SeqCst` fence that follows the pushes (see the module docs).
     pub(crate) fn wake_if_parked(&self) {
+        // Relaxed: ordered by the caller's SeqCst fence (Dekker with the
+        // consumer's fence in `prepare_park`); the store below only saves a
+        // repeated wake, and the wake itself goes through `AtomicWaker`.
         if self.parked.load(Ordering::Relaxed) {
             self.parked.store(false, Ordering::Relaxed);
             self.waker.wake();
@@ -788,6 +796,7 @@ impl Watch {
     /// Registers `waker`, announces sleep, and looks once more.
     fn prepare_park(&mut self, waker: &Waker) -> Step<WatchItem> {
         self.w.waker.register(waker);
+        // Relaxed: the fence below orders it before the re-check.
         self.w.parked.store(true, Ordering::Relaxed);
         // SeqCst fence: orders the `parked` store before the re-check's
         // loads; pairs with the dispatcher's fence after its pushes.
@@ -834,6 +843,7 @@ impl Watch {
                     if self.w.attach.load(Ordering::Acquire) == NOT_ATTACHED {
                         return Ok(Step::Empty);
                     }
+                    // Relaxed: ordered by the Acquire load of `attach` above.
                     self.generation = self.w.active_generation.load(Ordering::Relaxed);
                     self.begin();
                 }
