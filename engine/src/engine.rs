@@ -25,6 +25,7 @@ use crate::filter::Filter;
 use crate::index::Routes;
 use crate::ring::{Gated, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::stats::{Counters, Stats};
+use crate::store::{Store, Stored};
 use crate::sync::{
     Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, JoinHandle, Mutex, MutexGuard,
     OnceLock, Ordering, Thread, park_timeout,
@@ -175,7 +176,7 @@ const STOPPED: u8 = 2;
 pub(crate) struct WriterState {
     pub(crate) ring: RingWriter,
     /// key -> (object, the resource version of its last change).
-    pub(crate) store: imbl::OrdMap<Box<str>, (Object, ResourceVersion)>,
+    pub(crate) store: Store,
     pub(crate) rv: ResourceVersion,
     pub(crate) generation: u64,
 }
@@ -435,7 +436,7 @@ impl Engine {
             ring,
             state: Mutex::new(WriterState {
                 ring: ring_writer,
-                store: imbl::OrdMap::new(),
+                store: Store::new(),
                 rv: ResourceVersion::ZERO,
                 generation: 0,
             }),
@@ -651,7 +652,7 @@ impl Writer {
                 }
                 .into());
             }
-            let prev = st.store.get(object.key()).map(|(o, _)| o.clone());
+            let prev = st.store.get(object.key()).map(|e| e.object.clone());
             let prev = match kind {
                 // SEMANTICS 1: a deletion's previous object is its last state.
                 ChangeKind::Deleted => prev.or_else(|| Some(object.clone())),
@@ -671,7 +672,10 @@ impl Writer {
                     st.store.remove(object.key());
                 }
                 _ => {
-                    st.store.insert(object.key().into(), (object.clone(), rv));
+                    st.store.insert(Stored {
+                        object: object.clone(),
+                        rv,
+                    });
                 }
             }
             st.rv = rv;
@@ -700,9 +704,9 @@ impl Writer {
         rv: ResourceVersion,
     ) -> Result<(), WriteError> {
         let shared = &*self.shared;
-        let mut store = imbl::OrdMap::new();
-        for o in objects {
-            store.insert(o.key().into(), (o, rv));
+        let mut store = Store::new();
+        for object in objects {
+            store.insert(Stored { object, rv });
         }
         shared.write(|st, dispatched| {
             match shared.lifecycle.load(Ordering::Acquire) {

@@ -144,6 +144,7 @@ mod ring;
 mod rv;
 mod selector;
 mod stats;
+mod store;
 mod sync;
 mod watcher;
 

@@ -883,9 +883,9 @@ impl Watch {
                 // The store is a persistent map: the clone above is O(1) and
                 // the walk below runs outside the writer lock.
                 self.initial = store
-                    .values()
-                    .filter(|(o, _)| self.w.filter.admits(o))
-                    .cloned()
+                    .iter()
+                    .filter(|e| self.w.filter.admits(&e.object))
+                    .map(|e| (e.object.clone(), e.rv))
                     .collect();
                 self.last_rv = rv;
                 self.initial_end = initial_events_end.then_some(rv);
