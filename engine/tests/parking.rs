@@ -13,14 +13,17 @@ fn obj(i: u64) -> Object {
         .build()
 }
 
-/// An engine listed at 1 and a live watch of everything from there.
+/// An engine listed at 1 and a live watch of everything from there,
+/// already begun (its start resolved), so what follows reaches it through
+/// the dispatcher, its queue and its parking, not through a start check.
 fn listed_with_watch(config: Config) -> (Engine, Writer, Watch) {
     let (engine, mut writer) = Engine::new(config).unwrap();
     writer.replace([], 1.into()).unwrap();
-    let w = engine
+    let mut w = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
     eventually("live", || engine.stats().watchers_active == 1);
+    assert_quiet(&mut w);
     (engine, writer, w)
 }
 
@@ -84,6 +87,8 @@ fn a_parked_watcher_lapped_by_the_writer_ends_with_gone() {
     for rv in 2..=1_001 {
         writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
     }
+    // Its queue filled: it was parked.
+    assert!(engine.stats().parks >= 1);
     let (seen, end) = recv_to_end(&mut stalled);
     // Whatever was still readable comes first, gap-free; then Gone naming
     // where the watch stood. The ring keeps 970..=1001.
