@@ -171,13 +171,7 @@ impl FromStr for FieldSelector {
 impl fmt::Display for FieldSelector {
     /// Writes the canonical form: terms joined by `,`, values escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, t) in self.terms.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            fmt::Display::fmt(t, f)?;
-        }
-        Ok(())
+        super::write_joined(f, &self.terms)
     }
 }
 

@@ -170,13 +170,7 @@ impl FromStr for LabelSelector {
 impl fmt::Display for LabelSelector {
     /// Writes the canonical form: requirements joined by `,` without spaces.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, r) in self.requirements.iter().enumerate() {
-            if i > 0 {
-                f.write_str(",")?;
-            }
-            fmt::Display::fmt(r, f)?;
-        }
-        Ok(())
+        super::write_joined(f, &self.requirements)
     }
 }
 
