@@ -6,7 +6,9 @@
 
 use std::thread;
 
-use herald::{Change, Config, Engine, EventKind, KeyScope, Object, WatchItem, WatchRequest};
+use herald::{
+    Change, Config, Engine, EventKind, KeyScope, Object, TryRecvError, WatchItem, WatchRequest,
+};
 
 fn pod(ns: &str, name: &str, app: &str, node: &str) -> Object {
     Object::builder(ns, name)
@@ -56,36 +58,41 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ),
     ];
 
-    let readers: Vec<_> = watches
+    // Start every watch and take what it has before the first change (the
+    // snapshot watch's initial events), once the dispatcher has registered
+    // them all; then hand each to a reader thread.
+    let mut started: Vec<_> = watches
         .into_iter()
-        .map(|(name, req)| {
-            let mut watch = engine.watch(req).expect("valid request");
+        .map(|(name, req)| (name, engine.watch(req).expect("valid request")))
+        .collect();
+    while engine.stats().watchers_active < started.len() as u64 {
+        thread::yield_now();
+    }
+    // Each reader prints what its watch receives. Once every change has been
+    // dispatched, an empty watch has received all it will get of them: the
+    // reader stops it, and its last item says so.
+    let readers: Vec<_> = started
+        .drain(..)
+        .map(|(name, mut watch)| {
+            let mut lines: Vec<String> = std::iter::from_fn(|| watch.try_recv().ok())
+                .map(describe)
+                .collect();
+            let engine = engine.clone();
             thread::spawn(move || {
-                let mut lines = Vec::new();
-                while let Some(item) = watch.recv() {
-                    lines.push(match item {
-                        WatchItem::Event(ev) if ev.kind() == EventKind::Bookmark => format!(
-                            "  bookmark  rv={}{}",
-                            ev.resource_version(),
-                            if ev.is_initial_events_end() {
-                                " (initial-events-end)"
+                loop {
+                    let item = match watch.try_recv() {
+                        Ok(item) => item,
+                        Err(TryRecvError::Empty) => {
+                            if engine.stats().changes_dispatched >= 5 {
+                                watch.stop();
                             } else {
-                                ""
+                                thread::yield_now();
                             }
-                        ),
-                        WatchItem::Event(ev) => {
-                            let o = ev.object().expect("object events carry one");
-                            format!(
-                                "  {:<9} rv={} {} app={} node={}",
-                                format!("{:?}", ev.kind()),
-                                ev.resource_version(),
-                                o.key(),
-                                o.label("app").unwrap_or("-"),
-                                o.field("spec.nodeName").unwrap_or("-"),
-                            )
+                            continue;
                         }
-                        WatchItem::End(reason) => format!("  end: {reason}"),
-                    });
+                        Err(_) => break,
+                    };
+                    lines.push(describe(item));
                 }
                 (name, lines)
             })
@@ -104,13 +111,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     writer.progress(110.into())?;
 
-    // Let the readers drain, then stop: each watch ends with a reason.
-    while engine.stats().changes_dispatched < 5 {
-        thread::yield_now();
-    }
-    thread::sleep(std::time::Duration::from_millis(50));
-    engine.stop();
-
     for r in readers {
         let (name, lines) = r.join().expect("reader thread");
         println!("watch {name}:");
@@ -118,6 +118,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("{l}");
         }
     }
+    engine.stop();
     let s = engine.stats();
     println!(
         "stats: {} changes, {} dispatched, {} live deliveries, {} initial events, {} watches ended",
@@ -128,4 +129,31 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         s.watchers_ended
     );
     Ok(())
+}
+
+/// One line per item.
+fn describe(item: WatchItem) -> String {
+    match item {
+        WatchItem::Event(ev) if ev.kind() == EventKind::Bookmark => format!(
+            "  bookmark  rv={}{}",
+            ev.resource_version(),
+            if ev.is_initial_events_end() {
+                " (initial-events-end)"
+            } else {
+                ""
+            }
+        ),
+        WatchItem::Event(ev) => {
+            let o = ev.object().expect("object events carry one");
+            format!(
+                "  {:<9} rv={} {} app={} node={}",
+                format!("{:?}", ev.kind()),
+                ev.resource_version(),
+                o.key(),
+                o.label("app").unwrap_or("-"),
+                o.field("spec.nodeName").unwrap_or("-"),
+            )
+        }
+        WatchItem::End(reason) => format!("  end: {reason}"),
+    }
 }
