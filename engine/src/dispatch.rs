@@ -22,43 +22,146 @@
 //!
 //! ## Full queues
 //!
-//! The dispatcher never waits for a watcher. A watcher whose queue is full
-//! is parked at the change that did not fit and feeds itself from the ring
-//! until it has caught up, then asks to be resumed (see `watcher.rs`,
-//! Parking). The reference's alternative, a shared time budget after which
-//! still-full watchers end with `TooSlow`, is a policy that plugs in at
-//! [`Dispatcher::push`].
+//! Under [`SlowWatchers::Park`] the dispatcher never waits for a watcher. A
+//! watcher whose queue is full is parked at the change that did not fit and
+//! feeds itself from the ring until it has caught up, then asks to be
+//! resumed (see `watcher.rs`, Parking).
+//!
+//! Under [`SlowWatchers::TimeBudget`] each change is a round, as in the
+//! reference's `dispatchEvent`: a non-blocking push to every candidate
+//! first; then, if some queues were full, the round takes the whole time
+//! budget and waits for those watchers one after another (parked on the
+//! clock, woken by the consumer's pop, polling every [`POLL`] in case that
+//! wake raced); once the budget is spent, each watcher still full gets one
+//! more non-blocking push and otherwise ends with `TooSlow`; the unused
+//! budget goes back.
+//!
+//! ## Time
+//!
+//! Every rule reads the engine's [`Clock`](crate::Clock): the tick (jittered
+//! by up to a quarter, seeds/004 `wait.Jitter(time.Second, 0.25)`), the
+//! bookmark wheel, deadlines, the too-large wait and the budget.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-use crate::engine::Shared;
+use crate::bookmarks::{Wheel, next_bookmark};
+use crate::budget::TimeBudget;
+use crate::engine::{Shared, SlowWatchers};
 use crate::event::TooLargeResourceVersion;
 use crate::index::Routes;
 use crate::ring::{ReadCursor, RecordKind};
 use crate::stats::Counters;
-use crate::sync::{Arc, Ordering, fence, park_timeout};
+use crate::sync::{Arc, Ordering, fence};
 use crate::watcher::WatcherShared;
-use crate::{EndReason, ResourceVersion};
+use crate::{Clock, EndReason, ResourceVersion};
 
 /// Changes per batch: bounds the latency of registrations and of the
 /// dispatcher's cursor publication while amortising the wake-up fence.
 const BATCH: u64 = 256;
 
+/// How often a dispatcher waiting for a full queue looks again, in real
+/// time, should the consumer's wake have raced with its sleep.
+const POLL: Duration = Duration::from_millis(1);
+
+/// The longest the idle dispatcher sleeps in one go (real time); any
+/// change, request or clock movement wakes it sooner.
+const IDLE: Duration = Duration::from_secs(3600);
+
+/// Changes at positions divisible by this are timed for the applied ->
+/// enqueued histogram.
+const SAMPLE_MASK: u64 = 7;
+
 pub(crate) fn run(shared: Arc<Shared>) {
     let routes = Routes::new(shared.index_fields.clone());
     let read = shared.ring.cursor();
+    let clock = shared.config.clock.clone();
+    let now = clock.now();
+    let budget = match shared.config.slow_watchers {
+        SlowWatchers::Park => None,
+        SlowWatchers::TimeBudget {
+            refill_per_second,
+            cap,
+        } => Some(TimeBudget::new(refill_per_second, cap, now)),
+    };
     let mut d = Dispatcher {
         routes,
         read,
         cursor: 0,
         generation: 0,
+        last_rv: ResourceVersion::ZERO,
         pending: Vec::new(),
         touched: Vec::new(),
         batch_no: 0,
-        last_tick: Instant::now(),
+        budget,
+        blocked: Vec::new(),
+        wheel: Wheel::new(now),
+        due: Vec::new(),
+        deadlines: BinaryHeap::new(),
+        retired_with_deadline: 0,
+        routes_dirty: false,
+        jitter: Jitter::new(now, &shared),
+        next_tick: now,
+        clock,
         shared,
     };
+    d.next_tick = now + d.jitter.tick(d.shared.config.tick);
     d.run();
+}
+
+/// A watcher's deadline in the dispatcher's heap (earliest first).
+struct Deadline {
+    at: Instant,
+    w: Arc<WatcherShared>,
+}
+
+impl PartialEq for Deadline {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.w.id) == (other.at, other.w.id)
+    }
+}
+
+impl Eq for Deadline {}
+
+impl PartialOrd for Deadline {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Deadline {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.w.id).cmp(&(other.at, other.w.id))
+    }
+}
+
+/// The tick's jitter: a small xorshift generator, seeded per engine.
+struct Jitter(u64);
+
+impl Jitter {
+    fn new(now: Instant, shared: &Shared) -> Jitter {
+        // Any seed that differs between engines will do.
+        let addr = std::ptr::from_ref(shared) as usize as u64;
+        let t = now.elapsed().as_nanos() as u64;
+        Jitter((addr ^ t.rotate_left(32)) | 1)
+    }
+
+    /// `base` plus a uniform `[0, base / 4)`.
+    fn tick(&mut self, base: Duration) -> Duration {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        let quarter = base.as_nanos() / 4;
+        let extra = if quarter == 0 {
+            0
+        } else {
+            u128::from(x) % quarter
+        };
+        base + Duration::from_nanos(u64::try_from(extra).unwrap_or(0))
+    }
 }
 
 struct Dispatcher {
@@ -75,7 +178,30 @@ struct Dispatcher {
     /// Watchers pushed to in this batch, to wake.
     touched: Vec<Arc<WatcherShared>>,
     batch_no: u64,
-    last_tick: Instant,
+    /// The version of the last record dispatched: what a bookmark says
+    /// (with the writer's progress, once caught up).
+    last_rv: ResourceVersion,
+    clock: Arc<dyn Clock>,
+    /// The time budget (time-budget policy only).
+    budget: Option<TimeBudget>,
+    /// Watchers whose queue was full for the current change, with their
+    /// handle (time-budget policy).
+    blocked: Vec<(Arc<WatcherShared>, u64)>,
+    /// Bookmark schedule of the live watchers that allow bookmarks, each
+    /// with whether it was scheduled for waiting on its initial-events-end
+    /// bookmark.
+    wheel: Wheel<(Arc<WatcherShared>, bool)>,
+    /// Scratch: watchers whose bookmark came due.
+    due: Vec<(Arc<WatcherShared>, bool)>,
+    /// Watchers with a deadline, earliest first.
+    deadlines: BinaryHeap<Reverse<Deadline>>,
+    /// Heap entries of watchers that have been unregistered: compacted
+    /// when they are the majority.
+    retired_with_deadline: usize,
+    /// `routes` changed and is not published yet.
+    routes_dirty: bool,
+    jitter: Jitter,
+    next_tick: Instant,
 }
 
 impl Dispatcher {
@@ -90,34 +216,40 @@ impl Dispatcher {
             if self.shared.control_pending.swap(false, Ordering::Acquire) {
                 self.apply_control();
             }
+            let now = self.clock.now();
             if !self.pending.is_empty() {
-                self.activate_pending();
+                self.activate_pending(now);
+            }
+            self.expire_deadlines(now);
+            if now >= self.next_tick {
+                self.tick(now);
             }
             let head = self.shared.ring.head();
             if self.cursor < head {
                 self.dispatch_batch(head.min(self.cursor + BATCH));
                 continue;
             }
-            let now = Instant::now();
-            if now.duration_since(self.last_tick) >= self.shared.config.tick {
-                self.maintain(now);
-            }
-            // The park token makes this race-free: a writer's `unpark` after
-            // the checks above makes `park_timeout` return at once.
-            park_timeout(self.sleep_for(now));
+            // The park token makes this race-free: a writer's `unpark`
+            // after the checks above makes the park return at once; a
+            // manual clock unparks us when it moves.
+            self.clock.park_until(self.wake_at(), IDLE);
         }
     }
 
-    fn sleep_for(&self, now: Instant) -> Duration {
-        let mut d = self.shared.config.tick;
+    /// The next time something is due: the tick, a deadline, the end of a
+    /// wait for a future resource version.
+    fn wake_at(&self) -> Instant {
+        let mut at = self.next_tick;
+        if let Some(Reverse(d)) = self.deadlines.peek() {
+            at = at.min(d.at);
+        }
         let timeout = self.shared.config.too_large_timeout;
         for w in &self.pending {
             if w.start.wait_for() > ResourceVersion::ZERO {
-                let due = w.created + timeout;
-                d = d.min(due.saturating_duration_since(now));
+                at = at.min(w.created + timeout);
             }
         }
-        d.max(Duration::from_micros(100))
+        at
     }
 
     fn apply_control(&mut self) {
@@ -129,28 +261,66 @@ impl Dispatcher {
                 std::mem::take(&mut c.resume),
             )
         };
+        for w in &register {
+            if let Some(at) = w.deadline {
+                self.deadlines.push(Reverse(Deadline { at, w: w.clone() }));
+            }
+        }
         self.pending.extend(register);
         for w in resume {
             if !w.is_ended() && w.resume(self.cursor) {
                 Counters::add(&self.shared.counters.resumes, 1);
             }
         }
-        let mut changed = false;
         for w in unregister {
-            changed |= self.routes.remove(&w);
+            self.routes_dirty |= self.routes.remove(&w);
             self.pending.retain(|p| p.id != w.id);
+            if w.deadline.is_some() {
+                self.retired_with_deadline += 1;
+            }
         }
-        if changed {
-            self.publish_routes();
+        if self.retired_with_deadline > self.deadlines.len() / 2 {
+            // Lazy deletion, compacted: ended watchers leave the heap.
+            self.deadlines.retain(|Reverse(d)| !d.w.is_ended());
+            self.retired_with_deadline = 0;
         }
+        self.publish_routes_if_dirty();
         self.update_gauges();
     }
 
-    fn activate_pending(&mut self) {
+    /// Ends every watch whose deadline has passed.
+    fn expire_deadlines(&mut self, now: Instant) {
+        while let Some(Reverse(d)) = self.deadlines.peek() {
+            if d.at > now {
+                break;
+            }
+            let Some(Reverse(d)) = self.deadlines.pop() else {
+                break;
+            };
+            if d.w.end(EndReason::Deadline, &self.shared.counters) {
+                self.retire(&d.w);
+            }
+        }
+        self.publish_routes_if_dirty();
+    }
+
+    /// Forgets a watcher the dispatcher has ended (its consumer's
+    /// unregistration, later, finds it gone).
+    fn retire(&mut self, w: &Arc<WatcherShared>) {
+        self.routes_dirty |= self.routes.remove(w);
+    }
+
+    fn publish_routes_if_dirty(&mut self) {
+        if self.routes_dirty {
+            self.routes_dirty = false;
+            self.publish_routes();
+        }
+    }
+
+    fn activate_pending(&mut self, now: Instant) {
         if self.generation == 0 {
             return; // Not listed yet: everyone waits.
         }
-        let now = Instant::now();
         // Acquire: see `Shared::current_rv`.
         let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
         let timeout = self.shared.config.too_large_timeout;
@@ -184,6 +354,10 @@ impl Dispatcher {
                 }
                 w.activate(self.cursor, generation);
                 self.routes.insert(w.clone());
+                if w.allow_bookmarks {
+                    let frequency = self.shared.config.bookmark_frequency;
+                    schedule_bookmark(&mut self.wheel, frequency, now, w.clone());
+                }
                 activated = true;
                 false
             };
@@ -214,6 +388,10 @@ impl Dispatcher {
         let start = self.cursor;
         let mut routes = self.shared.routes.load_full();
         let mut deliveries = 0u64;
+        let now = self.clock.now();
+        let stamp = self.shared.stamp(now);
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
         for pos in self.cursor..end {
             let Ok(rec) = self.shared.ring.read(&mut self.read, pos) else {
                 // The writer never reuses an undispatched slot (it is gated
@@ -221,6 +399,7 @@ impl Dispatcher {
                 debug_assert!(false, "undispatched record {pos} was overwritten");
                 continue;
             };
+            self.last_rv = rec.rv;
             match rec.kind {
                 RecordKind::Relist => {
                     self.cursor = pos + 1;
@@ -231,6 +410,13 @@ impl Dispatcher {
                     let Some(object) = rec.object.as_ref() else {
                         continue;
                     };
+                    // Relaxed: published by the pushes' Release.
+                    rec.enqueued.store(stamp, Ordering::Relaxed);
+                    if pos & SAMPLE_MASK == 0 {
+                        let lag = now.saturating_duration_since(rec.at);
+                        let ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+                        counters.applied_to_enqueued.record(ns);
+                    }
                     let prev = rec.prev.as_ref();
                     let handle_pos = pos << 2;
                     routes.for_each_candidate(object, prev, |w| {
@@ -242,31 +428,116 @@ impl Dispatcher {
                             self.push(w, handle_pos | v as u64);
                         }
                     });
+                    if !self.blocked.is_empty() {
+                        self.serve_blocked();
+                    }
                 }
             }
         }
         self.cursor = end;
         self.flush_wakes();
+        self.publish_routes_if_dirty();
         // Release: the writer may reuse slots below `end` only after we are
         // done reading them.
         self.shared.dispatched.store(end, Ordering::Release);
         self.shared.wake_writer_if_waiting();
-        let c = &self.shared.counters;
-        Counters::add(&c.deliveries, deliveries);
-        Counters::add(&c.changes_dispatched, end - start);
+        Counters::add(&counters.deliveries, deliveries);
+        Counters::add(&counters.changes_dispatched, end - start);
     }
 
-    /// Enqueues `handle` for `w`; a full queue parks the watcher.
+    /// Enqueues `handle` for `w`. A full queue parks the watcher, or, under
+    /// the time budget, leaves it for [`serve_blocked`](Self::serve_blocked).
     fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
         if w.queue.push(handle).is_err() {
-            w.park(handle >> 2);
-            Counters::add(&self.shared.counters.parks, 1);
+            if self.budget.is_some() {
+                self.blocked.push((w.clone(), handle));
+            } else {
+                w.park(handle >> 2);
+                Counters::add(&self.shared.counters.parks, 1);
+            }
             return;
         }
+        self.mark_touched(w);
+    }
+
+    fn mark_touched(&mut self, w: &Arc<WatcherShared>) {
         // Relaxed: `touched` is the dispatcher's own scratch field.
         if w.touched.load(Ordering::Relaxed) != self.batch_no {
             w.touched.store(self.batch_no, Ordering::Relaxed);
             self.touched.push(w.clone());
+        }
+    }
+
+    /// The time-budget round for the current change (seeds/004
+    /// `dispatchEvent`): wait for each blocked watcher while the budget
+    /// lasts; after it, one more non-blocking try, else `TooSlow`.
+    fn serve_blocked(&mut self) {
+        // Everyone pushed to so far gets to read while we wait.
+        self.flush_wakes();
+        let Some(budget) = self.budget.as_mut() else {
+            return;
+        };
+        let clock = self.clock.clone();
+        let start = clock.now();
+        let took = budget.take_available(start);
+        let until = start + took;
+        let counters = &self.shared.counters;
+        Counters::add(&counters.budget_rounds, 1);
+        Counters::add(&counters.budget_taken_ns, nanos(took));
+        let mut spent = took.is_zero();
+        let mut blocked = std::mem::take(&mut self.blocked);
+        for (w, handle) in blocked.drain(..) {
+            w.wake();
+            loop {
+                if w.queue.push(handle).is_ok() {
+                    self.mark_touched(&w);
+                    break;
+                }
+                if w.is_ended() || self.shared.is_stopping() {
+                    break;
+                }
+                spent = spent || clock.now() >= until;
+                if spent {
+                    // Its last try was the push above.
+                    self.end_too_slow(&w);
+                    break;
+                }
+                w.set_producer_waiting(true);
+                // SeqCst: the flag is visible before the re-check reads
+                // the consumer's head (pairs with the consumer's pop; a
+                // race costs one POLL).
+                fence(Ordering::SeqCst);
+                if w.queue.push(handle).is_ok() {
+                    w.set_producer_waiting(false);
+                    self.mark_touched(&w);
+                    break;
+                }
+                clock.park_until(until, POLL);
+            }
+            w.set_producer_waiting(false);
+        }
+        self.blocked = blocked;
+        let used = clock.now().saturating_duration_since(start);
+        let unused = took.saturating_sub(used);
+        if let Some(budget) = self.budget.as_mut() {
+            budget.return_unused(unused);
+        }
+        Counters::add(&self.shared.counters.budget_returned_ns, nanos(unused));
+        self.flush_wakes();
+    }
+
+    /// Ends a watcher that stayed full past the budget: gracefully (after
+    /// draining) if it holds an initial-events-end bookmark it has not
+    /// delivered yet (seeds/000 `add`, `graceful`).
+    fn end_too_slow(&mut self, w: &Arc<WatcherShared>) {
+        let counters = &self.shared.counters;
+        let ended = if w.initial_end.is_received() {
+            w.end_after_drain(EndReason::TooSlow, counters)
+        } else {
+            w.end(EndReason::TooSlow, counters)
+        };
+        if ended {
+            self.retire(w);
         }
     }
 
@@ -298,8 +569,10 @@ impl Dispatcher {
         self.update_gauges();
     }
 
-    fn maintain(&mut self, now: Instant) {
-        self.last_tick = now;
+    /// About once a second: bookmarks that came due, idle shrinking.
+    fn tick(&mut self, now: Instant) {
+        self.next_tick = now + self.jitter.tick(self.shared.config.tick);
+        self.send_bookmarks(now);
         if let Ok(mut st) = self.shared.state.try_lock() {
             if st.ring.shrink_if_idle(now, self.cursor).is_some() {
                 let c = &self.shared.counters;
@@ -307,6 +580,55 @@ impl Dispatcher {
                 Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
                 Counters::set(&c.ring_len, st.ring.len() as u64);
             }
+        }
+    }
+
+    /// Offers a bookmark to every watcher whose time has come (never
+    /// blocking: a full queue or one still holding a bookmark skips this
+    /// one) and schedules its next (seeds/004 `dispatchEvents`,
+    /// `startDispatchingBookmarkEventsLocked`, `finishDispatching`).
+    fn send_bookmarks(&mut self, now: Instant) {
+        if self.generation == 0 {
+            // Nothing listed yet: no bookmark (and no watcher is live).
+            return;
+        }
+        let rv = self.bookmark_rv();
+        let mut due = std::mem::take(&mut self.due);
+        self.wheel.pop_expired(now, &mut due);
+        for (w, for_initial_end) in due.drain(..) {
+            if w.is_ended() {
+                continue;
+            }
+            // Due at this tick only to deliver the initial-events-end
+            // bookmark, which the watch has meanwhile taken from its own
+            // snapshot: nothing to send until its regular time.
+            let stale = for_initial_end && !w.initial_end.is_waiting();
+            if !stale && w.offer_bookmark(self.cursor, rv) {
+                self.mark_touched(&w);
+            }
+            schedule_bookmark(
+                &mut self.wheel,
+                self.shared.config.bookmark_frequency,
+                now,
+                w,
+            );
+        }
+        self.due = due;
+        self.flush_wakes();
+    }
+
+    /// The version a bookmark carries now: the last record dispatched, or
+    /// the writer's version (progress included) when everything it wrote
+    /// has been dispatched.
+    fn bookmark_rv(&self) -> ResourceVersion {
+        // Acquire: pairs with the writer's Release store, which follows its
+        // append of the change at that version; the head load below then
+        // sees that append.
+        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        if self.cursor == self.shared.ring.head() {
+            self.last_rv.max(current)
+        } else {
+            self.last_rv
         }
     }
 
@@ -325,8 +647,27 @@ impl Dispatcher {
             w.end(EndReason::EngineStopped, counters);
         }
         self.pending.clear();
+        self.deadlines.clear();
+        self.wheel = Wheel::new(self.clock.now());
         self.routes = Routes::new(self.shared.index_fields.clone());
         self.publish_routes();
         self.update_gauges();
     }
+}
+
+/// Puts a watcher on the wheel at its next bookmark time (none once its
+/// deadline is less than 2 s away).
+fn schedule_bookmark(
+    wheel: &mut Wheel<(Arc<WatcherShared>, bool)>,
+    frequency: Duration,
+    now: Instant,
+    w: Arc<WatcherShared>,
+) {
+    let waiting = w.initial_end.is_waiting();
+    let due = next_bookmark(now, frequency, w.deadline, waiting);
+    wheel.insert(due, (w, waiting));
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -18,19 +18,20 @@
 
 use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, SystemClock};
 use crate::dispatch;
 use crate::error::{ConfigError, WatchError, WriteError};
 use crate::event::{Change, ChangeKind, Gone};
 use crate::filter::Filter;
 use crate::index::Routes;
-use crate::ring::{Gated, RecordKind, Resize, Ring, RingWriter, Sizing};
+use crate::ring::{Gated, Record, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::stats::{Counters, Stats};
 use crate::store::{Store, Stored};
 use crate::sync::{
     Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, JoinHandle, Mutex, MutexGuard,
     OnceLock, Ordering, Thread, park_timeout,
 };
-use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared};
+use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared, WatcherSpec};
 use crate::{Object, ResourceVersion};
 
 /// Engine settings. The defaults are the reference's constants.
@@ -53,6 +54,9 @@ pub struct Config {
     pub(crate) indexes: Vec<String>,
     pub(crate) too_large_timeout: Duration,
     pub(crate) tick: Duration,
+    pub(crate) bookmark_frequency: Duration,
+    pub(crate) slow_watchers: SlowWatchers,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl Default for Config {
@@ -67,7 +71,48 @@ impl Default for Config {
             indexes: Vec::new(),
             // seeds: cacher.go blockTimeout (waitUntilFreshAndBlock)
             too_large_timeout: Duration::from_secs(3),
+            // seeds: cacher.go dispatchEvents (bookmark timer, jittered 25%)
             tick: Duration::from_secs(1),
+            // seeds: cacher.go defaultBookmarkFrequency
+            bookmark_frequency: Duration::from_secs(60),
+            slow_watchers: SlowWatchers::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// What the dispatcher does with a watcher whose queue is full. See the
+/// crate docs, [Slow watchers](crate#slow-watchers), for the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum SlowWatchers {
+    /// Park the watcher at the first change it missed; it feeds itself from
+    /// the history ring and is resumed once it has caught up; it ends with
+    /// `Gone` only if that change leaves the ring first. The dispatcher
+    /// never waits. The default: one slow reader costs no one else
+    /// anything, and a reader that is slow for a moment is not cut off.
+    #[default]
+    Park,
+    /// The reference's rule: wait for full queues out of a shared time
+    /// budget (refilled at `refill_per_second` per second of wall time, at
+    /// most `cap`, starting empty); a watcher still full when the budget is
+    /// spent gets one more try and otherwise ends with `TooSlow` (after
+    /// draining, if it holds an undelivered initial-events-end bookmark).
+    TimeBudget {
+        /// Budget accrued per second (reference 50 ms).
+        refill_per_second: Duration,
+        /// The most the budget holds (reference 100 ms).
+        cap: Duration,
+    },
+}
+
+impl SlowWatchers {
+    /// [`SlowWatchers::TimeBudget`] with the reference's constants: 50 ms
+    /// per second, capped at 100 ms.
+    pub const fn reference_budget() -> SlowWatchers {
+        SlowWatchers::TimeBudget {
+            refill_per_second: Duration::from_millis(50),
+            cap: Duration::from_millis(100),
         }
     }
 }
@@ -109,10 +154,38 @@ impl Config {
         self
     }
 
-    /// How often the dispatcher runs maintenance (idle shrinking, gauges)
-    /// when no change arrives (default 1 s).
-    pub fn maintenance_tick(mut self, tick: Duration) -> Self {
+    /// The dispatcher's tick (reference 1 s): bookmarks come due, and the
+    /// history shrinks when idle. Each tick is jittered by up to a quarter
+    /// (1 s to 1.25 s by default), as in the reference, so that engines
+    /// started together do not tick together.
+    pub fn tick(mut self, tick: Duration) -> Self {
         self.tick = tick;
+        self
+    }
+
+    /// How often a watcher that allows bookmarks gets one (reference 1
+    /// min); one also comes 2 s before its deadline.
+    pub fn bookmark_frequency(mut self, every: Duration) -> Self {
+        self.bookmark_frequency = every;
+        self
+    }
+
+    /// The slow-watcher policy (default [`SlowWatchers::Park`]).
+    pub fn slow_watchers(mut self, policy: SlowWatchers) -> Self {
+        self.slow_watchers = policy;
+        self
+    }
+
+    /// The clock every time rule reads (default [`SystemClock`]); tests use
+    /// a [`ManualClock`](crate::ManualClock).
+    ///
+    /// ```
+    /// use herald::{Config, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let config = Config::default().clock(clock.clone());
+    /// ```
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
         self
     }
 
@@ -126,7 +199,8 @@ impl Config {
         for (d, what) in [
             (self.history_window, "history_window"),
             (self.too_large_timeout, "too_large_timeout"),
-            (self.tick, "maintenance_tick"),
+            (self.tick, "tick"),
+            (self.bookmark_frequency, "bookmark_frequency"),
         ] {
             if d.is_zero() {
                 return Err(ConfigError::ZeroDuration(what));
@@ -251,6 +325,8 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Watcher ids: unique is all that matters, so `Relaxed`.
     next_id: AtomicU64,
+    /// Time zero for the latency stamps, on the engine's clock.
+    epoch: Instant,
 }
 
 impl Shared {
@@ -292,6 +368,25 @@ impl Shared {
             {
                 t.unpark();
             }
+        }
+    }
+
+    /// Nanoseconds since the engine's epoch, plus one (a stamp; 0 means
+    /// none).
+    pub(crate) fn stamp(&self, at: Instant) -> u64 {
+        let ns = at.saturating_duration_since(self.epoch).as_nanos();
+        u64::try_from(ns).unwrap_or(u64::MAX - 1) + 1
+    }
+
+    /// A watch received `rec` from its queue: samples enqueued -> received.
+    pub(crate) fn record_received(&self, rec: &Record) {
+        // Relaxed: written before the push whose pop ordered it.
+        let enqueued = rec.enqueued.load(Ordering::Relaxed);
+        if enqueued != 0 {
+            let now = self.stamp(self.config.clock.now());
+            self.counters
+                .enqueued_to_received
+                .record(now.saturating_sub(enqueued));
         }
     }
 
@@ -453,6 +548,7 @@ impl Engine {
             index_fields,
             counters,
             next_id: AtomicU64::new(0),
+            epoch: config.clock.now(),
             config,
         });
         let for_thread = shared.clone();
@@ -540,14 +636,18 @@ impl Engine {
         let queue = shared
             .config
             .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)));
-        let w = Arc::new(WatcherShared::new(
-            shared.next_id.fetch_add(1, Ordering::Relaxed),
-            Filter::new(req.scope, req.labels, req.fields),
+        let created = shared.config.clock.now();
+        let w = Arc::new(WatcherShared::new(WatcherSpec {
+            id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+            filter: Filter::new(req.scope, req.labels, req.fields),
             route,
             start,
             generation,
-            queue,
-        ));
+            created,
+            deadline: req.timeout.map(|t| created + t),
+            allow_bookmarks: req.allow_bookmarks,
+            queue_capacity: queue,
+        }));
         if !shared.send_control(|c| c.register.push(w.clone())) {
             return Err(WatchError::EngineStopped);
         }
@@ -664,7 +764,7 @@ impl Writer {
                 Some(object.clone()),
                 prev,
                 st.generation,
-                Instant::now(),
+                shared.config.clock.now(),
                 dispatched,
             )?;
             match kind {
@@ -721,7 +821,7 @@ impl Writer {
                 _ => {}
             }
             let generation = st.generation + 1;
-            let at = Instant::now();
+            let at = shared.config.clock.now();
             let (_, resize) = st.ring.append(
                 RecordKind::Relist,
                 rv,

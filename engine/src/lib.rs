@@ -132,11 +132,15 @@
 //! their own, so a watcher catching up never slows the others and never
 //! blocks the writer.
 
+mod bookmarks;
+mod budget;
+mod clock;
 mod dispatch;
 mod engine;
 mod error;
 mod event;
 mod filter;
+mod histogram;
 mod index;
 mod object;
 mod queue;
@@ -148,12 +152,14 @@ mod store;
 mod sync;
 mod watcher;
 
-pub use engine::{Config, Engine, Lifecycle, Writer};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{Config, Engine, Lifecycle, SlowWatchers, Writer};
 pub use error::{ConfigError, WatchError, WriteError};
 pub use event::{
     Change, ChangeKind, EndReason, Event, EventKind, Gone, TooLargeResourceVersion, WatchItem,
 };
 pub use filter::KeyScope;
+pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
 pub use rv::{InvalidResourceVersion, ResourceVersion};
 pub use selector::{

@@ -69,6 +69,10 @@ pub(crate) struct Record {
     pub(crate) at: Instant,
     /// Approximate bytes, for the byte bound.
     pub(crate) bytes: usize,
+    /// When the dispatcher enqueued it, in nanoseconds since the engine's
+    /// epoch plus one (0: not yet), for the latency histogram. Written
+    /// before the pushes (whose `Release` publishes it), `Relaxed`.
+    pub(crate) enqueued: AtomicU64,
 }
 
 #[derive(Debug)]
@@ -319,6 +323,7 @@ impl RingWriter {
             generation,
             at,
             bytes,
+            enqueued: AtomicU64::new(0),
         };
         self.slots.cell(pos).store(Some(Arc::new(record)));
         self.head = pos + 1;

@@ -1,6 +1,9 @@
 //! Counters a server exports, and the plain snapshot they are read into.
 
+use std::time::Duration;
+
 use crate::EndReason;
+use crate::histogram::{AtomicHistogram, Histogram};
 use crate::sync::{AtomicU64, Ordering};
 
 /// Live counters. All `Relaxed`: each is an independent statistic, read
@@ -23,6 +26,12 @@ pub(crate) struct Counters {
     pub(crate) ring_len: AtomicU64,
     pub(crate) ring_grows: AtomicU64,
     pub(crate) ring_shrinks: AtomicU64,
+    pub(crate) bookmarks_sent: AtomicU64,
+    pub(crate) budget_rounds: AtomicU64,
+    pub(crate) budget_taken_ns: AtomicU64,
+    pub(crate) budget_returned_ns: AtomicU64,
+    pub(crate) applied_to_enqueued: AtomicHistogram,
+    pub(crate) enqueued_to_received: AtomicHistogram,
     ends: [AtomicU64; 7],
 }
 
@@ -78,6 +87,12 @@ impl Counters {
             ring_len: g(&self.ring_len),
             ring_grows: g(&self.ring_grows),
             ring_shrinks: g(&self.ring_shrinks),
+            bookmarks_sent: g(&self.bookmarks_sent),
+            budget_rounds: g(&self.budget_rounds),
+            budget_taken: Duration::from_nanos(g(&self.budget_taken_ns)),
+            budget_returned: Duration::from_nanos(g(&self.budget_returned_ns)),
+            applied_to_enqueued: self.applied_to_enqueued.snapshot(),
+            enqueued_to_received: self.enqueued_to_received.snapshot(),
         }
     }
 }
@@ -86,7 +101,8 @@ impl Counters {
 ///
 /// Counters only grow; gauges (`watchers_pending`, `watchers_active`,
 /// `ring_capacity`, `ring_len`) are current values. Fields are read one by
-/// one, so two fields may reflect slightly different moments.
+/// one, so two fields may reflect slightly different moments. Durations
+/// are on the engine's [clock](crate::Config::clock).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Stats {
@@ -128,6 +144,22 @@ pub struct Stats {
     pub ring_grows: u64,
     /// Times the ring halved.
     pub ring_shrinks: u64,
+    /// Bookmarks handed to watches (initial-events-end ones included).
+    pub bookmarks_sent: u64,
+    /// Dispatch rounds that found full queues and drew on the time budget
+    /// ([`SlowWatchers::TimeBudget`](crate::SlowWatchers::TimeBudget)).
+    pub budget_rounds: u64,
+    /// Budget those rounds took, in total.
+    pub budget_taken: Duration,
+    /// Budget they gave back unused, in total.
+    pub budget_returned: Duration,
+    /// From the writer applying a change to the dispatcher enqueuing it
+    /// (sampled: changes at positions divisible by 8).
+    pub applied_to_enqueued: Histogram,
+    /// From the dispatcher enqueuing a change to a watch receiving it
+    /// (sampled: one queued receive in 64 per watch; replays from the
+    /// history are not queued and not counted).
+    pub enqueued_to_received: Histogram,
 }
 
 /// Ended watches by [`EndReason`].

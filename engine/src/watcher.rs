@@ -47,6 +47,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use crate::bookmarks::InitialEventsEnd;
 use crate::engine::Shared;
 use crate::event::{Event, EventKind, Gone, WatchItem};
 use crate::filter::{Filter, Verdict};
@@ -77,6 +78,7 @@ pub struct WatchRequest {
     pub(crate) resource_version: Option<ResourceVersion>,
     pub(crate) send_initial_events: bool,
     pub(crate) allow_bookmarks: bool,
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl WatchRequest {
@@ -149,9 +151,22 @@ impl WatchRequest {
         self
     }
 
-    /// Whether the watcher accepts Bookmark events.
+    /// Whether the watcher accepts Bookmark events: one every
+    /// [`bookmark_frequency`](crate::Config::bookmark_frequency) (1 min by
+    /// default) and one 2 s before the deadline, each carrying the version
+    /// the engine has processed, so that a client re-watching from it
+    /// skips the replay. Never blocking and never ending a watch.
     pub fn allow_bookmarks(mut self, yes: bool) -> Self {
         self.allow_bookmarks = yes;
+        self
+    }
+
+    /// Ends the watch with [`EndReason::Deadline`] once `timeout` has
+    /// passed on the engine's clock, counted from [`Engine::watch`](crate::Engine::watch)
+    /// (the Kubernetes `timeoutSeconds`). With bookmarks allowed, the last
+    /// one comes 2 s before.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 }
@@ -210,6 +225,20 @@ fn decode(raw: u64) -> Attach {
     }
 }
 
+/// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved it.
+#[derive(Debug)]
+pub(crate) struct WatcherSpec {
+    pub(crate) id: u64,
+    pub(crate) filter: Filter,
+    pub(crate) route: Route,
+    pub(crate) start: Start,
+    pub(crate) generation: Option<u64>,
+    pub(crate) created: Instant,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) allow_bookmarks: bool,
+    pub(crate) queue_capacity: usize,
+}
+
 /// The state the dispatcher and the consumer share.
 pub(crate) struct WatcherShared {
     pub(crate) id: u64,
@@ -219,11 +248,21 @@ pub(crate) struct WatcherShared {
     /// The engine generation the watch was begun against, `None` if begun
     /// before the first list.
     pub(crate) generation: Option<u64>,
+    /// When the watch was begun, on the engine's clock.
     pub(crate) created: Instant,
+    /// When the watch ends with `Deadline`, on the engine's clock.
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) allow_bookmarks: bool,
+    /// The initial-events-end state machine (seeds/000).
+    pub(crate) initial_end: InitialEventsEnd,
     pub(crate) queue: Spsc,
     attach: AtomicU64,
     active_generation: AtomicU64,
     end: OnceLock<EndReason>,
+    /// The end waits until the queue is drained (a graceful `TooSlow`).
+    /// Stored before `end` is set; read after `end` is seen (its `Acquire`
+    /// orders it), so `Relaxed` both ways.
+    drain_first: AtomicBool,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -232,6 +271,21 @@ pub(crate) struct WatcherShared {
     waker: AtomicWaker,
     /// Dispatcher-private: the batch in which it last pushed to this watcher.
     pub(crate) touched: AtomicU64,
+    /// The dispatcher waits for room in this queue (time-budget policy).
+    /// The consumer, after a pop, wakes it. Best effort (`Relaxed`, no
+    /// fence on the consumer's hot path): the dispatcher's wait also polls,
+    /// so a wake lost to a race costs at most one poll interval.
+    producer_waiting: AtomicBool,
+    /// The resource version of the one bookmark in flight; valid while
+    /// `bookmark_pending`. Written by the dispatcher before the marker's
+    /// push (whose `Release` publishes it), read by the consumer after the
+    /// marker's pop.
+    bookmark_rv: AtomicU64,
+    /// A bookmark marker is in the queue. Set by the dispatcher, cleared by
+    /// the consumer (`Release`, after reading `bookmark_rv`; the
+    /// dispatcher's `Acquire` load pairs with it before it overwrites
+    /// `bookmark_rv`).
+    bookmark_pending: AtomicBool,
 }
 
 impl fmt::Debug for WatcherShared {
@@ -245,29 +299,40 @@ impl fmt::Debug for WatcherShared {
     }
 }
 
+/// The low bits of a queue handle that mark a bookmark (a change's
+/// handle carries its verdict, 1 to 3, there).
+const BOOKMARK: u64 = 0;
+
 impl WatcherShared {
-    pub(crate) fn new(
-        id: u64,
-        filter: Filter,
-        route: Route,
-        start: Start,
-        generation: Option<u64>,
-        queue_capacity: usize,
-    ) -> WatcherShared {
+    pub(crate) fn new(spec: WatcherSpec) -> WatcherShared {
+        let initial_end = match spec.start {
+            Start::Snapshot {
+                min_rv,
+                initial_events_end,
+            } => InitialEventsEnd::new(initial_events_end, min_rv),
+            Start::After(_) => InitialEventsEnd::new(false, ResourceVersion::ZERO),
+        };
         WatcherShared {
-            id,
-            filter,
-            route,
-            start,
-            generation,
-            created: Instant::now(),
-            queue: Spsc::new(queue_capacity),
+            id: spec.id,
+            filter: spec.filter,
+            route: spec.route,
+            start: spec.start,
+            generation: spec.generation,
+            created: spec.created,
+            deadline: spec.deadline,
+            allow_bookmarks: spec.allow_bookmarks,
+            initial_end,
+            queue: Spsc::new(spec.queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
             active_generation: AtomicU64::new(0),
             end: OnceLock::new(),
+            drain_first: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             touched: AtomicU64::new(u64::MAX),
+            producer_waiting: AtomicBool::new(false),
+            bookmark_rv: AtomicU64::new(0),
+            bookmark_pending: AtomicBool::new(false),
         }
     }
 
@@ -289,6 +354,49 @@ impl WatcherShared {
         };
         self.waker.wake();
         won
+    }
+
+    /// Dispatcher: ends the watch once the consumer has drained what it
+    /// holds (initial events, the initial-events-end bookmark, the queue).
+    pub(crate) fn end_after_drain(&self, reason: EndReason, counters: &Counters) -> bool {
+        self.drain_first.store(true, Ordering::Relaxed);
+        self.end(reason, counters)
+    }
+
+    /// Dispatcher: enqueues a bookmark marker at dispatcher position `pos`
+    /// carrying `rv`, unless one is already in flight, the version is below
+    /// the one the watch waits for, or the queue is full (bookmarks never
+    /// block, park or end a watcher). Returns whether it was enqueued.
+    pub(crate) fn offer_bookmark(&self, pos: u64, rv: ResourceVersion) -> bool {
+        if !self.is_live() || self.is_ended() || !self.initial_end.admits(rv) {
+            return false;
+        }
+        // Acquire: pairs with the consumer's Release clear; it has read
+        // `bookmark_rv`, which may now be overwritten.
+        if self.bookmark_pending.load(Ordering::Acquire) {
+            return false;
+        }
+        // Relaxed: published by the push's Release.
+        self.bookmark_rv.store(rv.get(), Ordering::Relaxed);
+        self.bookmark_pending.store(true, Ordering::Relaxed);
+        if self.queue.push(pos << 2 | BOOKMARK).is_err() {
+            self.bookmark_pending.store(false, Ordering::Relaxed);
+            return false;
+        }
+        self.initial_end.mark_received();
+        true
+    }
+
+    /// Dispatcher (time-budget policy): announces that it waits for room.
+    /// Call, then issue a `SeqCst` fence, then retry the push before
+    /// sleeping.
+    pub(crate) fn set_producer_waiting(&self, yes: bool) {
+        self.producer_waiting.store(yes, Ordering::Relaxed);
+    }
+
+    /// Wakes the consumer (a watcher the dispatcher is about to wait for).
+    pub(crate) fn wake(&self) {
+        self.waker.wake();
     }
 
     /// Dispatcher: registers the watcher as live from `pos`.
@@ -370,8 +478,19 @@ pub struct Watch {
     initial_end: Option<ResourceVersion>,
     /// The last resource version delivered (or the start), for `Gone`.
     last_rv: ResourceVersion,
+    /// The version the watch started at: bookmarks at or below it say
+    /// nothing new and are dropped (seeds/000 `process`).
+    start_rv: ResourceVersion,
+    /// A draining end has found nothing more to deliver.
+    drained: bool,
+    /// Queue pops until the next latency sample.
+    sample_in: u32,
     thread_waker: Option<(std::thread::ThreadId, Waker)>,
 }
+
+/// One queue pop in this many is timed for the enqueued -> received
+/// histogram.
+const SAMPLE_EVERY: u32 = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -406,7 +525,10 @@ const SCAN_BUDGET: u32 = 1024;
 /// ring: lending it costs no reference-count traffic on the object.
 enum Raw {
     Initial(Object, ResourceVersion),
-    InitialEventsEnd(ResourceVersion),
+    Bookmark {
+        rv: ResourceVersion,
+        initial_events_end: bool,
+    },
     Record(RecordRef, Verdict),
     End(EndReason),
 }
@@ -418,7 +540,10 @@ impl Raw {
             Raw::Initial(object, rv) => {
                 WatchItem::Event(Event::object_event(EventKind::Added, rv, object))
             }
-            Raw::InitialEventsEnd(rv) => WatchItem::Event(Event::bookmark(rv, true)),
+            Raw::Bookmark {
+                rv,
+                initial_events_end,
+            } => WatchItem::Event(Event::bookmark(rv, initial_events_end)),
             Raw::Record(rec, v) => {
                 let (kind, rv, object) = record_event(&rec, v);
                 WatchItem::Event(Event::object_event(kind, rv, object.clone()))
@@ -587,6 +712,9 @@ impl Watch {
             initial: VecDeque::new(),
             initial_end: None,
             last_rv: ResourceVersion::ZERO,
+            start_rv: ResourceVersion::ZERO,
+            drained: false,
+            sample_in: SAMPLE_EVERY,
             thread_waker: None,
         }
     }
@@ -715,11 +843,14 @@ impl Watch {
                     object: Some(object),
                     initial_events_end: false,
                 },
-                Raw::InitialEventsEnd(rv) => EventRef {
+                Raw::Bookmark {
+                    rv,
+                    initial_events_end,
+                } => EventRef {
                     kind: EventKind::Bookmark,
                     rv: *rv,
                     object: None,
-                    initial_events_end: true,
+                    initial_events_end: *initial_events_end,
                 },
                 Raw::Record(rec, v) => {
                     let (kind, rv, object) = record_event(rec, *v);
@@ -830,22 +961,29 @@ impl Watch {
             if self.phase == Phase::Done {
                 return Ok(Step::Done);
             }
-            if let Some(reason) = self.w.end.get() {
-                self.phase = Phase::Done;
-                // Ended by anyone: the dispatcher may forget it now rather
-                // than when the handle drops.
-                self.engine.unregister(&self.w);
-                return Ok(Step::Item(Raw::End(reason.clone())));
+            let ended = self.w.end.get().cloned();
+            if let Some(reason) = &ended {
+                // Relaxed: stored before `end`, whose Acquire load above
+                // orders it.
+                if self.drained || !self.w.drain_first.load(Ordering::Relaxed) {
+                    self.phase = Phase::Done;
+                    // Ended by anyone: the dispatcher may forget it now
+                    // rather than when the handle drops.
+                    self.engine.unregister(&self.w);
+                    return Ok(Step::Item(Raw::End(reason.clone())));
+                }
             }
-            match self.phase {
+            let step = match self.phase {
                 Phase::Activating => {
                     // Acquire: pairs with `activate`'s Release.
                     if self.w.attach.load(Ordering::Acquire) == NOT_ATTACHED {
-                        return Ok(Step::Empty);
+                        Step::Empty
+                    } else {
+                        // Relaxed: ordered by the Acquire load of `attach`.
+                        self.generation = self.w.active_generation.load(Ordering::Relaxed);
+                        self.begin();
+                        continue;
                     }
-                    // Relaxed: ordered by the Acquire load of `attach` above.
-                    self.generation = self.w.active_generation.load(Ordering::Relaxed);
-                    self.begin();
                 }
                 Phase::Initial => {
                     if let Some((object, rv)) = self.initial.pop_front() {
@@ -854,13 +992,40 @@ impl Watch {
                     }
                     self.phase = Phase::Stream;
                     if let Some(rv) = self.initial_end.take() {
-                        return Ok(Step::Item(Raw::InitialEventsEnd(rv)));
+                        self.w.initial_end.mark_sent();
+                        Counters::add(&self.engine.counters.bookmarks_sent, 1);
+                        return Ok(Step::Item(Raw::Bookmark {
+                            rv,
+                            initial_events_end: true,
+                        }));
                     }
+                    continue;
                 }
-                Phase::Stream => return self.next_change(),
+                Phase::Stream => self.next_change()?,
                 Phase::Done => unreachable!(),
+            };
+            if !matches!(step, Step::Empty) {
+                return Ok(step);
             }
+            if ended.is_some() {
+                // A draining end, and nothing is left that was enqueued
+                // before it (the end was seen before this pass).
+                self.drained = true;
+            } else if !self.w.is_ended() {
+                return Ok(Step::Empty);
+            }
+            // Ended during this pass: one more pass, now ordered after the
+            // end, finds everything enqueued before it.
         }
+    }
+
+    /// Ends the watch from the consumer's side (a replay that cannot go
+    /// on). If it had ended already while draining, the drain stops here:
+    /// the first reason stands.
+    fn end_now(&mut self, reason: EndReason) -> Step<Raw> {
+        self.w.end(reason, &self.engine.counters);
+        self.drained = true;
+        self.step()
     }
 
     /// Resolves the start under the writer lock (O(1) for a snapshot, a
@@ -870,6 +1035,8 @@ impl Watch {
         if st.generation != self.generation {
             drop(st);
             self.w.end(EndReason::Relisted, &self.engine.counters);
+            // Ends now, even if a draining end came first: nothing to drain.
+            self.drained = true;
             return;
         }
         match self.w.start {
@@ -888,7 +1055,11 @@ impl Watch {
                     .map(|e| (e.object.clone(), e.rv))
                     .collect();
                 self.last_rv = rv;
+                self.start_rv = rv;
                 self.initial_end = initial_events_end.then_some(rv);
+                // The snapshot is at or after the version asked for
+                // (activation waited for it): its bookmark is received.
+                self.w.initial_end.mark_received();
                 self.phase = Phase::Initial;
             }
             Start::After(rv) => {
@@ -897,11 +1068,13 @@ impl Watch {
                     drop(st);
                     let gone = Gone::new(rv, oldest);
                     self.w.end(EndReason::Gone(gone), &self.engine.counters);
+                    self.drained = true;
                     return;
                 }
                 self.next_pos = st.ring.first_after(rv);
                 drop(st);
                 self.last_rv = rv;
+                self.start_rv = rv;
                 self.phase = Phase::Stream;
             }
         }
@@ -918,6 +1091,9 @@ impl Watch {
                     // below re-derives it; the dispatcher does not push
                     // while we are parked, so this cannot drop a newer one.
                     while self.w.queue.pop().is_some() {}
+                    // A discarded bookmark marker is no longer in flight
+                    // (Release: see the field).
+                    self.w.bookmark_pending.store(false, Ordering::Release);
                     self.park_seen = raw;
                     self.resume_requested = false;
                 }
@@ -941,8 +1117,7 @@ impl Watch {
                 // Only a parked replay can reach a re-list (the dispatcher
                 // ends us when it gets there); never cross it.
                 drop(rec);
-                self.w.end(EndReason::Relisted, &self.engine.counters);
-                return Ok(self.step());
+                return Ok(self.end_now(EndReason::Relisted));
             }
             self.next_pos = pos + 1;
             let RecordKind::Change(kind) = rec.kind else {
@@ -967,7 +1142,21 @@ impl Watch {
             let Some(handle) = self.w.queue.pop() else {
                 return Ok(Step::Empty);
             };
+            if self.w.producer_waiting.load(Ordering::Relaxed)
+                && self.w.producer_waiting.swap(false, Ordering::Relaxed)
+            {
+                self.engine.wake_dispatcher();
+            }
             let pos = handle >> 2;
+            if handle & 3 == BOOKMARK {
+                if let Some(rv) = self.take_bookmark(pos) {
+                    return Ok(Step::Item(Raw::Bookmark {
+                        rv,
+                        initial_events_end: false,
+                    }));
+                }
+                continue;
+            }
             if pos < self.next_pos {
                 // Already served by a replay.
                 continue;
@@ -979,9 +1168,30 @@ impl Watch {
             if rec.object.is_none() {
                 continue;
             }
+            self.sample_in -= 1;
+            if self.sample_in == 0 {
+                self.sample_in = SAMPLE_EVERY;
+                self.engine.record_received(&rec);
+            }
             self.last_rv = rec.rv;
             return Ok(Step::Item(Raw::Record(rec, Verdict::from_bits(handle))));
         }
+    }
+
+    /// A bookmark marker popped at dispatcher position `pos`: its version,
+    /// unless it says nothing new (a replay has passed it, or it is not
+    /// above the start).
+    fn take_bookmark(&mut self, pos: u64) -> Option<ResourceVersion> {
+        // Relaxed: the pop's Acquire orders it after the dispatcher's store.
+        let rv = ResourceVersion::new(self.w.bookmark_rv.load(Ordering::Relaxed));
+        // Release: we are done reading `bookmark_rv` (see the field).
+        self.w.bookmark_pending.store(false, Ordering::Release);
+        if pos < self.next_pos || rv < self.last_rv || rv <= self.start_rv {
+            return None;
+        }
+        self.last_rv = rv;
+        Counters::add(&self.engine.counters.bookmarks_sent, 1);
+        Some(rv)
     }
 
     /// A parked watch asks to be fed again once it is within a few changes
@@ -1008,8 +1218,7 @@ impl Watch {
         } else {
             EndReason::Gone(Gone::new(self.last_rv, oldest))
         };
-        self.w.end(reason, &self.engine.counters);
-        Ok(self.step())
+        Ok(self.end_now(reason))
     }
 }
 

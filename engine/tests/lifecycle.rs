@@ -207,7 +207,7 @@ fn the_history_shrinks_back_when_the_writer_goes_idle() {
         Config::default()
             .history_bounds(4, 64)
             .history_window(Duration::from_secs(1))
-            .maintenance_tick(Duration::from_millis(10)),
+            .tick(Duration::from_millis(10)),
     )
     .unwrap();
     writer.replace([], 1.into()).unwrap();
