@@ -314,6 +314,7 @@ impl Dispatcher {
         if self.routes_dirty {
             self.routes_dirty = false;
             self.publish_routes();
+            self.update_gauges();
         }
     }
 
@@ -581,6 +582,7 @@ impl Dispatcher {
                 Counters::set(&c.ring_len, st.ring.len() as u64);
             }
         }
+        Counters::add(&self.shared.counters.ticks, 1);
     }
 
     /// Offers a bookmark to every watcher whose time has come (never

@@ -27,6 +27,7 @@ pub(crate) struct Counters {
     pub(crate) ring_grows: AtomicU64,
     pub(crate) ring_shrinks: AtomicU64,
     pub(crate) bookmarks_sent: AtomicU64,
+    pub(crate) ticks: AtomicU64,
     pub(crate) budget_rounds: AtomicU64,
     pub(crate) budget_taken_ns: AtomicU64,
     pub(crate) budget_returned_ns: AtomicU64,
@@ -88,6 +89,7 @@ impl Counters {
             ring_grows: g(&self.ring_grows),
             ring_shrinks: g(&self.ring_shrinks),
             bookmarks_sent: g(&self.bookmarks_sent),
+            ticks: g(&self.ticks),
             budget_rounds: g(&self.budget_rounds),
             budget_taken: Duration::from_nanos(g(&self.budget_taken_ns)),
             budget_returned: Duration::from_nanos(g(&self.budget_returned_ns)),
@@ -146,6 +148,9 @@ pub struct Stats {
     pub ring_shrinks: u64,
     /// Bookmarks handed to watches (initial-events-end ones included).
     pub bookmarks_sent: u64,
+    /// Dispatcher ticks done (bookmarks due, idle shrinking), about one a
+    /// second.
+    pub ticks: u64,
     /// Dispatch rounds that found full queues and drew on the time budget
     /// ([`SlowWatchers::TimeBudget`](crate::SlowWatchers::TimeBudget)).
     pub budget_rounds: u64,
