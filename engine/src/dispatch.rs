@@ -77,7 +77,10 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let routes = Routes::new(shared.index_fields.clone());
     let read = shared.ring.cursor();
     let clock = shared.config.clock.clone();
-    let now = clock.now();
+    // The engine's creation, not this thread's start: the first tick, the
+    // wheel and the budget count from the moment `Engine::new` returned
+    // to its caller, whatever the thread's scheduling.
+    let now = shared.epoch;
     let budget = match shared.config.slow_watchers {
         SlowWatchers::Park => None,
         SlowWatchers::TimeBudget {
@@ -353,12 +356,16 @@ impl Dispatcher {
                     }
                     break 'decide true;
                 }
-                w.activate(self.cursor, generation);
-                self.routes.insert(w.clone());
                 if w.allow_bookmarks {
+                    // Before the activation, which lets the consumer begin
+                    // and so leave the waiting state: a watch that asked
+                    // for an initial-events-end bookmark is always
+                    // scheduled as waiting for it.
                     let frequency = self.shared.config.bookmark_frequency;
                     schedule_bookmark(&mut self.wheel, frequency, now, w.clone());
                 }
+                w.activate(self.cursor, generation);
+                self.routes.insert(w.clone());
                 activated = true;
                 false
             };

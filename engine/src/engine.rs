@@ -325,8 +325,9 @@ pub(crate) struct Shared {
     pub(crate) counters: Counters,
     /// Watcher ids: unique is all that matters, so `Relaxed`.
     next_id: AtomicU64,
-    /// Time zero for the latency stamps, on the engine's clock.
-    epoch: Instant,
+    /// When the engine was created, on its clock: time zero for the
+    /// latency stamps and the dispatcher's tick, wheel and budget.
+    pub(crate) epoch: Instant,
 }
 
 impl Shared {

@@ -297,7 +297,10 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
     for rv in 2..=41 {
         add(&mut writer, rv);
     }
-    eventually("parked", || engine.stats().parks == 1);
+    // The dispatcher is done with all of them (the re-list and 40
+    // changes) before the consumer moves: one park, one resume.
+    eventually("dispatched", || engine.stats().changes_dispatched == 41);
+    assert_eq!(engine.stats().parks, 1);
     // Drain: every change once, in order.
     for rv in 2..=41 {
         expect_rv(&mut w, rv);
@@ -311,7 +314,8 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
     for rv in 51..=250 {
         add(&mut writer, rv);
     }
-    eventually("parked again", || engine.stats().parks == 2);
+    eventually("dispatched", || engine.stats().changes_dispatched == 250);
+    assert_eq!(engine.stats().parks, 2);
     let mut next = 51;
     let reason = loop {
         match w.recv() {
