@@ -961,8 +961,9 @@ impl Watch {
             if self.phase == Phase::Done {
                 return Ok(Step::Done);
             }
-            let ended = self.w.end.get().cloned();
-            if let Some(reason) = &ended {
+            let end = self.w.end.get();
+            let ended = end.is_some();
+            if let Some(reason) = end {
                 // Relaxed: stored before `end`, whose Acquire load above
                 // orders it.
                 if self.drained || !self.w.drain_first.load(Ordering::Relaxed) {
@@ -1007,7 +1008,7 @@ impl Watch {
             if !matches!(step, Step::Empty) {
                 return Ok(step);
             }
-            if ended.is_some() {
+            if ended {
                 // A draining end, and nothing is left that was enqueued
                 // before it (the end was seen before this pass).
                 self.drained = true;
