@@ -30,8 +30,9 @@
 //!
 //! # Parking
 //!
-//! A full queue never makes the dispatcher wait (after KEP-6268 "stall and
-//! resume" and etcd's client cache). It parks the watcher at the change
+//! Under [`SlowWatchers::Park`](crate::SlowWatchers::Park) a full queue
+//! never makes the dispatcher wait (after KEP-6268 "stall and resume" and
+//! etcd's client cache). It parks the watcher at the change
 //! that did not fit and moves on. The consumer, seeing "parked", discards
 //! what is queued (all of it older than the park, none of it lost: the
 //! replay re-derives it), replays from its next position through the ring,
@@ -39,7 +40,15 @@
 //! it; the dispatcher makes it live from its cursor. While the watcher is
 //! parked the dispatcher does not touch its queue, so the discard cannot
 //! race with a push. If the writer laps the replay, the watch ends with
-//! `Gone`: the only way a slow watcher ends, and it costs no one else.
+//! `Gone`: the only way a slow watcher ends under this policy, and it costs
+//! no one else. (Under the time budget the dispatcher waits instead and
+//! ends a watcher still full with `TooSlow`; see `dispatch.rs`.)
+//!
+//! # Bookmarks
+//!
+//! A periodic bookmark travels through the queue as a marker handle (low
+//! bits 0) with its version in `bookmark_rv`; at most one is in flight per
+//! watcher, so the version cannot be overwritten before it is read.
 
 use std::collections::VecDeque;
 use std::fmt;
