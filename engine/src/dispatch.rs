@@ -121,7 +121,7 @@ struct Deadline {
 
 impl PartialEq for Deadline {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.w.id) == (other.at, other.w.id)
+        (self.at, self.w.spec.id) == (other.at, other.w.spec.id)
     }
 }
 
@@ -135,7 +135,7 @@ impl PartialOrd for Deadline {
 
 impl Ord for Deadline {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.w.id).cmp(&(other.at, other.w.id))
+        (self.at, self.w.spec.id).cmp(&(other.at, other.w.spec.id))
     }
 }
 
@@ -248,8 +248,8 @@ impl Dispatcher {
         }
         let timeout = self.shared.config.too_large_timeout;
         for w in &self.pending {
-            if w.start.wait_for() > ResourceVersion::ZERO {
-                at = at.min(w.created + timeout);
+            if w.spec.start.wait_for() > ResourceVersion::ZERO {
+                at = at.min(w.spec.created + timeout);
             }
         }
         at
@@ -265,7 +265,7 @@ impl Dispatcher {
             )
         };
         for w in &register {
-            if let Some(at) = w.deadline {
+            if let Some(at) = w.spec.deadline {
                 self.deadlines.push(Reverse(Deadline { at, w: w.clone() }));
             }
         }
@@ -277,8 +277,8 @@ impl Dispatcher {
         }
         for w in unregister {
             self.routes_dirty |= self.routes.remove(&w);
-            self.pending.retain(|p| p.id != w.id);
-            if w.deadline.is_some() {
+            self.pending.retain(|p| p.spec.id != w.spec.id);
+            if w.spec.deadline.is_some() {
                 self.retired_with_deadline += 1;
             }
         }
@@ -337,7 +337,7 @@ impl Dispatcher {
                 if w.is_ended() {
                     break 'decide false;
                 }
-                let generation = match w.generation {
+                let generation = match w.spec.generation {
                     None => self.generation,
                     Some(g) if g < self.generation => {
                         w.end(EndReason::Relisted, counters);
@@ -347,16 +347,16 @@ impl Dispatcher {
                     Some(g) if g > self.generation => break 'decide true,
                     Some(g) => g,
                 };
-                let need = w.start.wait_for();
+                let need = w.spec.start.wait_for();
                 if need > current {
-                    if now.saturating_duration_since(w.created) >= timeout {
+                    if now.saturating_duration_since(w.spec.created) >= timeout {
                         let err = TooLargeResourceVersion::new(need, current);
                         w.end(EndReason::TooLargeResourceVersion(err), counters);
                         break 'decide false;
                     }
                     break 'decide true;
                 }
-                if w.allow_bookmarks {
+                if w.spec.allow_bookmarks {
                     // Before the activation, which lets the consumer begin
                     // and so leave the waiting state: a watch that asked
                     // for an initial-events-end bookmark is always
@@ -431,7 +431,7 @@ impl Dispatcher {
                         if !w.is_live() || w.is_ended() {
                             return;
                         }
-                        if let Some(v) = w.filter.verdict(kind, object, prev) {
+                        if let Some(v) = w.spec.filter.verdict(kind, object, prev) {
                             deliveries += 1;
                             self.push(w, handle_pos | v as u64);
                         }
@@ -673,7 +673,7 @@ fn schedule_bookmark(
     w: Arc<WatcherShared>,
 ) {
     let waiting = w.initial_end.is_waiting();
-    let due = next_bookmark(now, frequency, w.deadline, waiting);
+    let due = next_bookmark(now, frequency, w.spec.deadline, waiting);
     wheel.insert(due, (w, waiting));
 }
 

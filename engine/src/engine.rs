@@ -638,17 +638,19 @@ impl Engine {
             .config
             .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)));
         let created = shared.config.clock.now();
-        let w = Arc::new(WatcherShared::new(WatcherSpec {
-            id: shared.next_id.fetch_add(1, Ordering::Relaxed),
-            filter: Filter::new(req.scope, req.labels, req.fields),
-            route,
-            start,
-            generation,
-            created,
-            deadline: req.timeout.map(|t| created + t),
-            allow_bookmarks: req.allow_bookmarks,
-            queue_capacity: queue,
-        }));
+        let w = Arc::new(WatcherShared::new(
+            WatcherSpec {
+                id: shared.next_id.fetch_add(1, Ordering::Relaxed),
+                filter: Filter::new(req.scope, req.labels, req.fields),
+                route,
+                start,
+                generation,
+                created,
+                deadline: req.timeout.map(|t| created + t),
+                allow_bookmarks: req.allow_bookmarks,
+            },
+            queue,
+        ));
         if !shared.send_control(|c| c.register.push(w.clone())) {
             return Err(WatchError::EngineStopped);
         }

@@ -58,7 +58,7 @@ impl Routes {
     }
 
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
-        match &w.route {
+        match &w.spec.route {
             Route::All => Arc::make_mut(&mut self.all).push(w),
             Route::Indexed(i, value) => {
                 let map = &mut self.by_value[*i];
@@ -70,16 +70,16 @@ impl Routes {
         self.len += 1;
     }
 
-    /// Removes the watcher with `w.id`; returns whether it was present.
+    /// Removes the watcher with `w.spec.id`; returns whether it was present.
     pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
-        let removed = match &w.route {
-            Route::All => remove_id(Arc::make_mut(&mut self.all), w.id),
+        let removed = match &w.spec.route {
+            Route::All => remove_id(Arc::make_mut(&mut self.all), w.spec.id),
             Route::Indexed(i, value) => {
                 let map = &mut self.by_value[*i];
                 match map.get(value).cloned() {
                     None => false,
                     Some(mut bucket) => {
-                        let removed = remove_id(Arc::make_mut(&mut bucket), w.id);
+                        let removed = remove_id(Arc::make_mut(&mut bucket), w.spec.id);
                         if bucket.is_empty() {
                             map.remove(value);
                         } else {
@@ -135,7 +135,7 @@ impl Routes {
 }
 
 fn remove_id(v: &mut Vec<Arc<WatcherShared>>, id: u64) -> bool {
-    match v.iter().position(|w| w.id == id) {
+    match v.iter().position(|w| w.spec.id == id) {
         Some(i) => {
             v.swap_remove(i);
             true

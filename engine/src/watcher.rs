@@ -234,22 +234,10 @@ fn decode(raw: u64) -> Attach {
     }
 }
 
-/// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved it.
+/// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved
+/// it: immutable for the watcher's life.
 #[derive(Debug)]
 pub(crate) struct WatcherSpec {
-    pub(crate) id: u64,
-    pub(crate) filter: Filter,
-    pub(crate) route: Route,
-    pub(crate) start: Start,
-    pub(crate) generation: Option<u64>,
-    pub(crate) created: Instant,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) allow_bookmarks: bool,
-    pub(crate) queue_capacity: usize,
-}
-
-/// The state the dispatcher and the consumer share.
-pub(crate) struct WatcherShared {
     pub(crate) id: u64,
     pub(crate) filter: Filter,
     pub(crate) route: Route,
@@ -262,16 +250,20 @@ pub(crate) struct WatcherShared {
     /// When the watch ends with `Deadline`, on the engine's clock.
     pub(crate) deadline: Option<Instant>,
     pub(crate) allow_bookmarks: bool,
+}
+
+/// The state the dispatcher and the consumer share.
+pub(crate) struct WatcherShared {
+    pub(crate) spec: WatcherSpec,
     /// The initial-events-end state machine (seeds/000).
     pub(crate) initial_end: InitialEventsEnd,
     pub(crate) queue: Spsc,
     attach: AtomicU64,
     active_generation: AtomicU64,
-    end: OnceLock<EndReason>,
-    /// The end waits until the queue is drained (a graceful `TooSlow`).
-    /// Stored before `end` is set; read after `end` is seen (its `Acquire`
-    /// orders it), so `Relaxed` both ways.
-    drain_first: AtomicBool,
+    /// The end, and whether it waits until the consumer has drained what
+    /// it holds (a graceful `TooSlow`): set once, both together, so a
+    /// concurrent end for another reason can never inherit the drain.
+    end: OnceLock<(EndReason, bool)>,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -300,10 +292,8 @@ pub(crate) struct WatcherShared {
 impl fmt::Debug for WatcherShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WatcherShared")
-            .field("id", &self.id)
-            .field("route", &self.route)
-            .field("start", &self.start)
-            .field("end", &self.end.get())
+            .field("spec", &self.spec)
+            .field("end", &self.end.get().map(|(r, _)| r))
             .finish_non_exhaustive()
     }
 }
@@ -313,7 +303,7 @@ impl fmt::Debug for WatcherShared {
 const BOOKMARK: u64 = 0;
 
 impl WatcherShared {
-    pub(crate) fn new(spec: WatcherSpec) -> WatcherShared {
+    pub(crate) fn new(spec: WatcherSpec, queue_capacity: usize) -> WatcherShared {
         let initial_end = match spec.start {
             Start::Snapshot {
                 min_rv,
@@ -322,20 +312,12 @@ impl WatcherShared {
             Start::After(_) => InitialEventsEnd::new(false, ResourceVersion::ZERO),
         };
         WatcherShared {
-            id: spec.id,
-            filter: spec.filter,
-            route: spec.route,
-            start: spec.start,
-            generation: spec.generation,
-            created: spec.created,
-            deadline: spec.deadline,
-            allow_bookmarks: spec.allow_bookmarks,
+            spec,
             initial_end,
-            queue: Spsc::new(spec.queue_capacity),
+            queue: Spsc::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
             active_generation: AtomicU64::new(0),
             end: OnceLock::new(),
-            drain_first: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             waker: AtomicWaker::new(),
             touched: AtomicU64::new(u64::MAX),
@@ -352,24 +334,22 @@ impl WatcherShared {
     /// Ends the watch unless it has ended already; returns whether this call
     /// ended it. Always wakes the consumer.
     pub(crate) fn end(&self, reason: EndReason, counters: &Counters) -> bool {
-        let won = match self.end.set(reason) {
-            Ok(()) => {
-                if let Some(r) = self.end.get() {
-                    counters.ended(r);
-                }
-                true
-            }
-            Err(_) => false,
-        };
-        self.waker.wake();
-        won
+        self.set_end(reason, false, counters)
     }
 
     /// Dispatcher: ends the watch once the consumer has drained what it
     /// holds (initial events, the initial-events-end bookmark, the queue).
     pub(crate) fn end_after_drain(&self, reason: EndReason, counters: &Counters) -> bool {
-        self.drain_first.store(true, Ordering::Relaxed);
-        self.end(reason, counters)
+        self.set_end(reason, true, counters)
+    }
+
+    fn set_end(&self, reason: EndReason, drain: bool, counters: &Counters) -> bool {
+        let won = self.end.set((reason, drain)).is_ok();
+        if let (true, Some((r, _))) = (won, self.end.get()) {
+            counters.ended(r);
+        }
+        self.waker.wake();
+        won
     }
 
     /// Dispatcher: enqueues a bookmark marker at dispatcher position `pos`
@@ -698,7 +678,7 @@ impl Wake for ThreadWaker {
 impl fmt::Debug for Watch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Watch")
-            .field("id", &self.w.id)
+            .field("id", &self.w.spec.id)
             .field("phase", &self.phase)
             .field("next_pos", &self.next_pos)
             .field("last_rv", &self.last_rv)
@@ -972,10 +952,8 @@ impl Watch {
             }
             let end = self.w.end.get();
             let ended = end.is_some();
-            if let Some(reason) = end {
-                // Relaxed: stored before `end`, whose Acquire load above
-                // orders it.
-                if self.drained || !self.w.drain_first.load(Ordering::Relaxed) {
+            if let Some((reason, drain)) = end {
+                if self.drained || !drain {
                     self.phase = Phase::Done;
                     // Ended by anyone: the dispatcher may forget it now
                     // rather than when the handle drops.
@@ -1049,7 +1027,7 @@ impl Watch {
             self.drained = true;
             return;
         }
-        match self.w.start {
+        match self.w.spec.start {
             Start::Snapshot {
                 initial_events_end, ..
             } => {
@@ -1061,7 +1039,7 @@ impl Watch {
                 // the walk below runs outside the writer lock.
                 self.initial = store
                     .iter()
-                    .filter(|e| self.w.filter.admits(&e.object))
+                    .filter(|e| self.w.spec.filter.admits(&e.object))
                     .map(|e| (e.object.clone(), e.rv))
                     .collect();
                 self.last_rv = rv;
@@ -1136,7 +1114,7 @@ impl Watch {
             let Some(object) = rec.object.as_ref() else {
                 continue;
             };
-            if let Some(v) = self.w.filter.verdict(kind, object, rec.prev.as_ref()) {
+            if let Some(v) = self.w.spec.filter.verdict(kind, object, rec.prev.as_ref()) {
                 self.last_rv = rec.rv;
                 if !live {
                     self.maybe_request_resume(replay_to);
