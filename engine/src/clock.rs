@@ -45,7 +45,7 @@ impl Clock for SystemClock {
     fn park_until(&self, deadline: Instant, at_most: Duration) {
         let left = deadline.saturating_duration_since(Instant::now());
         if !left.is_zero() {
-            std::thread::park_timeout(left.min(at_most));
+            crate::sync::park_timeout(left.min(at_most));
         }
     }
 }
@@ -125,7 +125,7 @@ impl Clock for ManualClock {
     }
 
     fn park_until(&self, deadline: Instant, at_most: Duration) {
-        let me = std::thread::current();
+        let me = crate::sync::current();
         {
             let mut st = self.lock();
             // Registered before the check: an `advance` after it unparks
@@ -137,7 +137,7 @@ impl Clock for ManualClock {
                 return;
             }
         }
-        std::thread::park_timeout(at_most);
+        crate::sync::park_timeout(at_most);
     }
 }
 

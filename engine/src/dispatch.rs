@@ -184,7 +184,7 @@ struct Dispatcher {
     /// The version of the last record dispatched: what a bookmark says
     /// (with the writer's progress, once caught up).
     last_rv: ResourceVersion,
-    clock: Arc<dyn Clock>,
+    clock: std::sync::Arc<dyn Clock>,
     /// The time budget (time-budget policy only).
     budget: Option<TimeBudget>,
     /// Watchers whose queue was full for the current change, with their

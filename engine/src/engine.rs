@@ -29,7 +29,7 @@ use crate::stats::{Counters, Stats};
 use crate::store::{Store, Stored};
 use crate::sync::{
     Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, JoinHandle, Mutex, MutexGuard,
-    OnceLock, Ordering, Thread, park_timeout,
+    OnceLock, Ordering, Thread, fence, park_timeout,
 };
 use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared, WatcherSpec};
 use crate::{Object, ResourceVersion};
@@ -56,7 +56,7 @@ pub struct Config {
     pub(crate) tick: Duration,
     pub(crate) bookmark_frequency: Duration,
     pub(crate) slow_watchers: SlowWatchers,
-    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) clock: std::sync::Arc<dyn Clock>,
 }
 
 impl Default for Config {
@@ -76,7 +76,7 @@ impl Default for Config {
             // seeds: cacher.go defaultBookmarkFrequency
             bookmark_frequency: Duration::from_secs(60),
             slow_watchers: SlowWatchers::default(),
-            clock: Arc::new(SystemClock),
+            clock: std::sync::Arc::new(SystemClock),
         }
     }
 }
@@ -185,7 +185,7 @@ impl Config {
     /// let config = Config::default().clock(clock.clone());
     /// ```
     pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
+        self.clock = std::sync::Arc::new(clock);
         self
     }
 
@@ -225,9 +225,13 @@ impl Config {
             (false, false) => 1000,
             (true, _) => 100,
         };
-        (per_second as usize).clamp(10, max)
+        (per_second as usize).clamp(MIN_QUEUE, max.max(MIN_QUEUE))
     }
 }
+
+/// The smallest watcher queue (the reference's 10). One under loom, so
+/// that a model fills a queue with a single change.
+const MIN_QUEUE: usize = if cfg!(herald_loom) { 1 } else { 10 };
 
 /// Where the engine is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -307,9 +311,9 @@ pub(crate) struct Shared {
     /// load before it reuses a slot).
     pub(crate) dispatched: CachePadded<AtomicU64>,
     pub(crate) dispatcher: OnceLock<Thread>,
-    /// The writer waits for the dispatcher. A flag, not a protocol: the
-    /// writer re-checks `dispatched` at least every millisecond, so a wake
-    /// lost to a race costs at most that (`SeqCst`/`AcqRel` keep it rare).
+    /// The writer waits for the dispatcher: set by the writer before it
+    /// re-checks `dispatched`, cleared by whoever wakes it; each side
+    /// fences between its store and its load (see `wait_for_dispatcher`).
     writer_waiting: AtomicBool,
     writer_thread: Mutex<Option<Thread>>,
     pub(crate) control: Mutex<Control>,
@@ -321,7 +325,7 @@ pub(crate) struct Shared {
     /// `Acquire` by the dispatcher and by waiting writers.
     pub(crate) stop_requested: AtomicBool,
     pub(crate) routes: ArcSwap<Routes>,
-    pub(crate) index_fields: Arc<[Box<str>]>,
+    pub(crate) index_fields: std::sync::Arc<[Box<str>]>,
     pub(crate) counters: Counters,
     /// Watcher ids: unique is all that matters, so `Relaxed`.
     next_id: AtomicU64,
@@ -358,9 +362,17 @@ impl Shared {
         }
     }
 
-    /// Dispatcher: called after advancing `dispatched`.
+    /// Dispatcher (after advancing `dispatched`) and `stop` (after
+    /// `stop_requested`): wakes a writer waiting for either.
     pub(crate) fn wake_writer_if_waiting(&self) {
-        if self.writer_waiting.swap(false, Ordering::AcqRel) {
+        // SeqCst fence: orders the caller's store before the flag's load;
+        // pairs with the fence in `wait_for_dispatcher` (Dekker): either
+        // the writer sees the store or this sees the flag. One fence per
+        // batch of up to 256 changes.
+        fence(Ordering::SeqCst);
+        if self.writer_waiting.load(Ordering::Relaxed)
+            && self.writer_waiting.swap(false, Ordering::Relaxed)
+        {
             if let Some(t) = self
                 .writer_thread
                 .lock()
@@ -412,8 +424,12 @@ impl Shared {
             return false;
         }
         request(&mut c);
-        // Release: pairs with the dispatcher's Acquire swap of the flag.
-        self.control_pending.store(true, Ordering::Release);
+        // Release: pairs with the dispatcher's Acquire swap of the flag. A
+        // swap rather than a store: the same on the hardware for a rare
+        // request, and loom 0.7 can let a plain store race past a
+        // concurrent swap (tokio-rs/loom#254), losing the request in the
+        // model though never in the real memory model.
+        self.control_pending.swap(true, Ordering::Release);
         drop(c);
         self.wake_dispatcher();
         true
@@ -457,12 +473,22 @@ impl Shared {
     fn wait_for_dispatcher(&self, pos: u64) {
         Counters::add(&self.counters.writer_gated_waits, 1);
         *self.writer_thread.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some(std::thread::current());
-        while self.dispatched.load(Ordering::Acquire) <= pos && !self.is_stopping() {
-            self.writer_waiting.store(true, Ordering::SeqCst);
+            Some(crate::sync::current());
+        loop {
+            // Announce, fence, then look: pairs with the fence in
+            // `wake_writer_if_waiting` (Dekker), so a wake cannot be lost
+            // (the loom model `a_gated_writer_is_woken` checks it). A swap,
+            // not a store: see `send_control` (loom#254).
+            self.writer_waiting.swap(true, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if self.dispatched.load(Ordering::Acquire) > pos || self.is_stopping() {
+                self.writer_waiting.swap(false, Ordering::Relaxed);
+                return;
+            }
             self.wake_dispatcher();
-            // Bounded: a wake that races with the flag costs at most this.
-            park_timeout(Duration::from_millis(1));
+            // The timeout only bounds the damage of a bug; the protocol
+            // above needs no poll.
+            park_timeout(Duration::from_millis(100));
         }
     }
 }
@@ -498,7 +524,7 @@ fn stop(shared: &Shared, dispatcher: &Mutex<Option<JoinHandle<()>>>) {
     shared.wake_writer_if_waiting();
     let handle = dispatcher.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(h) = handle {
-        if h.thread().id() != std::thread::current().id() {
+        if h.thread().id() != crate::sync::current().id() {
             // The dispatcher contains no panicking paths on valid state; if
             // it did panic, stopping must still complete.
             let _ = h.join();
@@ -524,7 +550,7 @@ impl Engine {
             window: config.history_window,
             max_bytes: config.history_max_bytes,
         });
-        let index_fields: Arc<[Box<str>]> =
+        let index_fields: std::sync::Arc<[Box<str>]> =
             config.indexes.iter().map(|f| f.as_str().into()).collect();
         let counters = Counters::default();
         Counters::set(&counters.ring_capacity, ring_writer.capacity() as u64);
@@ -553,10 +579,10 @@ impl Engine {
             config,
         });
         let for_thread = shared.clone();
-        let join = std::thread::Builder::new()
-            .name("herald-dispatch".into())
-            .spawn(move || dispatch::run(for_thread))
-            .map_err(ConfigError::Spawn)?;
+        let join = crate::sync::spawn("herald-dispatch".into(), move || {
+            dispatch::run(for_thread);
+        })
+        .map_err(ConfigError::Spawn)?;
         // Set before anyone else holds the engine: no wake can be lost.
         let _ = shared.dispatcher.set(join.thread().clone());
         let engine = Engine {

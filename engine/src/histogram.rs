@@ -38,7 +38,9 @@
 
 use std::time::Duration;
 
-use crate::sync::{AtomicU64, Ordering};
+// Statistics, never a synchronisation point: `std` atomics even under
+// `herald_loom` (see `sync.rs`).
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Samples below this share the linear bucket 0.
 const LINEAR_LIMIT: u64 = 1 << FIRST_EXP;

@@ -24,7 +24,9 @@ use crate::Object;
 use crate::sync::Arc;
 use crate::watcher::{Route, WatcherShared};
 
-type Bucket = Arc<Vec<Arc<WatcherShared>>>;
+/// Immutable once published: plain data sharing, so `std`'s `Arc` (it
+/// needs `make_mut`, which loom's lacks).
+type Bucket = std::sync::Arc<Vec<Arc<WatcherShared>>>;
 type IndexMap =
     imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
 
@@ -32,7 +34,7 @@ type IndexMap =
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Routes {
     /// Field names of the indexes, in configuration order.
-    fields: Arc<[Box<str>]>,
+    fields: std::sync::Arc<[Box<str>]>,
     all: Bucket,
     /// One map per index: value -> watchers.
     by_value: Vec<IndexMap>,
@@ -40,7 +42,7 @@ pub(crate) struct Routes {
 }
 
 impl Routes {
-    pub(crate) fn new(fields: Arc<[Box<str>]>) -> Routes {
+    pub(crate) fn new(fields: std::sync::Arc<[Box<str>]>) -> Routes {
         let by_value = fields
             .iter()
             .map(|_| IndexMap::with_hasher(ahash::RandomState::new()))
@@ -59,11 +61,11 @@ impl Routes {
 
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
         match &w.spec.route {
-            Route::All => Arc::make_mut(&mut self.all).push(w),
+            Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
             Route::Indexed(i, value) => {
                 let map = &mut self.by_value[*i];
                 let mut bucket = map.get(value).cloned().unwrap_or_default();
-                Arc::make_mut(&mut bucket).push(w.clone());
+                std::sync::Arc::make_mut(&mut bucket).push(w.clone());
                 map.insert(value.clone(), bucket);
             }
         }
@@ -73,13 +75,13 @@ impl Routes {
     /// Removes the watcher with `w.spec.id`; returns whether it was present.
     pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
         let removed = match &w.spec.route {
-            Route::All => remove_id(Arc::make_mut(&mut self.all), w.spec.id),
+            Route::All => remove_id(std::sync::Arc::make_mut(&mut self.all), w.spec.id),
             Route::Indexed(i, value) => {
                 let map = &mut self.by_value[*i];
                 match map.get(value).cloned() {
                     None => false,
                     Some(mut bucket) => {
-                        let removed = remove_id(Arc::make_mut(&mut bucket), w.spec.id);
+                        let removed = remove_id(std::sync::Arc::make_mut(&mut bucket), w.spec.id);
                         if bucket.is_empty() {
                             map.remove(value);
                         } else {

@@ -179,6 +179,9 @@ mod event;
 mod filter;
 mod histogram;
 mod index;
+#[cfg(herald_loom)]
+#[doc(hidden)]
+pub mod model;
 mod object;
 mod queue;
 mod ring;

@@ -257,7 +257,7 @@ impl RingWriter {
         self.head
     }
 
-    fn physical(&self) -> u64 {
+    pub(crate) fn physical(&self) -> u64 {
         self.slots.physical()
     }
 

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use crate::EndReason;
 use crate::histogram::{AtomicHistogram, Histogram};
-use crate::sync::{AtomicU64, Ordering};
+// Statistics, never a synchronisation point: `std` atomics even under
+// `herald_loom`, so loom does not explore their interleavings.
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Live counters. All `Relaxed`: each is an independent statistic, read
 /// without any promise of consistency between counters.

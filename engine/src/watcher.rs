@@ -64,7 +64,8 @@ use crate::queue::Spsc;
 use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
 use crate::sync::{
-    Arc, AtomicBool, AtomicU64, AtomicWaker, OnceLock, Ordering, Thread, fence, park, park_timeout,
+    Arc, AtomicBool, AtomicU64, AtomicWaker, OnceLock, Ordering, Thread, ThreadId, fence, park,
+    park_timeout,
 };
 use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
 
@@ -380,7 +381,9 @@ impl WatcherShared {
     /// Call, then issue a `SeqCst` fence, then retry the push before
     /// sleeping.
     pub(crate) fn set_producer_waiting(&self, yes: bool) {
-        self.producer_waiting.store(yes, Ordering::Relaxed);
+        // A swap, not a store: the consumer clears the flag with a swap
+        // (see `Shared::send_control` on loom#254).
+        self.producer_waiting.swap(yes, Ordering::Relaxed);
     }
 
     /// Wakes the consumer (a watcher the dispatcher is about to wait for).
@@ -474,7 +477,7 @@ pub struct Watch {
     drained: bool,
     /// Queue pops until the next latency sample.
     sample_in: u32,
-    thread_waker: Option<(std::thread::ThreadId, Waker)>,
+    thread_waker: Option<(ThreadId, Waker)>,
 }
 
 /// One queue pop in this many is timed for the enqueued -> received
@@ -666,11 +669,11 @@ impl std::error::Error for RecvTimeoutError {}
 struct ThreadWaker(Thread);
 
 impl Wake for ThreadWaker {
-    fn wake(self: Arc<Self>) {
+    fn wake(self: std::sync::Arc<Self>) {
         self.0.unpark();
     }
 
-    fn wake_by_ref(self: &Arc<Self>) {
+    fn wake_by_ref(self: &std::sync::Arc<Self>) {
         self.0.unpark();
     }
 }
@@ -902,11 +905,11 @@ impl Watch {
     /// A waker that unparks the calling thread (cached: a `Watch` may move
     /// between threads, so the cache is keyed by thread).
     fn thread_waker(&mut self) -> Waker {
-        let me = std::thread::current();
+        let me = crate::sync::current();
         match &self.thread_waker {
             Some((id, w)) if *id == me.id() => w.clone(),
             _ => {
-                let w = Waker::from(Arc::new(ThreadWaker(me.clone())));
+                let w = Waker::from(std::sync::Arc::new(ThreadWaker(me.clone())));
                 self.thread_waker = Some((me.id(), w.clone()));
                 w
             }
