@@ -177,14 +177,15 @@ fn a_stopped_watcher_receives_nothing_after_its_end() {
     });
 }
 
-/// The graceful end under the time budget (an empty one: the watcher whose
-/// queue of one is full ends at once, with no wait). The stream is the
+/// The end under the time budget (an empty one: a watcher whose queue of
+/// one is full ends at once, gracefully if its initial-events-end bookmark
+/// is received but not yet delivered; nobody waits). The stream is the
 /// initial state, the initial-events-end bookmark, a gap-free run of
 /// changes, then exactly one terminal item and nothing after it; a change
 /// that found the queue full is never delivered, and the first reason to
 /// end stands.
 #[test]
-fn a_graceful_end_drains_what_was_queued_then_ends_once() {
+fn a_budget_end_is_gap_free_and_final() {
     model(|| {
         let config = Config::default().slow_watchers(SlowWatchers::TimeBudget {
             refill_per_second: Duration::ZERO,

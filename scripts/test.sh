@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Every test: the workspace's unit, integration, property, differential and
+# stress tests and doctests; the loom models; miri on the engine's
+# concurrent modules (when the nightly miri component can be had).
+# `.ci/run` calls this after its format and lint gates.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== cargo test --workspace"
+cargo test --workspace
+
+echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
+# Release with debug assertions, in its own target directory (the cfg
+# changes every crate's flags).
+RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
+    CARGO_TARGET_DIR=target/loom \
+    cargo test -p herald-loom-tests --release
+
+echo "== miri (unit tests of the ring, queue, histogram, clock, wheel, budget)"
+if { cargo +nightly miri --version >/dev/null 2>&1 \
+        || rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; } \
+    && cargo +nightly miri setup >/dev/null 2>&1; then
+    CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p herald --lib -- \
+        queue:: ring:: histogram:: clock:: bookmarks:: budget::
+else
+    echo "miri is not available here (cargo +nightly miri): skipped"
+fi
