@@ -1,0 +1,1206 @@
+//! A reference model of Herald's contract: `/work/shared/SEMANTICS.md`,
+//! sections 1-6 and 8, written out as a plain sequential program (vectors
+//! and maps, no threads, no atomics, no cleverness). Each rule cites the
+//! section it comes from.
+//!
+//! The model is always "quiescent": every call applies its effect and then
+//! everything the engine's dispatcher would do as a consequence (activate
+//! waiting watches, time them out, end them at their deadline). A test
+//! harness that drives the real engine must therefore wait, after every
+//! operation, until the engine's dispatcher is idle (see `differential.rs`).
+//!
+//! # What is modelled
+//!
+//! - **Writer** (SEMANTICS 1, 8): `apply` of Added / Modified / Deleted with
+//!   the previous object taken from the state (a deletion's previous object
+//!   is the last state, or the given object if the key is unknown);
+//!   resource versions must strictly increase, otherwise the call is
+//!   refused with `WriteError::OutOfOrder` and nothing changes; `progress`
+//!   (advances the version, equal is a no-op, lower is refused); `replace`
+//!   (a (re-)list: may keep the version, never go back; bumps the
+//!   generation; the first one makes the engine Ready). Before the first
+//!   list the writer's `apply`/`progress` fail with `NotReady`, after
+//!   `stop` everything fails with `Stopped`.
+//! - **History** (SEMANTICS 2), for a ring with *fixed* bounds
+//!   (`history_bounds(N, N)`, `N` a power of two, which never resizes):
+//!   every change and every re-list marker takes one position (progress
+//!   takes none); the ring holds the last `N` positions; the re-list marker
+//!   empties the servable window. `oldest - 1` is the list's version while
+//!   nothing was evicted since the last (re)list, else the version of the
+//!   oldest retained change minus one.
+//! - **Watches** (SEMANTICS 3, 4): key scope (exact or `prefix/`), label
+//!   selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!exists`), field
+//!   selectors (`=`, `==`, `!=`; a missing field is the empty string),
+//!   evaluated by the model's own code, not the engine's. Routing through a
+//!   trigger index (SEMANTICS 4) never changes what a watcher sees: a
+//!   watcher that requires `f=v` only admits objects with `f=v`, so every
+//!   change it has a verdict on has `v` in its object or previous object,
+//!   which is exactly where the index routes it; the model therefore
+//!   applies the filter alone. Start versions: unset or `0` (a snapshot of
+//!   the state, in key order, as Added with each object's own version),
+//!   `send_initial_events` (the same, then one Bookmark at the snapshot's
+//!   version marked initial-events-end; requires bookmarks), `R > 0`
+//!   (every change after `R`; `R < oldest - 1` is `Gone`), `R` above the
+//!   current version (waits; `TooLargeResourceVersion` once the clock has
+//!   moved `too_large_timeout` past the watch's creation). The verdict on a
+//!   change uses the object and the previous object (SEMANTICS 3).
+//! - **Ends** (SEMANTICS 3, 5, 8): `Stopped` (by the owner), `Deadline` (at
+//!   `created + timeout` on the clock), `Relisted` (a re-list ends every
+//!   watch), `EngineStopped`, `Gone`, `TooLargeResourceVersion`. An end takes
+//!   effect at once: what was queued but not received is not delivered.
+//!   Exactly one End, then nothing.
+//! - **Slow watchers under Park** (SEMANTICS 5): a watcher that does not
+//!   read loses nothing while the changes it still needs are in the ring;
+//!   when it reads again it catches up from the ring, or ends with `Gone`
+//!   (carrying its last delivered version and the current `oldest - 1`) if
+//!   the next change it needs has left the ring.
+//!
+//! # Timing choices that mirror the engine (not fixed by SEMANTICS)
+//!
+//! - A watch *begins* (takes its snapshot, or checks its start version
+//!   against the window once more) at the first receive after the engine
+//!   has activated it, not when `watch()` returns; the model does the same
+//!   (a snapshot is the state at that first receive).
+//! - The ring is physical: position `p` is readable until position `p + N`
+//!   is written.
+//! - While the engine is Pending, waiting watches do not time out with
+//!   `TooLargeResourceVersion` (watches wait for Ready, SEMANTICS 8); the
+//!   too-large clock still counts from the watch's creation. Deadlines do
+//!   apply while Pending.
+//!
+//! # Bookmarks
+//!
+//! Only the initial-events-end bookmark is modelled. Periodic bookmarks
+//! (SEMANTICS 6) are deterministic on a manual clock in *when* they are
+//! offered, but whether one is delivered depends on the state of the
+//! watcher's bounded queue (a full queue skips one, "never blocking"), on
+//! whether another is in flight, and on where the consumer's replay stands,
+//! which SEMANTICS deliberately leaves to the implementation. Modelling them
+//! exactly would mean re-implementing the queue. So the harnesses configure
+//! a huge `bookmark_frequency`, ask for bookmarks only together with
+//! `send_initial_events`, and never give such a watch a deadline (which
+//! would schedule a bookmark 2 s before it).
+//!
+//! # Not modelled
+//!
+//! History sizing (grow/shrink, byte bounds), the time-budget policy and
+//! `TooSlow`, reads from the cache (SEMANTICS 7), sources (9), the object
+//! manager (10), periodic and pre-deadline bookmarks (see above), metrics.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use herald::{
+    ChangeKind, EndReason, Event, EventKind, Gone, KeyScope, Lifecycle, Object, ResourceVersion,
+    TooLargeResourceVersion, WatchError, WatchRequest, WriteError,
+};
+
+// ---------------------------------------------------------------------------
+// Selectors (SEMANTICS 3), evaluated by the model itself.
+// ---------------------------------------------------------------------------
+
+/// One label requirement, in the model's own terms.
+#[derive(Clone, PartialEq, Eq)]
+pub enum LabelReq {
+    /// `k=v`: the label exists and equals `v`.
+    Eq(String, String),
+    /// `k==v`: the same as `k=v`.
+    DoubleEq(String, String),
+    /// `k!=v`: the label is missing or differs from `v`.
+    NotEq(String, String),
+    /// `k in (a,b)`: the label exists and is one of the values.
+    In(String, Vec<String>),
+    /// `k notin (a,b)`: the label is missing or is none of the values.
+    NotIn(String, Vec<String>),
+    /// `k`: the label exists.
+    Exists(String),
+    /// `!k`: the label does not exist.
+    NotExists(String),
+}
+
+impl LabelReq {
+    /// Kubernetes label-selector semantics (SEMANTICS 3).
+    pub fn matches(&self, o: &Object) -> bool {
+        match self {
+            LabelReq::Eq(k, v) | LabelReq::DoubleEq(k, v) => o.label(k) == Some(v.as_str()),
+            LabelReq::NotEq(k, v) => o.label(k) != Some(v.as_str()),
+            LabelReq::In(k, vs) => o.label(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            LabelReq::NotIn(k, vs) => !o.label(k).is_some_and(|x| vs.iter().any(|v| v == x)),
+            LabelReq::Exists(k) => o.label(k).is_some(),
+            LabelReq::NotExists(k) => o.label(k).is_none(),
+        }
+    }
+
+    /// The Kubernetes syntax for this requirement.
+    pub fn render(&self) -> String {
+        match self {
+            LabelReq::Eq(k, v) => format!("{k}={v}"),
+            LabelReq::DoubleEq(k, v) => format!("{k}=={v}"),
+            LabelReq::NotEq(k, v) => format!("{k}!={v}"),
+            LabelReq::In(k, vs) => format!("{k} in ({})", vs.join(",")),
+            LabelReq::NotIn(k, vs) => format!("{k} notin ({})", vs.join(",")),
+            LabelReq::Exists(k) => k.clone(),
+            LabelReq::NotExists(k) => format!("!{k}"),
+        }
+    }
+}
+
+/// One field requirement, in the model's own terms.
+#[derive(Clone, PartialEq, Eq)]
+pub enum FieldReq {
+    /// `f=v`.
+    Eq(String, String),
+    /// `f==v`: the same as `f=v`.
+    DoubleEq(String, String),
+    /// `f!=v`.
+    NotEq(String, String),
+}
+
+/// The value of a named field (SEMANTICS 1): `metadata.name` and
+/// `metadata.namespace` come from the key; a missing field is the empty
+/// string, as in Kubernetes.
+pub fn field_value<'a>(o: &'a Object, field: &str) -> &'a str {
+    match field {
+        "metadata.name" => o.name(),
+        "metadata.namespace" => o.namespace(),
+        other => o.field(other).unwrap_or(""),
+    }
+}
+
+impl FieldReq {
+    /// Kubernetes field-selector semantics (SEMANTICS 3).
+    pub fn matches(&self, o: &Object) -> bool {
+        match self {
+            FieldReq::Eq(f, v) | FieldReq::DoubleEq(f, v) => field_value(o, f) == v,
+            FieldReq::NotEq(f, v) => field_value(o, f) != v,
+        }
+    }
+
+    /// The Kubernetes syntax for this requirement.
+    pub fn render(&self) -> String {
+        match self {
+            FieldReq::Eq(f, v) => format!("{f}={v}"),
+            FieldReq::DoubleEq(f, v) => format!("{f}=={v}"),
+            FieldReq::NotEq(f, v) => format!("{f}!={v}"),
+        }
+    }
+}
+
+/// Which keys a watch covers (SEMANTICS 3).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every key.
+    All,
+    /// Exactly this key.
+    Exact(String),
+    /// Keys `prefix/...` (recursive).
+    Prefix(String),
+}
+
+impl Scope {
+    /// Whether `key` is in scope.
+    pub fn contains(&self, key: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Exact(k) => key == k,
+            Scope::Prefix(p) => key.starts_with(&format!("{p}/")),
+        }
+    }
+
+    fn to_engine(&self) -> KeyScope {
+        match self {
+            Scope::All => KeyScope::All,
+            Scope::Exact(k) => KeyScope::exact(k),
+            Scope::Prefix(p) => KeyScope::prefix(p),
+        }
+    }
+}
+
+/// A watcher's filter: scope AND every label requirement AND every field
+/// requirement.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Filter {
+    /// Key scope.
+    pub scope: Scope,
+    /// Label requirements (comma = AND).
+    pub labels: Vec<LabelReq>,
+    /// Field requirements (comma = AND).
+    pub fields: Vec<FieldReq>,
+}
+
+impl Filter {
+    /// Admits every object.
+    pub fn everything() -> Filter {
+        Filter {
+            scope: Scope::All,
+            labels: Vec::new(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// Whether the filter admits `o` (SEMANTICS 3).
+    pub fn admits(&self, o: &Object) -> bool {
+        self.scope.contains(o.key())
+            && self.labels.iter().all(|r| r.matches(o))
+            && self.fields.iter().all(|r| r.matches(o))
+    }
+
+    /// The label selector in Kubernetes syntax.
+    pub fn label_string(&self) -> String {
+        let v: Vec<String> = self.labels.iter().map(LabelReq::render).collect();
+        v.join(",")
+    }
+
+    /// The field selector in Kubernetes syntax.
+    pub fn field_string(&self) -> String {
+        let v: Vec<String> = self.fields.iter().map(FieldReq::render).collect();
+        v.join(",")
+    }
+
+    /// The engine request for this filter (selectors go through the
+    /// engine's parser from their string form).
+    pub fn request(&self) -> WatchRequest {
+        WatchRequest::new()
+            .scope(self.scope.to_engine())
+            .labels(self.label_string().parse().expect("model label selector"))
+            .fields(self.field_string().parse().expect("model field selector"))
+    }
+}
+
+impl fmt::Debug for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let scope = match &self.scope {
+            Scope::All => "*".to_owned(),
+            Scope::Exact(k) => k.clone(),
+            Scope::Prefix(p) => format!("{p}/"),
+        };
+        write!(
+            f,
+            "[{scope} l:{:?} f:{:?}]",
+            self.label_string(),
+            self.field_string()
+        )
+    }
+}
+
+/// SEMANTICS 3, the filtering rule, on the current and previous object:
+/// cur passes (and the change is not a deletion) and prev passes ->
+/// Modified; cur passes, prev does not (or none) -> Added; prev passes, cur
+/// does not -> Deleted carrying prev; neither -> nothing. Returns the kind
+/// and the object the watcher is shown.
+pub fn verdict<'a>(
+    f: &Filter,
+    kind: ChangeKind,
+    obj: &'a Object,
+    prev: Option<&'a Object>,
+) -> Option<(EventKind, &'a Object)> {
+    let cur = kind != ChangeKind::Deleted && f.admits(obj);
+    let old = match prev {
+        Some(p) => f.admits(p),
+        None => false,
+    };
+    match (cur, old) {
+        (true, true) => Some((EventKind::Modified, obj)),
+        (true, false) => Some((EventKind::Added, obj)),
+        (false, true) => prev.map(|p| (EventKind::Deleted, p)),
+        (false, false) => None,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// What a watcher sees.
+// ---------------------------------------------------------------------------
+
+/// One event as a watcher sees it (kind, version, key, object, whether it
+/// is the initial-events-end bookmark).
+#[derive(Clone, PartialEq, Eq)]
+pub struct Seen {
+    /// The event's kind.
+    pub kind: EventKind,
+    /// Its resource version.
+    pub rv: u64,
+    /// The object's key (empty for a bookmark).
+    pub key: String,
+    /// The object shown (none for a bookmark).
+    pub object: Option<Object>,
+    /// The initial-events-end marker.
+    pub initial_events_end: bool,
+}
+
+impl Seen {
+    /// The model's view of an engine event.
+    pub fn from_event(ev: &Event) -> Seen {
+        Seen {
+            kind: ev.kind(),
+            rv: ev.resource_version().get(),
+            key: ev.object().map(|o| o.key().to_owned()).unwrap_or_default(),
+            object: ev.object().cloned(),
+            initial_events_end: ev.is_initial_events_end(),
+        }
+    }
+
+    fn object_event(kind: EventKind, rv: u64, o: &Object) -> Seen {
+        Seen {
+            kind,
+            rv,
+            key: o.key().to_owned(),
+            object: Some(o.clone()),
+            initial_events_end: false,
+        }
+    }
+
+    fn initial_events_end(rv: u64) -> Seen {
+        Seen {
+            kind: EventKind::Bookmark,
+            rv,
+            key: String::new(),
+            object: None,
+            initial_events_end: true,
+        }
+    }
+}
+
+impl fmt::Debug for Seen {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.object {
+            None => write!(
+                f,
+                "{:?}@{}{}",
+                self.kind,
+                self.rv,
+                if self.initial_events_end { "(iee)" } else { "" }
+            ),
+            Some(o) => {
+                let labels: Vec<String> = o.labels().map(|(k, v)| format!("{k}={v}")).collect();
+                write!(
+                    f,
+                    "{:?}@{} {} [{}] node={:?} {:?}",
+                    self.kind,
+                    self.rv,
+                    self.key,
+                    labels.join(","),
+                    o.field("spec.nodeName"),
+                    String::from_utf8_lossy(o.payload())
+                )
+            }
+        }
+    }
+}
+
+/// One step of a receive, as `Watch::try_recv` reports it.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Recv {
+    /// An event.
+    Event(Seen),
+    /// The terminal item.
+    End(EndReason),
+    /// Nothing ready now.
+    Empty,
+    /// The End has already been received.
+    Finished,
+}
+
+impl fmt::Debug for Recv {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Recv::Event(s) => write!(f, "{s:?}"),
+            Recv::End(r) => write!(f, "End({r:?})"),
+            Recv::Empty => f.write_str("Empty"),
+            Recv::Finished => f.write_str("Finished"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The model.
+// ---------------------------------------------------------------------------
+
+/// A state: key -> (object, the version of its last change).
+pub type State = BTreeMap<String, (Object, u64)>;
+
+/// What a history position holds (SEMANTICS 2).
+#[derive(Debug, Clone)]
+pub enum RecordKind {
+    /// A change to one object.
+    Change(ChangeKind),
+    /// A re-list marker (takes a position; empties the window).
+    Relist,
+}
+
+/// One history position.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// What it is.
+    pub kind: RecordKind,
+    /// Its resource version.
+    pub rv: u64,
+    /// The object (for a deletion, the given object).
+    pub object: Option<Object>,
+    /// The previous state (SEMANTICS 1).
+    pub prev: Option<Object>,
+    /// The generation it belongs to.
+    pub generation: u64,
+}
+
+/// How a watch starts (SEMANTICS 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// The state first (once the cache has reached `min_rv`), then changes;
+    /// with the initial-events-end bookmark in between if asked.
+    Snapshot {
+        /// The version to wait for (0: none).
+        min_rv: u64,
+        /// Whether to send the initial-events-end bookmark.
+        initial_events_end: bool,
+    },
+    /// Every change after this version.
+    After(u64),
+}
+
+impl Start {
+    /// The version the cache must have reached before the watch starts.
+    fn wait_for(self) -> u64 {
+        match self {
+            Start::Snapshot { min_rv, .. } => min_rv,
+            Start::After(rv) => rv,
+        }
+    }
+}
+
+/// A watch request in the model's terms.
+#[derive(Debug, Clone)]
+pub struct WatchSpec {
+    /// The filter.
+    pub filter: Filter,
+    /// `None`: unset; `Some(0)`: any; `Some(R)`.
+    pub resource_version: Option<u64>,
+    /// `send_initial_events`.
+    pub send_initial_events: bool,
+    /// `allow_bookmarks`.
+    pub allow_bookmarks: bool,
+    /// The deadline, from creation.
+    pub timeout: Option<Duration>,
+}
+
+impl WatchSpec {
+    /// Every object, from the current state.
+    pub fn new(filter: Filter) -> WatchSpec {
+        WatchSpec {
+            filter,
+            resource_version: None,
+            send_initial_events: false,
+            allow_bookmarks: false,
+            timeout: None,
+        }
+    }
+
+    /// The engine request.
+    pub fn request(&self) -> WatchRequest {
+        let mut req = self
+            .filter
+            .request()
+            .resource_version(self.resource_version.map(ResourceVersion::new))
+            .send_initial_events(self.send_initial_events)
+            .allow_bookmarks(self.allow_bookmarks);
+        if let Some(t) = self.timeout {
+            req = req.timeout(t);
+        }
+        req
+    }
+}
+
+/// Where a watch stands.
+#[derive(Debug, Clone)]
+enum Phase {
+    /// Registered; waiting for Ready and for its start version.
+    Waiting,
+    /// Activated by the dispatcher; begins at its first receive.
+    Activated,
+    /// Begun: the initial events still to hand out, then the stream from
+    /// history position `cursor` on.
+    Streaming {
+        initial: VecDeque<Seen>,
+        /// The next history position this watch has not passed.
+        cursor: usize,
+        /// The last version delivered (or the start), for `Gone`.
+        last_rv: u64,
+    },
+}
+
+/// One watch in the model.
+#[derive(Debug, Clone)]
+pub struct ModelWatch {
+    /// Its filter.
+    pub filter: Filter,
+    /// Its start.
+    pub start: Start,
+    /// When it was created, on the clock.
+    pub created: Duration,
+    /// When it ends with `Deadline`, on the clock.
+    pub deadline: Option<Duration>,
+    /// The generation it was registered against (`None`: before the first
+    /// list).
+    pub generation: Option<u64>,
+    phase: Phase,
+    /// Its end, once decided.
+    pub end: Option<EndReason>,
+    /// [`Allow::waiting_survives_relist`]: the engine may have ended it
+    /// with Relisted (until it delivers an event).
+    relist_ambiguous: bool,
+    /// The End has been received.
+    pub finished: bool,
+}
+
+/// The reference model. See the module docs.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Ring capacity `N` (fixed bounds, a power of two).
+    history: usize,
+    too_large_timeout: Duration,
+    lifecycle: Lifecycle,
+    generation: u64,
+    rv: u64,
+    /// key -> (object, version of its last change).
+    store: State,
+    /// Every position ever written, in order (the model never forgets, so
+    /// it can tell what a watcher needed even after it left the ring).
+    records: Vec<Record>,
+    /// The first position after the last re-list marker.
+    servable_from: usize,
+    /// The version of the last (re)list.
+    list_rv: u64,
+    /// Per generation (index `g - 1`): the list's version and state.
+    lists: Vec<(u64, State)>,
+    /// The clock, as elapsed time since the engine was created.
+    now: Duration,
+    watches: Vec<ModelWatch>,
+    /// Documented alternatives the harness may switch on (see
+    /// [`Allow`]); all off by default.
+    allow: Allow,
+}
+
+/// Outcomes the contract leaves open, which the model accepts by default
+/// (`HERALD_MODEL_STRICT=early_gone,waiting_survives_relist` refuses the
+/// named ones, to measure an engine change that would close them):
+///
+/// - `early_gone`: a replaying (or parked) watch whose next unread ring
+///   position has been overwritten ends with `Gone`, even when the record
+///   that was there would not have passed its filter. The watch cannot
+///   know that without the record, and delivering past it could hide a
+///   gap; the model is omniscient, the watch is not. (A parked watch could
+///   skip to its first queued handle, since the dispatcher already judged
+///   the positions before it; an improvement, not a correctness rule.)
+/// - `waiting_survives_relist`: a watch begun before the first list has
+///   seen nothing of any generation; whether the dispatcher activates it
+///   before or after a re-list marker is a race, and both outcomes keep
+///   the invariant (it ends with `Relisted` or is served whole from the
+///   new generation).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Allow {
+    /// `early_gone`: see [`Model::accept_early_gone`].
+    pub early_gone: bool,
+    /// `waiting_survives_relist`: a watch begun before the first list that
+    /// is still waiting for its start version when a re-list comes may
+    /// either end with Relisted (SEMANTICS 8: a re-list ends every watcher)
+    /// or survive and be served from the new generation. The engine does
+    /// either, depending on a race inside it (whether its dispatcher
+    /// activates the watch, with the version the re-list reached, before
+    /// or after it processes the re-list marker), so no harness can make
+    /// it deterministic. See [`Model::accept_relisted`].
+    pub waiting_survives_relist: bool,
+}
+
+impl Allow {
+    /// Both open outcomes, minus those named in `HERALD_MODEL_STRICT`.
+    pub fn from_env() -> Allow {
+        let v = std::env::var("HERALD_MODEL_STRICT").unwrap_or_default();
+        let strict = |name: &str| v.split(',').any(|s| s.trim() == name);
+        Allow {
+            early_gone: !strict("early_gone"),
+            waiting_survives_relist: !strict("waiting_survives_relist"),
+        }
+    }
+}
+
+impl Model {
+    /// A model of an engine whose ring holds exactly `history` positions.
+    pub fn new(history: usize, too_large_timeout: Duration) -> Model {
+        assert!(history.is_power_of_two(), "fixed ring size");
+        Model {
+            history,
+            too_large_timeout,
+            lifecycle: Lifecycle::Pending,
+            generation: 0,
+            rv: 0,
+            store: BTreeMap::new(),
+            records: Vec::new(),
+            servable_from: 0,
+            list_rv: 0,
+            lists: Vec::new(),
+            now: Duration::ZERO,
+            watches: Vec::new(),
+            allow: Allow::default(),
+        }
+    }
+
+    /// Accepts the given documented alternatives.
+    pub fn with_allow(mut self, allow: Allow) -> Model {
+        self.allow = allow;
+        self
+    }
+
+    // ----- observers ------------------------------------------------------
+
+    /// SEMANTICS 8.
+    pub fn lifecycle(&self) -> Lifecycle {
+        self.lifecycle
+    }
+
+    /// SEMANTICS 8: 0 before the first list, one more per list.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// SEMANTICS 1: the version reached (changes and progress).
+    pub fn resource_version(&self) -> u64 {
+        self.rv
+    }
+
+    /// History positions written so far (changes and re-list markers).
+    pub fn positions(&self) -> u64 {
+        self.records.len() as u64
+    }
+
+    /// The clock.
+    pub fn now(&self) -> Duration {
+        self.now
+    }
+
+    /// The current state (key -> object, version).
+    pub fn state(&self) -> &State {
+        &self.store
+    }
+
+    /// Every record written.
+    pub fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// A watch.
+    pub fn watch_state(&self, id: usize) -> &ModelWatch {
+        &self.watches[id]
+    }
+
+    /// Puts back a watch's state saved with [`Model::watch_state`] (to
+    /// undo a receive the harness wants to judge differently).
+    pub fn restore_watch(&mut self, id: usize, saved: ModelWatch) {
+        self.watches[id] = saved;
+    }
+
+    /// How many watches ended with `Deadline` so far.
+    pub fn deadline_ends(&self) -> u64 {
+        self.watches
+            .iter()
+            .filter(|w| w.end == Some(EndReason::Deadline))
+            .count() as u64
+    }
+
+    /// How many watches wait for Ready or for their start version.
+    pub fn waiting(&self) -> usize {
+        self.watches
+            .iter()
+            .filter(|w| w.end.is_none() && matches!(w.phase, Phase::Waiting))
+            .count()
+    }
+
+    fn head(&self) -> usize {
+        self.records.len()
+    }
+
+    /// The oldest retained position (SEMANTICS 2: the last `N` positions,
+    /// none before the last re-list).
+    fn tail(&self) -> usize {
+        self.servable_from
+            .max(self.head().saturating_sub(self.history))
+    }
+
+    /// Whether position `p` is still in the (physical) ring: it is until
+    /// position `p + N` is written.
+    fn in_ring(&self, p: usize) -> bool {
+        p + self.history >= self.head()
+    }
+
+    /// SEMANTICS 2: `oldest - 1`: the list's version while nothing was
+    /// evicted since the last (re)list, else the oldest retained change's
+    /// version minus one.
+    pub fn oldest_minus_one(&self) -> u64 {
+        let tail = self.tail();
+        if tail == self.servable_from {
+            self.list_rv
+        } else {
+            self.records[tail].rv - 1
+        }
+    }
+
+    /// The first retained position whose version is above `rv`.
+    fn first_after(&self, rv: u64) -> usize {
+        (self.tail()..self.head())
+            .find(|&p| self.records[p].rv > rv)
+            .unwrap_or(self.head())
+    }
+
+    // ----- the writer (SEMANTICS 1, 2, 8) ---------------------------------
+
+    /// `Writer::apply`.
+    pub fn apply(&mut self, kind: ChangeKind, object: Object, rv: u64) -> Result<(), WriteError> {
+        // SEMANTICS 8: the writer needs a listed, running engine.
+        match self.lifecycle {
+            Lifecycle::Pending => return Err(WriteError::NotReady),
+            Lifecycle::Stopped => return Err(WriteError::Stopped),
+            _ => {}
+        }
+        // SEMANTICS 1: strictly increasing, else refused, nothing changes.
+        if rv <= self.rv {
+            return Err(WriteError::OutOfOrder {
+                given: rv.into(),
+                current: self.rv.into(),
+            });
+        }
+        let key = object.key().to_owned();
+        let stored = self.store.get(&key).map(|(o, _)| o.clone());
+        // SEMANTICS 1: a deletion's prev_object is the last state (the
+        // object itself if the key is unknown).
+        let prev = match kind {
+            ChangeKind::Deleted => stored.or_else(|| Some(object.clone())),
+            _ => stored,
+        };
+        self.records.push(Record {
+            kind: RecordKind::Change(kind),
+            rv,
+            object: Some(object.clone()),
+            prev,
+            generation: self.generation,
+        });
+        if kind == ChangeKind::Deleted {
+            self.store.remove(&key);
+        } else {
+            self.store.insert(key, (object, rv));
+        }
+        self.rv = rv;
+        self.settle();
+        Ok(())
+    }
+
+    /// `Writer::replace`: a (re-)list.
+    pub fn replace(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
+        match self.lifecycle {
+            Lifecycle::Stopped => return Err(WriteError::Stopped),
+            // A re-list may keep the version but never go back.
+            Lifecycle::Ready if rv < self.rv => {
+                return Err(WriteError::OutOfOrder {
+                    given: rv.into(),
+                    current: self.rv.into(),
+                });
+            }
+            _ => {}
+        }
+        let relist = self.lifecycle == Lifecycle::Ready;
+        self.generation += 1;
+        // SEMANTICS 2: the marker takes a position and empties the window.
+        self.records.push(Record {
+            kind: RecordKind::Relist,
+            rv,
+            object: None,
+            prev: None,
+            generation: self.generation,
+        });
+        self.servable_from = self.records.len();
+        self.list_rv = rv;
+        // Objects with the same key: the last wins.
+        self.store = objects
+            .into_iter()
+            .map(|o| (o.key().to_owned(), (o, rv)))
+            .collect();
+        self.lists.push((rv, self.store.clone()));
+        self.rv = rv;
+        self.lifecycle = Lifecycle::Ready;
+        if relist {
+            // SEMANTICS 8: a re-list ends every watcher with Relisted (the
+            // first list only makes the engine ready).
+            let survives = self.allow.waiting_survives_relist;
+            for w in &mut self.watches {
+                let waiting_since_pending =
+                    w.generation.is_none() && matches!(w.phase, Phase::Waiting);
+                if w.end.is_none() {
+                    if survives && waiting_since_pending {
+                        w.relist_ambiguous = true;
+                    } else {
+                        w.end = Some(EndReason::Relisted);
+                    }
+                }
+            }
+        }
+        self.settle();
+        Ok(())
+    }
+
+    /// `Writer::progress`.
+    pub fn progress(&mut self, rv: u64) -> Result<(), WriteError> {
+        match self.lifecycle {
+            Lifecycle::Pending => return Err(WriteError::NotReady),
+            Lifecycle::Stopped => return Err(WriteError::Stopped),
+            _ => {}
+        }
+        if rv < self.rv {
+            return Err(WriteError::OutOfOrder {
+                given: rv.into(),
+                current: self.rv.into(),
+            });
+        }
+        // SEMANTICS 6: progress advances the version, takes no position.
+        self.rv = rv;
+        self.settle();
+        Ok(())
+    }
+
+    /// Moves the clock.
+    pub fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.settle();
+    }
+
+    /// `Engine::stop` (final, idempotent): every watch not ended yet ends
+    /// with EngineStopped (SEMANTICS 3, 8).
+    pub fn stop_engine(&mut self) {
+        self.lifecycle = Lifecycle::Stopped;
+        for w in &mut self.watches {
+            if w.end.is_none() {
+                w.end = Some(EndReason::EngineStopped);
+            }
+        }
+    }
+
+    // ----- watches (SEMANTICS 3) ------------------------------------------
+
+    /// `Engine::watch`: the watch's id, or the error the call returns.
+    pub fn watch(&mut self, spec: &WatchSpec) -> Result<usize, WatchError> {
+        // SEMANTICS 3: initial events need bookmarks.
+        if spec.send_initial_events && !spec.allow_bookmarks {
+            return Err(WatchError::InitialEventsNeedBookmarks);
+        }
+        let start = match (spec.resource_version, spec.send_initial_events) {
+            (None, iee) => Start::Snapshot {
+                min_rv: 0,
+                initial_events_end: iee,
+            },
+            (Some(r), true) => Start::Snapshot {
+                min_rv: r,
+                initial_events_end: true,
+            },
+            (Some(0), false) => Start::Snapshot {
+                min_rv: 0,
+                initial_events_end: false,
+            },
+            (Some(r), false) => Start::After(r),
+        };
+        if self.lifecycle == Lifecycle::Stopped {
+            return Err(WatchError::EngineStopped);
+        }
+        // SEMANTICS 2: a watch from below `oldest - 1` is Gone (known at
+        // once when the engine is listed).
+        if let (Lifecycle::Ready, Start::After(r)) = (self.lifecycle, start) {
+            let oldest = self.oldest_minus_one();
+            if r < oldest {
+                return Err(WatchError::Gone(Gone::new(r.into(), oldest.into())));
+            }
+        }
+        self.watches.push(ModelWatch {
+            filter: spec.filter.clone(),
+            start,
+            created: self.now,
+            deadline: spec.timeout.map(|t| self.now + t),
+            generation: (self.lifecycle == Lifecycle::Ready).then_some(self.generation),
+            phase: Phase::Waiting,
+            end: None,
+            relist_ambiguous: false,
+            finished: false,
+        });
+        self.settle();
+        Ok(self.watches.len() - 1)
+    }
+
+    /// `Watch::stop`: ends the watch with Stopped unless it has ended.
+    pub fn stop_watch(&mut self, id: usize) {
+        let w = &mut self.watches[id];
+        if w.end.is_none() {
+            w.end = Some(EndReason::Stopped);
+        }
+    }
+
+    /// What the dispatcher does with the time and versions as they are now:
+    /// waiting watches start or time out (SEMANTICS 3), then deadlines pass.
+    fn settle(&mut self) {
+        if self.lifecycle == Lifecycle::Stopped {
+            return;
+        }
+        if self.lifecycle == Lifecycle::Ready {
+            for w in &mut self.watches {
+                if w.end.is_some() || !matches!(w.phase, Phase::Waiting) {
+                    continue;
+                }
+                debug_assert!(w.generation.is_none_or(|g| g == self.generation));
+                let need = w.start.wait_for();
+                if need > self.rv {
+                    // SEMANTICS 3: R above the current version waits, then
+                    // fails with TooLargeResourceVersion.
+                    if self.now - w.created >= self.too_large_timeout {
+                        w.end = Some(EndReason::TooLargeResourceVersion(
+                            TooLargeResourceVersion::new(need.into(), self.rv.into()),
+                        ));
+                    }
+                } else {
+                    w.phase = Phase::Activated;
+                }
+            }
+        }
+        // SEMANTICS 3: the optional deadline.
+        for w in &mut self.watches {
+            if w.end.is_none() && w.deadline.is_some_and(|d| d <= self.now) {
+                w.end = Some(EndReason::Deadline);
+            }
+        }
+    }
+
+    /// The watch's first receive after activation: the snapshot, or the
+    /// start version checked against the window once more.
+    fn begin(&mut self, id: usize) {
+        let head = self.head();
+        let oldest = self.oldest_minus_one();
+        let (start, filter) = (self.watches[id].start, self.watches[id].filter.clone());
+        let phase = match start {
+            Start::Snapshot {
+                initial_events_end, ..
+            } => {
+                // SEMANTICS 3: the state, in key order, each object as
+                // Added at its own version; then the initial-events-end
+                // bookmark at the state's version.
+                let mut initial: VecDeque<Seen> = self
+                    .store
+                    .values()
+                    .filter(|(o, _)| filter.admits(o))
+                    .map(|(o, rv)| Seen::object_event(EventKind::Added, *rv, o))
+                    .collect();
+                if initial_events_end {
+                    initial.push_back(Seen::initial_events_end(self.rv));
+                }
+                Phase::Streaming {
+                    initial,
+                    cursor: head,
+                    last_rv: self.rv,
+                }
+            }
+            Start::After(r) => {
+                // SEMANTICS 2: below `oldest - 1` is Gone.
+                if r < oldest {
+                    self.watches[id].end =
+                        Some(EndReason::Gone(Gone::new(r.into(), oldest.into())));
+                    return;
+                }
+                Phase::Streaming {
+                    initial: VecDeque::new(),
+                    cursor: self.first_after(r),
+                    last_rv: r,
+                }
+            }
+        };
+        self.watches[id].phase = phase;
+    }
+
+    /// The next history position at or after `from` whose change the
+    /// watch's filter has a verdict on, with that verdict.
+    fn next_needed(&self, filter: &Filter, from: usize) -> Option<(usize, Seen)> {
+        for p in from..self.head() {
+            let r = &self.records[p];
+            let RecordKind::Change(kind) = r.kind else {
+                // Unreachable in practice: a re-list ends every watch.
+                return None;
+            };
+            let obj = r.object.as_ref().expect("a change has an object");
+            if let Some((k, shown)) = verdict(filter, kind, obj, r.prev.as_ref()) {
+                return Some((p, Seen::object_event(k, r.rv, shown)));
+            }
+        }
+        None
+    }
+
+    /// `Watch::try_recv`: the next item the watch hands out now.
+    pub fn recv(&mut self, id: usize) -> Recv {
+        if self.watches[id].finished {
+            return Recv::Finished;
+        }
+        // SEMANTICS 3: an end takes effect at once.
+        if let Some(reason) = self.watches[id].end.clone() {
+            self.watches[id].finished = true;
+            return Recv::End(reason);
+        }
+        match self.watches[id].phase {
+            Phase::Waiting => return Recv::Empty,
+            Phase::Activated => {
+                self.begin(id);
+                if let Some(reason) = self.watches[id].end.clone() {
+                    self.watches[id].finished = true;
+                    return Recv::End(reason);
+                }
+            }
+            Phase::Streaming { .. } => {}
+        }
+        let oldest = self.oldest_minus_one();
+        let filter = self.watches[id].filter.clone();
+        let (cursor, last_rv) = match &mut self.watches[id].phase {
+            Phase::Streaming {
+                initial,
+                cursor,
+                last_rv,
+            } => {
+                if let Some(s) = initial.pop_front() {
+                    self.watches[id].relist_ambiguous = false;
+                    return Recv::Event(s);
+                }
+                (*cursor, *last_rv)
+            }
+            _ => unreachable!("begun above"),
+        };
+        let Some((p, seen)) = self.next_needed(&filter, cursor) else {
+            return Recv::Empty;
+        };
+        if !self.in_ring(p) {
+            // SEMANTICS 5: the next change it needs has left the ring.
+            let gone = EndReason::Gone(Gone::new(last_rv.into(), oldest.into()));
+            self.watches[id].end = Some(gone.clone());
+            self.watches[id].finished = true;
+            return Recv::End(gone);
+        }
+        if let Phase::Streaming {
+            cursor, last_rv, ..
+        } = &mut self.watches[id].phase
+        {
+            *cursor = p + 1;
+            *last_rv = seen.rv;
+        }
+        self.watches[id].relist_ambiguous = false;
+        Recv::Event(seen)
+    }
+
+    /// A documented alternative the harnesses may accept (off by default):
+    /// the engine ended the watch with `gone` where the model would deliver
+    /// the next change it needs, because the engine's catch-up reads every
+    /// position after the last one it delivered, and the position right
+    /// after that one has left the ring although the change the watch
+    /// needs has not. Accepts it (and ends the watch in the model) only if
+    /// the watch is streaming, `gone` carries its last delivered version
+    /// and the current `oldest - 1`, and that position has really left the
+    /// ring.
+    pub fn accept_early_gone(&mut self, id: usize, gone: &Gone) -> bool {
+        if !self.allow.early_gone {
+            return false;
+        }
+        let oldest = self.oldest_minus_one();
+        let head = self.head();
+        let Phase::Streaming {
+            initial,
+            cursor,
+            last_rv,
+        } = &self.watches[id].phase
+        else {
+            return false;
+        };
+        let ok = initial.is_empty()
+            && *cursor < head
+            && !self.in_ring(*cursor)
+            && gone.requested().get() == *last_rv
+            && gone.oldest_servable().get() == oldest;
+        if ok {
+            self.watches[id].end = Some(EndReason::Gone(*gone));
+            self.watches[id].finished = true;
+        }
+        ok
+    }
+
+    /// [`Allow::waiting_survives_relist`]: the engine ended with Relisted a
+    /// watch that was waiting (since before the first list) when a re-list
+    /// came, and has delivered nothing since; accepts it (and ends the watch
+    /// in the model).
+    pub fn accept_relisted(&mut self, id: usize) -> bool {
+        let w = &mut self.watches[id];
+        if !self.allow.waiting_survives_relist || !w.relist_ambiguous || w.finished {
+            return false;
+        }
+        w.end = Some(EndReason::Relisted);
+        w.finished = true;
+        true
+    }
+
+    // ----- whole views, for checks that cannot be exact -------------------
+
+    /// Every event of generation `generation` a watcher with `filter` sees
+    /// after version `after`, ignoring the ring's size.
+    pub fn view_after(&self, filter: &Filter, generation: u64, after: u64) -> Vec<Seen> {
+        self.records
+            .iter()
+            .filter(|r| r.generation == generation && r.rv > after)
+            .filter_map(|r| {
+                let RecordKind::Change(kind) = r.kind else {
+                    return None;
+                };
+                let obj = r.object.as_ref()?;
+                let (k, shown) = verdict(filter, kind, obj, r.prev.as_ref())?;
+                Some(Seen::object_event(k, r.rv, shown))
+            })
+            .collect()
+    }
+
+    /// The state of generation `generation` at version `at`.
+    pub fn state_at(&self, generation: u64, at: u64) -> State {
+        let mut state = self.lists[(generation - 1) as usize].1.clone();
+        for r in &self.records {
+            if r.generation != generation || r.rv > at {
+                continue;
+            }
+            let (RecordKind::Change(kind), Some(o)) = (&r.kind, &r.object) else {
+                continue;
+            };
+            if *kind == ChangeKind::Deleted {
+                state.remove(o.key());
+            } else {
+                state.insert(o.key().to_owned(), (o.clone(), r.rv));
+            }
+        }
+        state
+    }
+
+    /// What a snapshot watch of generation `generation` that began at
+    /// version `at` sees in all: the initial events, the
+    /// initial-events-end bookmark if asked, then every later change.
+    pub fn snapshot_view(
+        &self,
+        filter: &Filter,
+        generation: u64,
+        at: u64,
+        initial_events_end: bool,
+    ) -> Vec<Seen> {
+        let mut out: Vec<Seen> = self
+            .state_at(generation, at)
+            .values()
+            .filter(|(o, _)| filter.admits(o))
+            .map(|(o, rv)| Seen::object_event(EventKind::Added, *rv, o))
+            .collect();
+        if initial_events_end {
+            out.push(Seen::initial_events_end(at));
+        }
+        out.extend(self.view_after(filter, generation, at));
+        out
+    }
+}
