@@ -11,7 +11,7 @@
 //!
 //! Each model has two or three threads and exercises the engine's own code:
 //! the ring and the queue through `herald::model`, everything else through
-//! the public API on a [`FrozenClock`].
+//! the public API on a `FrozenClock` (a clock that never moves).
 
 #[cfg(herald_loom)]
 mod harness {
