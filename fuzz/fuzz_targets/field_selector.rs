@@ -83,7 +83,10 @@ fn check(input: &str) {
             expected.dedup();
             let mut got: Vec<RefTerm> = sel.terms().iter().map(ref_term).collect();
             got.sort();
-            assert_eq!(got, expected, "{input:?}: engine and reference terms differ");
+            assert_eq!(
+                got, expected,
+                "{input:?}: engine and reference terms differ"
+            );
             sel
         }
     };
@@ -117,7 +120,11 @@ fn check(input: &str) {
     }
     for t in sel.terms() {
         assert!(!t.field().is_empty(), "{input:?}: empty field");
-        assert!(!t.field().contains('='), "{input:?}: '=' in field {:?}", t.field());
+        assert!(
+            !t.field().contains('='),
+            "{input:?}: '=' in field {:?}",
+            t.field()
+        );
         let alone = t.to_string();
         match FieldSelector::parse(&alone) {
             Ok(one) => assert_eq!(

@@ -66,7 +66,9 @@ fn check(input: &str) {
         }
     };
 
-    let blank = input.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+    let blank = input
+        .bytes()
+        .all(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
     assert_eq!(
         sel.is_everything(),
         blank,
@@ -170,7 +172,10 @@ fn check_structure(input: &str, sel: &LabelSelector) {
             "{input:?}: requirements not sorted by key: {:?}",
             sel.to_string()
         );
-        assert_ne!(pair[0], pair[1], "{input:?}: adjacent duplicate requirement");
+        assert_ne!(
+            pair[0], pair[1],
+            "{input:?}: adjacent duplicate requirement"
+        );
     }
     for r in reqs {
         assert!(
@@ -221,10 +226,8 @@ fn is_qualified_name(key: &str) -> bool {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
-    if let Some(p) = prefix {
-        if !is_dns1123_subdomain(p) {
-            return false;
-        }
+    if prefix.is_some_and(|p| !is_dns1123_subdomain(p)) {
+        return false;
     }
     !name.is_empty() && is_label_value(name)
 }
@@ -313,7 +316,11 @@ fn label_sets(sel: &LabelSelector) -> Vec<Labels> {
         &[("app", "web")],
         &[("app", "db"), ("tier", "x"), ("env", "")],
         &[("a", "1"), ("b", "-5"), ("c", "")],
-        &[("in", "notin"), ("notin", "in"), ("x", "9223372036854775807")],
+        &[
+            ("in", "notin"),
+            ("notin", "in"),
+            ("x", "9223372036854775807"),
+        ],
     ];
     let mut sets: Vec<Labels> = fixed
         .iter()
@@ -326,7 +333,9 @@ fn label_sets(sel: &LabelSelector) -> Vec<Labels> {
 
     let reqs = sel.requirements();
     let bound = |r: &LabelRequirement| r.values().next().and_then(|v| v.parse::<i64>().ok());
-    let derived: [&dyn Fn(usize, &LabelRequirement) -> Option<String>; 5] = [
+    // The value (or absence) of requirement `i`'s key in a derived set.
+    type Derive<'a> = &'a dyn Fn(usize, &LabelRequirement) -> Option<String>;
+    let derived: [Derive<'_>; 5] = [
         // Every key with its first value (or "").
         &|_, r| Some(r.values().next().unwrap_or("").to_owned()),
         // Every key with its last value (or "v").

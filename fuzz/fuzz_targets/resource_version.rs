@@ -113,7 +113,10 @@ fn check(input: &str) {
     // FromStr: the same, except that a value is required.
     let from_str = input.parse::<ResourceVersion>();
     if input.is_empty() {
-        assert!(from_str.is_err(), "\"\".parse::<ResourceVersion>() succeeded");
+        assert!(
+            from_str.is_err(),
+            "\"\".parse::<ResourceVersion>() succeeded"
+        );
     } else {
         assert_eq!(
             from_str.map(Some),
