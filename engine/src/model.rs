@@ -89,14 +89,6 @@ impl RingWriterModel {
 }
 
 impl RingReaderModel {
-    /// A second reader of the same ring.
-    pub fn reader(&self) -> RingReaderModel {
-        RingReaderModel {
-            ring: self.ring.clone(),
-            cursor: self.ring.cursor(),
-        }
-    }
-
     /// The published head (`Acquire`).
     pub fn head(&self) -> u64 {
         self.ring.head()
