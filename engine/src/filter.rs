@@ -67,6 +67,7 @@ pub(crate) enum Verdict {
 }
 
 impl Verdict {
+    #[inline]
     pub(crate) fn from_bits(bits: u64) -> Verdict {
         match bits & 3 {
             1 => Verdict::Added,
@@ -107,11 +108,16 @@ impl Filter {
     }
 
     /// Whether the watcher may see `obj` at all.
+    #[inline]
     pub(crate) fn admits(&self, obj: &Object) -> bool {
-        self.everything
-            || self.scope.contains(obj.key())
-                && self.labels.matches(|k| obj.label(k))
-                && self.fields.matches(|f| obj.field(f))
+        self.everything || self.admits_slow(obj)
+    }
+
+    #[inline(never)]
+    fn admits_slow(&self, obj: &Object) -> bool {
+        self.scope.contains(obj.key())
+            && self.labels.matches(|k| obj.label(k))
+            && self.fields.matches(|f| obj.field(f))
     }
 
     /// The Added/Modified/Deleted decision of the reference
@@ -119,6 +125,7 @@ impl Filter {
     /// cur passes (and the change is not a deletion) and prev passes ->
     /// Modified; cur passes only -> Added; prev passes only -> Deleted
     /// (carrying prev); neither -> nothing.
+    #[inline]
     pub(crate) fn verdict(
         &self,
         kind: ChangeKind,

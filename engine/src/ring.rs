@@ -39,7 +39,7 @@
 use std::time::{Duration, Instant};
 
 use crate::event::ChangeKind;
-use crate::sync::{Arc, ArcSwap, ArcSwapOption, AtomicU64, CachePadded, Guard, Ordering};
+use crate::sync::{Arc, ArcSwap, ArcSwapOption, AtomicU64, CachePadded, OnceLock, Ordering};
 use crate::{Object, ResourceVersion};
 
 /// What a ring record holds.
@@ -75,44 +75,91 @@ pub(crate) struct Record {
     pub(crate) enqueued: AtomicU64,
 }
 
+/// Records per chunk: the unit in which the writer replaces history, and
+/// in which a reader takes protection. Small under loom, so that models
+/// wrap the ring with a handful of records.
+#[cfg(not(herald_loom))]
+pub(crate) const CHUNK: u64 = 32;
+#[cfg(herald_loom)]
+pub(crate) const CHUNK: u64 = 2;
+
+/// `CHUNK` consecutive positions starting at `base`, each written once.
+///
+/// A chunk is never reused for other positions: the writer replaces a
+/// whole chunk by publishing a new one in its cell. So a reader that holds
+/// a chunk may read any record already set in it without further
+/// synchronisation than the cell's `Acquire` (`OnceLock::get`), and a
+/// reader that caches the chunk pays for protection once per `CHUNK`
+/// records instead of once per record.
+#[derive(Debug)]
+pub(crate) struct Chunk {
+    /// The first position: the stamp readers check.
+    base: u64,
+    records: Box<[OnceLock<Record>]>,
+}
+
+impl Chunk {
+    fn new(base: u64) -> Chunk {
+        debug_assert_eq!(base % CHUNK, 0);
+        Chunk {
+            base,
+            records: (0..CHUNK).map(|_| OnceLock::new()).collect(),
+        }
+    }
+
+    /// The record at `pos`, if this chunk holds `pos` and it has been set.
+    #[inline]
+    fn get(&self, pos: u64) -> Option<&Record> {
+        if pos.wrapping_sub(self.base) < CHUNK {
+            self.records[(pos - self.base) as usize].get()
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Slots {
+    /// Mask over chunk numbers (`pos / CHUNK`).
     mask: u64,
-    cells: Box<[ArcSwapOption<Record>]>,
+    cells: Box<[ArcSwapOption<Chunk>]>,
 }
 
 impl Slots {
     fn with_capacity(physical: usize) -> Slots {
-        debug_assert!(physical.is_power_of_two());
+        debug_assert!(physical.is_power_of_two() && physical as u64 >= 2 * CHUNK);
+        let chunks = physical / CHUNK as usize;
         Slots {
-            mask: physical as u64 - 1,
-            cells: (0..physical).map(|_| ArcSwapOption::empty()).collect(),
+            mask: chunks as u64 - 1,
+            cells: (0..chunks).map(|_| ArcSwapOption::empty()).collect(),
         }
     }
 
+    /// Positions the array holds.
     fn physical(&self) -> u64 {
-        self.mask + 1
+        (self.mask + 1) * CHUNK
     }
 
-    fn cell(&self, pos: u64) -> &ArcSwapOption<Record> {
+    fn cell(&self, pos: u64) -> &ArcSwapOption<Chunk> {
         // Masking keeps the index in bounds; no unchecked access here.
-        &self.cells[(pos & self.mask) as usize]
+        &self.cells[((pos / CHUNK) & self.mask) as usize]
     }
 }
 
-/// A record read from the ring. Holds it alive for as long as it is held;
-/// keep it short (it occupies one of the thread's arc-swap debt slots).
-pub(crate) struct RecordRef(Guard<Option<Arc<Record>>>);
+/// A record read from the ring, owned: holds its chunk alive for as long
+/// as it is held (one reference count on the chunk).
+pub(crate) struct RecordRef {
+    chunk: Arc<Chunk>,
+    pos: u64,
+}
 
 impl std::ops::Deref for RecordRef {
     type Target = Record;
 
+    #[inline]
     fn deref(&self) -> &Record {
-        // `read` only builds a RecordRef around a `Some`.
-        self.0
-            .as_ref()
-            .map(|r| &**r)
-            .unwrap_or_else(|| unreachable!())
+        // `read` only builds a RecordRef around a record that is set.
+        self.chunk.get(self.pos).unwrap_or_else(|| unreachable!())
     }
 }
 
@@ -129,10 +176,12 @@ pub(crate) struct Ring {
     head: CachePadded<AtomicU64>,
 }
 
-/// A reader's cached view of the slot array, refreshed on a stamp mismatch.
+/// A reader's cached view: the slot array (refreshed on a stamp mismatch)
+/// and the chunk it read last.
 #[derive(Debug)]
 pub(crate) struct ReadCursor {
     slots: Arc<Slots>,
+    chunk: Option<Arc<Chunk>>,
 }
 
 impl Ring {
@@ -154,18 +203,53 @@ impl Ring {
     pub(crate) fn cursor(&self) -> ReadCursor {
         ReadCursor {
             slots: self.slots.load_full(),
+            chunk: None,
         }
     }
 
     /// Reads the record at `pos`, which must be below a `head()` the caller
-    /// loaded. Returns `Evicted` when the writer has reused its slot.
+    /// loaded, borrowing it from the cursor's cached chunk. Returns
+    /// `Evicted` when the writer has replaced its chunk and the cursor does
+    /// not hold it (a cursor that holds the chunk still reads it: a record
+    /// never changes once written).
+    #[inline]
+    pub(crate) fn read_borrowed<'c>(
+        &self,
+        cursor: &'c mut ReadCursor,
+        pos: u64,
+    ) -> Result<&'c Record, Evicted> {
+        let cached = cursor.chunk.as_ref().is_some_and(|c| c.get(pos).is_some());
+        if !cached {
+            self.load_chunk(cursor, pos)?;
+        }
+        // Either branch leaves a chunk holding `pos`, set, in the cursor.
+        let rec = cursor
+            .chunk
+            .as_ref()
+            .and_then(|c| c.get(pos))
+            .ok_or(Evicted)?;
+        debug_assert_eq!(rec.pos, pos);
+        Ok(rec)
+    }
+
+    /// [`Ring::read_borrowed`], owned (one reference count on the chunk).
     pub(crate) fn read(&self, cursor: &mut ReadCursor, pos: u64) -> Result<RecordRef, Evicted> {
+        self.read_borrowed(cursor, pos)?;
+        let chunk = cursor.chunk.clone().ok_or(Evicted)?;
+        Ok(RecordRef { chunk, pos })
+    }
+
+    /// Loads the chunk holding `pos` into the cursor.
+    #[inline(never)]
+    fn load_chunk(&self, cursor: &mut ReadCursor, pos: u64) -> Result<(), Evicted> {
         loop {
-            let guard = cursor.slots.cell(pos).load();
-            if guard.as_ref().is_some_and(|r| r.pos == pos) {
-                return Ok(RecordRef(guard));
+            let chunk = cursor.slots.cell(pos).load_full();
+            if let Some(chunk) = chunk
+                && chunk.get(pos).is_some()
+            {
+                cursor.chunk = Some(chunk);
+                return Ok(());
             }
-            drop(guard);
             // Stale array (resized since the cursor was taken) or evicted.
             let current = self.slots.load_full();
             if Arc::ptr_eq(&current, &cursor.slots) {
@@ -174,6 +258,15 @@ impl Ring {
             cursor.slots = current;
         }
     }
+}
+
+/// The physical size (a power of two, at least two chunks) that keeps
+/// `records` retained positions: one chunk more than asked, since the
+/// writer replaces a whole chunk when it starts the next.
+fn physical_for(records: usize) -> usize {
+    (records + CHUNK as usize)
+        .next_power_of_two()
+        .max(2 * CHUNK as usize)
 }
 
 /// Sizing settings of the ring.
@@ -207,6 +300,8 @@ pub(crate) struct RingWriter {
     /// The current slot array (the writer is the only one to replace it, so
     /// its own copy is always current and costs no `ArcSwap` load).
     slots: Arc<Slots>,
+    /// The chunk being filled (the writer's own handle on it).
+    chunk: Option<Arc<Chunk>>,
     sizing: Sizing,
     /// Logical capacity: how many records the window keeps.
     cap: usize,
@@ -226,10 +321,11 @@ pub(crate) struct RingWriter {
 impl RingWriter {
     pub(crate) fn new(sizing: Sizing) -> (RingWriter, Arc<Ring>) {
         let cap = sizing.lower.max(1);
-        let ring = Arc::new(Ring::new(cap.next_power_of_two()));
+        let ring = Arc::new(Ring::new(physical_for(cap)));
         (
             RingWriter {
                 slots: ring.slots.load_full(),
+                chunk: None,
                 ring: ring.clone(),
                 sizing,
                 cap,
@@ -265,12 +361,11 @@ impl RingWriter {
     /// writer only asks for positions within its physical window).
     fn own(&self, pos: u64) -> RecordRef {
         debug_assert!(pos < self.head && self.head - pos <= self.physical());
-        let guard = self.slots.cell(pos).load();
-        assert!(
-            guard.as_ref().is_some_and(|r| r.pos == pos),
-            "the writer's retained record {pos} was overwritten"
-        );
-        RecordRef(guard)
+        let chunk = self.slots.cell(pos).load_full();
+        match chunk {
+            Some(chunk) if chunk.get(pos).is_some() => RecordRef { chunk, pos },
+            _ => panic!("the writer's retained record {pos} was overwritten"),
+        }
     }
 
     /// Appends a record; `dispatched` is the dispatcher's cursor (positions
@@ -298,7 +393,7 @@ impl RingWriter {
             }
             if self.gated(dispatched) {
                 return Err(Gated {
-                    reused: self.head - self.physical(),
+                    reused: self.head - self.physical() + CHUNK - 1,
                 });
             }
         } else if full {
@@ -325,7 +420,21 @@ impl RingWriter {
             bytes,
             enqueued: AtomicU64::new(0),
         };
-        self.slots.cell(pos).store(Some(Arc::new(record)));
+        if pos % CHUNK == 0 {
+            // A new chunk replaces the one `physical` positions back (the
+            // gate above has checked it is dispatched).
+            let chunk = Arc::new(Chunk::new(pos));
+            self.slots.cell(pos).store(Some(chunk.clone()));
+            self.chunk = Some(chunk);
+        }
+        let stored = self
+            .chunk
+            .as_ref()
+            .map(|c| c.records[(pos % CHUNK) as usize].set(record));
+        debug_assert!(
+            matches!(stored, Some(Ok(()))),
+            "position {pos} written twice"
+        );
         self.head = pos + 1;
         // Release: publishes the record stored above (pairs with `Ring::head`).
         self.ring.head.store(self.head, Ordering::Release);
@@ -341,11 +450,14 @@ impl RingWriter {
         Ok((pos, resized))
     }
 
-    /// Whether the slot the next write reuses holds an undispatched record.
+    /// Whether the next write replaces a chunk (it starts a new one) that
+    /// still holds an undispatched record.
     fn gated(&self, dispatched: u64) -> bool {
-        self.head
-            .checked_sub(self.physical())
-            .is_some_and(|reused| reused >= dispatched)
+        self.head % CHUNK == 0
+            && self
+                .head
+                .checked_sub(self.physical())
+                .is_some_and(|first| first + CHUNK > dispatched)
     }
 
     fn evict_oldest(&mut self) {
@@ -414,15 +526,15 @@ impl RingWriter {
         }
         // Keep every undispatched record, even if outside the window, and
         // room for the next write.
-        let keep_from = self.tail.min(dispatched);
+        let keep_from = self.tail.min(dispatched) / CHUNK * CHUNK;
         let need = (self.head - keep_from + 1) as usize;
-        let physical = cap.max(need).next_power_of_two();
+        let physical = physical_for(cap.max(need));
         if physical as u64 == self.physical() {
             return;
         }
         let new = Slots::with_capacity(physical);
-        for pos in keep_from..self.head {
-            new.cell(pos).store(self.slots.cell(pos).load_full());
+        for base in (keep_from..self.head).step_by(CHUNK as usize) {
+            new.cell(base).store(self.slots.cell(base).load_full());
         }
         // The new array is published before any record is written into it;
         // see the module's Synchronization section.
@@ -550,8 +662,13 @@ mod tests {
     fn writer_is_gated_by_the_dispatcher_not_by_readers() {
         let (mut w, ring) = RingWriter::new(sizing(4, 4, Duration::from_secs(60)));
         let t = Instant::now();
-        let mut reader = ring.cursor();
-        for rv in 1..=4 {
+        let physical = w.physical();
+        assert_eq!(
+            physical,
+            2 * CHUNK,
+            "two chunks hold four records and the next"
+        );
+        let append = |w: &mut RingWriter, rv: u64, dispatched: u64| {
             w.append(
                 RecordKind::Change(ChangeKind::Added),
                 rv.into(),
@@ -559,35 +676,32 @@ mod tests {
                 None,
                 1,
                 t,
-                0,
+                dispatched,
             )
-            .unwrap();
+        };
+        for rv in 1..=physical {
+            append(&mut w, rv, 0).unwrap();
         }
-        // Dispatcher at 0, physical 4: the fifth write would reuse slot 0.
-        let r = w.append(
-            RecordKind::Change(ChangeKind::Added),
-            5.into(),
-            obj(5),
-            None,
-            1,
-            t,
-            0,
+        // A reader caches the first chunk.
+        let mut holder = ring.cursor();
+        assert_eq!(ring.read(&mut holder, 0).unwrap().rv.get(), 1);
+        // The next write starts a chunk that replaces the first, which holds
+        // undispatched records: refused until the whole chunk is dispatched.
+        let next = physical + 1;
+        assert_eq!(append(&mut w, next, 0), Err(Gated { reused: CHUNK - 1 }));
+        assert_eq!(
+            append(&mut w, next, CHUNK - 1),
+            Err(Gated { reused: CHUNK - 1 })
         );
-        assert_eq!(r, Err(Gated { reused: 0 }));
-        assert_eq!(ring.head(), 4);
-        // Once dispatched, the writer laps the (slow) reader, which learns it.
-        w.append(
-            RecordKind::Change(ChangeKind::Added),
-            5.into(),
-            obj(5),
-            None,
-            1,
-            t,
-            1,
-        )
-        .unwrap();
-        assert!(ring.read(&mut reader, 0).is_err());
-        assert_eq!(ring.read(&mut reader, 4).unwrap().rv.get(), 5);
+        assert_eq!(ring.head(), physical);
+        // Once dispatched, the writer laps the (slow) readers: one that does
+        // not hold the chunk learns it; one that holds it still reads the
+        // records, which never change once written.
+        append(&mut w, next, CHUNK).unwrap();
+        let mut fresh = ring.cursor();
+        assert!(ring.read(&mut fresh, 0).is_err());
+        assert_eq!(ring.read(&mut fresh, physical).unwrap().rv.get(), next);
+        assert_eq!(ring.read(&mut holder, 1).unwrap().rv.get(), 2);
     }
 
     #[test]

@@ -39,7 +39,7 @@ mod imp {
     pub(crate) use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
     pub(crate) use std::thread::{JoinHandle, Thread, ThreadId};
 
-    pub(crate) use arc_swap::{ArcSwap, ArcSwapOption, Guard};
+    pub(crate) use arc_swap::{ArcSwap, ArcSwapOption};
     pub(crate) use atomic_waker::AtomicWaker;
 
     /// Parks the current thread until unparked (a spurious return is

@@ -547,6 +547,7 @@ impl Raw {
 /// The kind, version and visible object of a record seen through a
 /// verdict: Deleted carries the state the watcher could see, with the
 /// change's resource version (seeds/004 `convertToWatchEvent`).
+#[inline]
 fn record_event(rec: &Record, v: Verdict) -> (EventKind, ResourceVersion, &Object) {
     let object = rec.object.as_ref();
     let shown = match v {
@@ -780,7 +781,9 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_batch(&mut self, out: &mut Vec<WatchItem>, max: usize) -> usize {
-        let mut n = 0;
+        let mut n = self.stream_batch(max, &mut |ev: EventRef<'_>| {
+            out.push(WatchItem::Event(ev.to_event()));
+        });
         while n < max {
             match self.step_owned() {
                 Step::Item(item) => {
@@ -818,7 +821,10 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn visit_batch(&mut self, max: usize, mut f: impl FnMut(EventRef<'_>)) -> Visited {
-        let mut visited = Visited::default();
+        let mut visited = Visited {
+            events: self.stream_batch(max, &mut f),
+            end: None,
+        };
         while visited.events < max {
             let raw = match self.step() {
                 Step::Item(raw) => raw,
@@ -929,6 +935,107 @@ impl Watch {
             self.w.parked.store(false, Ordering::Relaxed);
         }
         step
+    }
+
+    /// The streaming fast path of the batch calls: lends up to `max`
+    /// changes from the replay and the queue in one tight loop, checking
+    /// the watch's end once per batch rather than once per event. It
+    /// serves only the steady state (streaming, not ended, no park
+    /// transition pending) and stops at anything else, which the general
+    /// step ([`Watch::step`]) then handles: the end, a park to take on, a
+    /// re-list, a record the writer has lapped.
+    fn stream_batch(&mut self, max: usize, f: &mut impl FnMut(EventRef<'_>)) -> usize {
+        if self.phase != Phase::Stream || self.w.end.get().is_some() {
+            return 0;
+        }
+        // Acquire: pairs with the dispatcher's Release stores of `attach`.
+        let raw = self.w.attach.load(Ordering::Acquire);
+        let (replay_to, live) = match decode(raw) {
+            Attach::Live(d) => (d, true),
+            // A park already taken on: keep replaying up to the head.
+            Attach::Parked(_) if self.park_seen == raw => (self.engine.ring.head(), false),
+            _ => return 0,
+        };
+        let mut n = 0;
+        while n < max && self.next_pos < replay_to {
+            let pos = self.next_pos;
+            let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
+                return n;
+            };
+            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+                return n;
+            }
+            self.next_pos = pos + 1;
+            let (RecordKind::Change(kind), Some(object)) = (rec.kind, rec.object.as_ref()) else {
+                continue;
+            };
+            if let Some(v) = self.w.spec.filter.verdict(kind, object, rec.prev.as_ref()) {
+                self.last_rv = rec.rv;
+                let (kind, rv, object) = record_event(rec, v);
+                f(EventRef {
+                    kind,
+                    rv,
+                    object: Some(object),
+                    initial_events_end: false,
+                });
+                n += 1;
+            }
+        }
+        if !live {
+            self.maybe_request_resume(replay_to);
+            return n;
+        }
+        while n < max {
+            let Some(handle) = self.w.queue.pop() else {
+                break;
+            };
+            if self.w.producer_waiting.load(Ordering::Relaxed)
+                && self.w.producer_waiting.swap(false, Ordering::Relaxed)
+            {
+                self.engine.wake_dispatcher();
+            }
+            let pos = handle >> 2;
+            if handle & 3 == BOOKMARK {
+                if let Some(rv) = self.take_bookmark(pos) {
+                    f(EventRef {
+                        kind: EventKind::Bookmark,
+                        rv,
+                        object: None,
+                        initial_events_end: false,
+                    });
+                    n += 1;
+                }
+                continue;
+            }
+            if pos < self.next_pos {
+                // Already served by a replay.
+                continue;
+            }
+            let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
+                // The handle is spent: end here; the general step reports it.
+                self.lapped();
+                return n;
+            };
+            self.next_pos = pos + 1;
+            if rec.object.is_none() {
+                continue;
+            }
+            self.sample_in -= 1;
+            if self.sample_in == 0 {
+                self.sample_in = SAMPLE_EVERY;
+                self.engine.record_received(rec);
+            }
+            self.last_rv = rec.rv;
+            let (kind, rv, object) = record_event(rec, Verdict::from_bits(handle));
+            f(EventRef {
+                kind,
+                rv,
+                object: Some(object),
+                initial_events_end: false,
+            });
+            n += 1;
+        }
+        n
     }
 
     fn step_owned(&mut self) -> Step<WatchItem> {
@@ -1198,6 +1305,13 @@ impl Watch {
 
     /// The writer reused the slot of the next record this watch needs.
     fn fell_behind(&mut self) -> Result<Step<Raw>, Busy> {
+        self.lapped();
+        Ok(self.step())
+    }
+
+    /// Ends the watch because the writer lapped it (`Gone`), or because a
+    /// re-list emptied the window (`Relisted`); the next step reports it.
+    fn lapped(&mut self) {
         let (generation, oldest) = {
             let st = self.engine.lock_state();
             (st.generation, st.ring.oldest_minus_one())
@@ -1209,7 +1323,8 @@ impl Watch {
         } else {
             EndReason::Gone(Gone::new(self.last_rv, oldest))
         };
-        Ok(self.end_now(reason))
+        self.w.end(reason, &self.engine.counters);
+        self.drained = true;
     }
 }
 

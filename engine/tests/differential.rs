@@ -886,7 +886,10 @@ impl Harness {
         let id = self.watches[i].id;
         for g in got {
             self.watches[i].got.push(g.clone());
-            if let Recv::End(reason @ (EndReason::Gone(_) | EndReason::Relisted)) = &g {
+            if matches!(
+                &g,
+                Recv::Event(_) | Recv::End(EndReason::Gone(_) | EndReason::Relisted)
+            ) {
                 // Where the model may accept a documented alternative,
                 // judge on a copy first.
                 let saved = self.model.watch_state(id).clone();
@@ -895,9 +898,10 @@ impl Harness {
                     continue;
                 }
                 self.model.restore_watch(id, saved);
-                let accepted = match reason {
-                    EndReason::Gone(gone) => self.model.accept_early_gone(id, gone),
-                    _ => self.model.accept_relisted(id),
+                let accepted = match &g {
+                    Recv::End(EndReason::Gone(gone)) => self.model.accept_early_gone(id, gone),
+                    Recv::End(_) => self.model.accept_relisted(id),
+                    _ => self.model.accept_served_past_window(id, &g),
                 };
                 if accepted {
                     self.alternatives += 1;

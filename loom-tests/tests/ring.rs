@@ -27,10 +27,12 @@ fn assert_whole(pos: u64, r: &ReadRecord) {
 #[test]
 fn writer_wraps_while_a_reader_replays() {
     model(|| {
-        // Two slots, three records: the third overwrites the first.
+        // Two records kept; under loom a chunk holds two positions and the
+        // array four, so the fifth record starts a chunk that replaces the
+        // first two.
         let (mut writer, mut reader) = ring(2, 2);
         let w = thread::spawn(move || {
-            for _ in 0..3 {
+            for _ in 0..6 {
                 writer.append(u64::MAX).expect("never gated here");
             }
             (writer.head(), writer.physical_len())
@@ -40,7 +42,8 @@ fn writer_wraps_while_a_reader_replays() {
         for (pos, read) in seen {
             match read {
                 Some(r) => assert_whole(pos, &r),
-                // Overwritten only if the writer wrote `pos + physical`.
+                // Overwritten only if the writer wrote `pos + physical` (a
+                // reader holding the old chunk may still read it).
                 None => assert!(
                     pos + physical < head,
                     "position {pos} reported overwritten, but the writer stopped at {head}"
@@ -53,8 +56,9 @@ fn writer_wraps_while_a_reader_replays() {
 #[test]
 fn a_resize_never_hides_a_retained_record() {
     model(|| {
-        // One slot growing to four: every record stays retained, across two
-        // array replacements.
+        // One record growing to four: every record stays retained, across
+        // the array replacement of the third append (four positions to
+        // eight).
         let (mut writer, mut reader) = ring(1, 4);
         let w = thread::spawn(move || {
             for _ in 0..3 {
@@ -77,8 +81,10 @@ fn the_writer_never_overwrites_an_undispatched_record() {
         let (mut writer, mut reader) = ring(2, 2);
         let dispatched = Arc::new(AtomicU64::new(0));
         let d = dispatched.clone();
+        // Five records: the fifth starts a chunk that would replace the
+        // first, and must wait until both of its records are dispatched.
         let w = thread::spawn(move || {
-            for _ in 0..3 {
+            for _ in 0..5 {
                 // Acquire: pairs with the dispatcher's Release below.
                 while writer.append(d.load(Ordering::Acquire)).is_none() {
                     thread::yield_now();
@@ -86,7 +92,7 @@ fn the_writer_never_overwrites_an_undispatched_record() {
             }
         });
         let mut next = 0;
-        while next < 3 {
+        while next < 5 {
             let head = reader.head();
             if next == head {
                 thread::yield_now();

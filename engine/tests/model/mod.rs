@@ -593,6 +593,13 @@ pub struct Model {
 ///   gap; the model is omniscient, the watch is not. (A parked watch could
 ///   skip to its first queued handle, since the dispatcher already judged
 ///   the positions before it; an improvement, not a correctness rule.)
+/// - `served_past_window`: a replaying (or parked) watch whose next
+///   change has left the logical window (so the model ends it with
+///   `Gone`) may still be served that change, and those after it, while
+///   the record physically survives: the ring is a power of two with one
+///   chunk to spare, and a reader holding a chunk can read it after the
+///   writer has replaced it. The records served are exactly the model's;
+///   the watch ends with `Gone` once it reaches one that is really gone.
 /// - `waiting_survives_relist`: a watch begun before the first list has
 ///   seen nothing of any generation; whether the dispatcher activates it
 ///   before or after a re-list marker is a race, and both outcomes keep
@@ -602,6 +609,8 @@ pub struct Model {
 pub struct Allow {
     /// `early_gone`: see [`Model::accept_early_gone`].
     pub early_gone: bool,
+    /// `served_past_window`: see [`Model::accept_served_past_window`].
+    pub served_past_window: bool,
     /// `waiting_survives_relist`: a watch begun before the first list that
     /// is still waiting for its start version when a re-list comes may
     /// either end with Relisted (SEMANTICS 8: a re-list ends every watcher)
@@ -620,6 +629,7 @@ impl Allow {
         let strict = |name: &str| v.split(',').any(|s| s.trim() == name);
         Allow {
             early_gone: !strict("early_gone"),
+            served_past_window: !strict("served_past_window"),
             waiting_survives_relist: !strict("waiting_survives_relist"),
         }
     }
@@ -1127,6 +1137,41 @@ impl Model {
             self.watches[id].finished = true;
         }
         ok
+    }
+
+    /// [`Allow::served_past_window`]: the engine delivered `got` where the
+    /// model ends the watch with `Gone` because the change it needs next
+    /// has left the logical window. Accepts it (and advances the watch) if
+    /// `got` is exactly that change as the watch may see it.
+    pub fn accept_served_past_window(&mut self, id: usize, got: &Recv) -> bool {
+        if !self.allow.served_past_window {
+            return false;
+        }
+        let filter = self.watches[id].filter.clone();
+        let Phase::Streaming {
+            initial, cursor, ..
+        } = &self.watches[id].phase
+        else {
+            return false;
+        };
+        if !initial.is_empty() {
+            return false;
+        }
+        let Some((p, seen)) = self.next_needed(&filter, *cursor) else {
+            return false;
+        };
+        if self.in_ring(p) || Recv::Event(seen.clone()) != *got {
+            return false;
+        }
+        if let Phase::Streaming {
+            cursor, last_rv, ..
+        } = &mut self.watches[id].phase
+        {
+            *cursor = p + 1;
+            *last_rv = seen.rv;
+        }
+        self.watches[id].relist_ambiguous = false;
+        true
     }
 
     /// [`Allow::waiting_survives_relist`]: the engine ended with Relisted a

@@ -1,0 +1,349 @@
+//! The shared consumer arrangement and the run driver.
+//!
+//! Every system is driven the same way: the workload is built, the system
+//! builds its publisher and one subscriber per watcher, a fixed pool of
+//! consumer threads each takes every `threads`-th watcher and drains its
+//! share in batches of [`BATCH`] (1,000 OS threads on 2 cores would measure
+//! the scheduler, not the system), and the publisher runs on the calling
+//! thread, flat out or paced. The clock runs from the first publish until
+//! every watcher has received all it is owed (or ended).
+
+use std::cell::RefCell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::system::{
+    Check, Drained, Publisher, Spec, Stamps, Subscriber, System, Tally, histogram,
+};
+use crate::workload::{Filter, Workload};
+
+/// Deliveries drained from one watcher before moving to the next.
+pub const BATCH: usize = 256;
+
+/// How changes are published.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pace {
+    /// As fast as the system takes them.
+    FlatOut,
+    /// At this many changes per second (busy-waiting between changes on the
+    /// publisher's thread, so the rate holds at microsecond spacing).
+    Rate(f64),
+}
+
+/// A stall injected into one consumer's watcher (the slow-watcher tax).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stall {
+    /// The watcher that stalls.
+    pub watcher: usize,
+    /// It is not drained from `from` until `until` after the run starts.
+    pub from: Duration,
+    /// End of the stall.
+    pub until: Duration,
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOpts {
+    /// Consumer threads.
+    pub threads: usize,
+    /// Publication pace.
+    pub pace: Pace,
+    /// Sample latency for one resource version in `sample_every` (a power
+    /// of two; 1 samples every delivery, 0 samples none).
+    pub sample_every: u64,
+    /// Check every delivery against its filter.
+    pub check_filters: bool,
+    /// Watchers excluded from latency sampling and from the "must not end"
+    /// rule (stalled companions).
+    pub companions: Vec<usize>,
+    /// Stalls to inject.
+    pub stalls: Vec<Stall>,
+    /// Give up after this long (a system that loses a delivery would
+    /// otherwise hang the run).
+    pub timeout: Duration,
+}
+
+impl Default for RunOpts {
+    fn default() -> Self {
+        RunOpts {
+            threads: 2,
+            pace: Pace::FlatOut,
+            sample_every: 64,
+            check_filters: false,
+            companions: Vec::new(),
+            stalls: Vec::new(),
+            timeout: Duration::from_secs(120),
+        }
+    }
+}
+
+/// What a run measured.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Deliveries received by all watchers.
+    pub delivered: u64,
+    /// Deliveries owed to all watchers.
+    pub owed: u64,
+    /// From the first publish until the last watcher was done.
+    pub elapsed: Duration,
+    /// From the first publish until the publisher had published the last
+    /// change.
+    pub publish_elapsed: Duration,
+    /// Building the system and registering every watcher.
+    pub setup: Duration,
+    /// Watchers (not companions) that ended before receiving all they were
+    /// owed.
+    pub ended: usize,
+    /// Companions that ended early.
+    pub companions_ended: usize,
+    /// Order or filter violations (must be 0).
+    pub violations: u64,
+    /// Publish-to-receive latency of sampled deliveries (ns), companions
+    /// excluded.
+    pub latency: hdrhistogram::Histogram<u64>,
+    /// The run hit its timeout.
+    pub timed_out: bool,
+}
+
+impl RunResult {
+    /// Deliveries per second.
+    pub fn rate(&self) -> f64 {
+        self.delivered as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Runs `system` on `workload` with `spec` and `opts`.
+pub fn run<S: System>(
+    system: &S,
+    spec: &Spec,
+    workload: &Arc<Workload>,
+    opts: &RunOpts,
+) -> anyhow::Result<RunResult> {
+    let range = spec.start..workload.changes.len();
+    let start_rv = spec.start_rv(workload);
+    let built = Instant::now();
+    let (mut publisher, subs) = system.build(spec, workload)?;
+    let setup = built.elapsed();
+    let stamps = Stamps::new(workload.changes.len());
+    let threads = opts.threads.max(1);
+    let mut shares: Vec<Vec<(usize, S::Sub, Tally)>> = (0..threads).map(|_| Vec::new()).collect();
+    let mut expected_filters: ahash::AHashMap<Filter, u64> = ahash::AHashMap::new();
+    let mut owed = 0;
+    for (w, (sub, filter)) in subs.into_iter().zip(&spec.filters).enumerate() {
+        let expected = *expected_filters
+            .entry(*filter)
+            .or_insert_with(|| workload.expected(filter, range.clone()));
+        owed += expected;
+        shares[w % threads].push((w, sub, Tally::new(*filter, expected, start_rv)));
+    }
+    let go = Arc::new(AtomicBool::new(false));
+    let abort = Arc::new(AtomicBool::new(false));
+    let delivered = Arc::new(AtomicU64::new(0));
+    let began = Arc::new(parking_lot::Mutex::new(None::<Instant>));
+    let consumers: Vec<_> = shares
+        .into_iter()
+        .map(|share| {
+            let workload = workload.clone();
+            let stamps = stamps.clone();
+            let go = go.clone();
+            let abort = abort.clone();
+            let delivered = delivered.clone();
+            let began = began.clone();
+            let opts = opts.clone();
+            std::thread::Builder::new()
+                .name("perf-consumer".into())
+                .spawn(move || {
+                    consume(
+                        share, &workload, &stamps, &go, &abort, &delivered, &began, &opts,
+                    )
+                })
+                .expect("spawn consumer")
+        })
+        .collect();
+
+    // Publish.
+    let t0 = Instant::now();
+    // Preloaded changes count as published now: their latency is the time
+    // a watcher takes to catch up to them.
+    for i in 0..spec.preloaded {
+        stamps.mark(i);
+    }
+    *began.lock() = Some(t0);
+    go.store(true, Ordering::Release);
+    match opts.pace {
+        Pace::FlatOut => {
+            for i in spec.preloaded..workload.changes.len() {
+                stamps.mark(i);
+                publisher.publish(i);
+            }
+        }
+        Pace::Rate(per_sec) => {
+            let gap = 1e9 / per_sec;
+            for (k, i) in (spec.preloaded..workload.changes.len()).enumerate() {
+                let due = t0 + Duration::from_nanos((k as f64 * gap) as u64);
+                while Instant::now() < due {
+                    if due - Instant::now() > Duration::from_micros(200) {
+                        std::thread::sleep(Duration::from_micros(100));
+                    } else {
+                        std::hint::spin_loop();
+                    }
+                }
+                stamps.mark(i);
+                publisher.publish(i);
+            }
+        }
+    }
+    publisher.finish();
+    let publish_elapsed = t0.elapsed();
+
+    let deadline = t0 + opts.timeout;
+    let mut timed_out = false;
+    let mut outs = Vec::new();
+    for c in consumers {
+        while !c.is_finished() {
+            if Instant::now() > deadline && !abort.load(Ordering::Relaxed) {
+                abort.store(true, Ordering::Relaxed);
+                timed_out = true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        outs.push(c.join().map_err(|_| anyhow::anyhow!("consumer panicked"))?);
+    }
+    let elapsed = outs
+        .iter()
+        .map(|o: &ConsumerOut| o.finished_at)
+        .max()
+        .unwrap_or_default();
+    drop(publisher);
+    let mut latency = histogram();
+    let mut result = RunResult {
+        delivered: 0,
+        owed,
+        elapsed: elapsed.max(Duration::from_nanos(1)),
+        publish_elapsed,
+        setup,
+        ended: 0,
+        companions_ended: 0,
+        violations: 0,
+        latency: histogram(),
+        timed_out,
+    };
+    for out in outs {
+        latency.add(&out.latency).expect("same bounds");
+        for (w, t) in out.tallies {
+            result.delivered += t.received;
+            result.violations += t.violations;
+            if t.ended_early || t.received < t.expected {
+                if opts.companions.contains(&w) {
+                    result.companions_ended += 1;
+                } else {
+                    result.ended += 1;
+                }
+            }
+        }
+    }
+    result.latency = latency;
+    Ok(result)
+}
+
+struct ConsumerOut {
+    tallies: Vec<(usize, Tally)>,
+    latency: hdrhistogram::Histogram<u64>,
+    finished_at: Duration,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn consume<S: Subscriber>(
+    mut share: Vec<(usize, S, Tally)>,
+    workload: &Workload,
+    stamps: &Stamps,
+    go: &AtomicBool,
+    abort: &AtomicBool,
+    delivered: &AtomicU64,
+    began: &parking_lot::Mutex<Option<Instant>>,
+    opts: &RunOpts,
+) -> ConsumerOut {
+    let check = Check {
+        workload,
+        filters: opts.check_filters,
+        sample_mask: if opts.sample_every == 0 {
+            u64::MAX
+        } else {
+            opts.sample_every - 1
+        },
+        stamps: (opts.sample_every > 0).then_some(stamps),
+        hist: RefCell::new(histogram()),
+    };
+    // Companions are drained but not sampled: their latency is theirs.
+    let silent = Check {
+        workload,
+        filters: opts.check_filters,
+        sample_mask: u64::MAX,
+        stamps: None,
+        hist: RefCell::new(histogram()),
+    };
+    while !go.load(Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+    let t0 = began.lock().expect("set before go");
+    let mut open = share.iter().filter(|(_, _, t)| !t.done()).count();
+    let stalls: Vec<Stall> = opts
+        .stalls
+        .iter()
+        .filter(|s| share.iter().any(|(w, _, _)| *w == s.watcher))
+        .copied()
+        .collect();
+    let mut idle_passes = 0u32;
+    while open > 0 && !abort.load(Ordering::Relaxed) {
+        let mut pass = 0usize;
+        let now = (!stalls.is_empty()).then(|| t0.elapsed());
+        for (w, sub, tally) in share.iter_mut() {
+            if tally.done() {
+                continue;
+            }
+            if let Some(now) = now
+                && stalls
+                    .iter()
+                    .any(|s| s.watcher == *w && s.from <= now && now < s.until)
+            {
+                continue;
+            }
+            let c = if opts.companions.contains(w) {
+                &silent
+            } else {
+                &check
+            };
+            let Drained {
+                delivered: got,
+                ended,
+            } = sub.drain(BATCH, &mut |rv, len| tally.deliver(rv, len, c));
+            pass += got;
+            if ended && tally.received < tally.expected {
+                tally.ended_early = true;
+            }
+            if tally.done() {
+                open -= 1;
+            }
+        }
+        if pass == 0 {
+            idle_passes += 1;
+            // Same back-off for every system: spin briefly, then yield the
+            // core to the publisher and the system's own threads.
+            if idle_passes > 64 {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        } else {
+            idle_passes = 0;
+            delivered.fetch_add(pass as u64, Ordering::Relaxed);
+        }
+    }
+    let finished_at = t0.elapsed();
+    ConsumerOut {
+        tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
+        latency: check.hist.into_inner(),
+        finished_at,
+    }
+}

@@ -1,0 +1,271 @@
+//! `herald-perf`: Herald's load harness. Runs the scenarios on Herald and
+//! its peers in one process, prints a table per scenario with ratios
+//! against the peers, checks the targets, writes plots and, on request,
+//! JSON.
+//!
+//! ```text
+//! cargo run --release -p herald-perf                      # the default suite (~2 min)
+//! cargo run --release -p herald-perf -- fanout-all latency --systems herald,tokio-broadcast
+//! cargo run --release -p herald-perf -- --profile smoke --strict
+//! cargo run --release -p herald-perf -- --json results.json --plots target/perf
+//! ```
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Parser;
+use herald_perf::alloc::Counting;
+use herald_perf::report;
+use herald_perf::scenarios::{Profile, Row, Runner, ScenarioKind, SystemKind};
+use indicatif::{ProgressBar, ProgressStyle};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Herald's load harness: fan-out scenarios against tokio broadcast, a
+/// crossbeam-channel cacher, disruptor and a Rust port of the reference's
+/// dispatch, in one run.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Scenarios to run (default: all): fanout-all, fanout-indexed,
+    /// slow-watcher-tax, catch-up, latency, memory.
+    scenarios: Vec<String>,
+    /// Sizes: smoke (seconds, checks the harness), default (~2 minutes),
+    /// full (larger).
+    #[arg(long, default_value = "default")]
+    profile: String,
+    /// Systems to run, comma-separated (default: all): herald,
+    /// reference-port, tokio-broadcast, crossbeam-cacher, disruptor.
+    #[arg(long, value_delimiter = ',')]
+    systems: Vec<String>,
+    /// Consumer threads shared by every system.
+    #[arg(long)]
+    threads: Option<usize>,
+    /// fanout-all watcher counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    watchers: Vec<usize>,
+    /// fanout-all deliveries per run (changes = deliveries / watchers).
+    #[arg(long)]
+    deliveries: Option<usize>,
+    /// fanout-indexed node counts (one watcher each), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    nodes: Vec<usize>,
+    /// fanout-indexed changes per run.
+    #[arg(long)]
+    indexed_changes: Option<usize>,
+    /// latency scenario: changes per second.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// latency and slow-watcher-tax: seconds per run.
+    #[arg(long)]
+    seconds: Option<f64>,
+    /// memory scenario: idle watchers.
+    #[arg(long)]
+    memory_watchers: Option<usize>,
+    /// Check every delivery against its filter (slower; always on in the
+    /// smoke profile).
+    #[arg(long)]
+    check_filters: bool,
+    /// Write the rows and targets as JSON to this file ("-": stdout, and
+    /// the tables go to stderr).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Directory for the SVG plots.
+    #[arg(long, default_value = "target/perf")]
+    plots: PathBuf,
+    /// Write no plots.
+    #[arg(long)]
+    no_plots: bool,
+    /// Exit non-zero if any delivery broke order or filter, any run timed
+    /// out, or any Herald watcher (not a stalled companion) ended early.
+    #[arg(long)]
+    strict: bool,
+}
+
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(true) => std::process::ExitCode::SUCCESS,
+        Ok(false) => std::process::ExitCode::from(2),
+        Err(e) => {
+            eprintln!("herald-perf: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<bool> {
+    let args = Args::parse();
+    let mut profile = match args.profile.as_str() {
+        "smoke" => Profile::smoke(),
+        "default" => Profile::default_suite(),
+        "full" => Profile::full(),
+        other => anyhow::bail!("unknown profile {other:?}: smoke, default or full"),
+    };
+    if let Some(t) = args.threads {
+        anyhow::ensure!(t > 0, "--threads must be at least 1");
+        profile.threads = t;
+    }
+    if !args.watchers.is_empty() {
+        profile.fanout_watchers = args.watchers.clone();
+    }
+    if let Some(d) = args.deliveries {
+        profile.fanout_deliveries = d;
+    }
+    if !args.nodes.is_empty() {
+        profile.indexed_nodes = args.nodes.clone();
+    }
+    if let Some(c) = args.indexed_changes {
+        profile.indexed_changes = c;
+    }
+    if let Some(r) = args.rate {
+        anyhow::ensure!(r > 0.0, "--rate must be positive");
+        profile.latency.1 = r;
+    }
+    if let Some(s) = args.seconds {
+        anyhow::ensure!(s > 0.0, "--seconds must be positive");
+        profile.latency.2 = s;
+        profile.tax_seconds = s;
+    }
+    if let Some(n) = args.memory_watchers {
+        profile.memory_watchers = n.max(1);
+    }
+    profile.check_filters |= args.check_filters;
+    anyhow::ensure!(
+        profile
+            .fanout_watchers
+            .iter()
+            .chain(&profile.indexed_nodes)
+            .all(|&n| n > 0),
+        "watcher and node counts must be positive"
+    );
+
+    let scenarios: Vec<ScenarioKind> = if args.scenarios.is_empty() {
+        ScenarioKind::ALL.to_vec()
+    } else {
+        args.scenarios
+            .iter()
+            .map(|s| {
+                ScenarioKind::parse(s).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown scenario {s:?}: {}",
+                        ScenarioKind::ALL.map(|k| k.name()).join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    let mut systems: Vec<SystemKind> = if args.systems.is_empty() {
+        SystemKind::ALL.to_vec()
+    } else {
+        args.systems
+            .iter()
+            .map(|s| {
+                SystemKind::parse(s).ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "unknown system {s:?}: {}",
+                        SystemKind::ALL.map(|k| k.name()).join(", ")
+                    )
+                })
+            })
+            .collect::<anyhow::Result<_>>()?
+    };
+    // Ratios are Herald's: it always runs, first.
+    systems.retain(|s| *s != SystemKind::Herald);
+    systems.insert(0, SystemKind::Herald);
+
+    let json_to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
+    let say = |s: &str| {
+        if json_to_stdout {
+            eprintln!("{s}");
+        } else {
+            println!("{s}");
+        }
+    };
+
+    let machine = machine();
+    say(&format!(
+        "herald-perf: profile {}, {} consumer threads, {}\n",
+        profile.name, profile.threads, machine
+    ));
+
+    let bar = if std::io::stderr().is_terminal() {
+        ProgressBar::new(0)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let on_start = |what: &str| bar.set_message(what.to_owned());
+    let on_row = |_: &Row| bar.inc(1);
+    let runner = Runner {
+        profile: profile.clone(),
+        systems,
+        on_start: &on_start,
+        on_row: &on_row,
+    };
+    bar.set_length(runner.planned(&scenarios) as u64);
+
+    let mut rows = Vec::new();
+    for &s in &scenarios {
+        let got = runner.run(s);
+        bar.suspend(|| say(&report::table(s, &got)));
+        rows.extend(got);
+    }
+    bar.finish_and_clear();
+
+    let targets = report::targets(&rows);
+    say(&report::targets_table(&targets));
+
+    if !args.no_plots {
+        for p in report::plots(&rows, &args.plots)? {
+            say(&format!("plot: {}", p.display()));
+        }
+    }
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({
+            "machine": machine,
+            "profile": profile,
+            "rows": rows,
+            "targets": targets,
+        });
+        let text = serde_json::to_string_pretty(&doc)?;
+        if json_to_stdout {
+            println!("{text}");
+        } else {
+            std::fs::write(path, text)?;
+            say(&format!("json: {}", path.display()));
+        }
+    }
+
+    let mut ok = true;
+    for r in &rows {
+        let herald_ended = r.system == "herald" && r.ended > 0;
+        if r.violations > 0 || r.note == "timed out" || herald_ended {
+            eprintln!(
+                "herald-perf: {} {} {}: {} violations, {} ended, {}",
+                r.scenario, r.case, r.system, r.violations, r.ended, r.note
+            );
+            ok = false;
+        }
+    }
+    Ok(ok || !args.strict)
+}
+
+/// The machine, in one line: cores and CPU model.
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    format!("{cores} cores, {model}")
+}

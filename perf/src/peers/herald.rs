@@ -1,0 +1,185 @@
+//! Herald itself: an [`Engine`] with an index on `spec.nodeName` when the
+//! spec asks for one, its [`Writer`] as the publisher, each [`Watch`]
+//! drained with [`Watch::visit_batch`] (borrowed events, no reference
+//! count traffic) or [`Watch::recv_batch`] (owned events).
+
+use std::sync::Arc;
+
+use herald::{
+    Change, Config, Engine, Object, SlowWatchers, Watch, WatchItem, WatchRequest, Writer,
+};
+
+use crate::system::{Drained, Publisher, Spec, Subscriber, System};
+use crate::workload::{Filter, Workload, node_name, pod_name};
+
+/// The field the kubelet-shaped watchers select on.
+pub const NODE_FIELD: &str = "spec.nodeName";
+
+/// Herald, configured.
+#[derive(Debug, Clone, Copy)]
+pub struct Herald {
+    /// Drain with `recv_batch` (owned events) instead of `visit_batch`.
+    pub owned: bool,
+    /// The slow-watcher policy.
+    pub policy: SlowWatchers,
+}
+
+impl Default for Herald {
+    fn default() -> Self {
+        Herald {
+            owned: false,
+            policy: SlowWatchers::Park,
+        }
+    }
+}
+
+/// Herald's publisher: the writer and the pre-built changes.
+pub struct HeraldPub {
+    engine: Engine,
+    writer: Writer,
+    objects: Vec<Object>,
+    workload: Arc<Workload>,
+}
+
+impl std::fmt::Debug for HeraldPub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeraldPub").finish_non_exhaustive()
+    }
+}
+
+impl Publisher for HeraldPub {
+    #[inline]
+    fn publish(&mut self, i: usize) {
+        let rv = self.workload.changes[i].rv;
+        self.writer
+            .apply(Change::modified(self.objects[i].clone(), rv.into()))
+            .expect("the workload's versions increase");
+    }
+}
+
+impl Drop for HeraldPub {
+    fn drop(&mut self) {
+        self.engine.stop();
+    }
+}
+
+/// One Herald watch.
+#[derive(Debug)]
+pub struct HeraldSub {
+    watch: Watch,
+    owned: bool,
+    buf: Vec<WatchItem>,
+}
+
+impl Subscriber for HeraldSub {
+    #[inline]
+    fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained {
+        if self.watch.is_finished() {
+            return Drained {
+                delivered: 0,
+                ended: true,
+            };
+        }
+        if self.owned {
+            self.buf.clear();
+            self.watch.recv_batch(&mut self.buf, max);
+            let mut out = Drained::default();
+            for item in self.buf.drain(..) {
+                match item {
+                    WatchItem::Event(ev) => {
+                        out.delivered += 1;
+                        f(
+                            ev.resource_version().get(),
+                            ev.object().map_or(0, |o| o.payload().len()),
+                        );
+                    }
+                    WatchItem::End(_) => out.ended = true,
+                }
+            }
+            out
+        } else {
+            let v = self.watch.visit_batch(max, |ev| {
+                f(
+                    ev.resource_version().get(),
+                    ev.object().map_or(0, |o| o.payload().len()),
+                )
+            });
+            Drained {
+                delivered: v.events,
+                ended: v.end.is_some(),
+            }
+        }
+    }
+}
+
+/// The object a pod is after change `c` (or in the initial list).
+fn pod(key: u32, node: u32, workload: &Workload) -> Object {
+    Object::builder("default", &pod_name(key))
+        .label("app", "web")
+        .field(NODE_FIELD, &node_name(node))
+        .payload(workload.payload.clone())
+        .build()
+}
+
+impl System for Herald {
+    type Pub = HeraldPub;
+    type Sub = HeraldSub;
+
+    fn build(
+        &self,
+        spec: &Spec,
+        workload: &Arc<Workload>,
+    ) -> anyhow::Result<(HeraldPub, Vec<HeraldSub>)> {
+        let mut config = Config::default()
+            .history_bounds(spec.ring.min(100), spec.ring.max(100))
+            .slow_watchers(self.policy);
+        if spec.indexed {
+            config = config.index(NODE_FIELD);
+        }
+        let (engine, mut writer) = Engine::new(config)?;
+        writer.replace(
+            workload
+                .initial
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| pod(k as u32, n, workload)),
+            Workload::LIST_RV.into(),
+        )?;
+        // Pre-build, so the timed loop only clones a handle per change.
+        let objects: Vec<Object> = workload
+            .changes
+            .iter()
+            .map(|c| pod(c.key, c.node, workload))
+            .collect();
+        for (i, c) in workload.changes[..spec.preloaded].iter().enumerate() {
+            writer.apply(Change::modified(objects[i].clone(), c.rv.into()))?;
+        }
+        let from = spec.start_rv(workload);
+        let mut subs = Vec::with_capacity(spec.filters.len());
+        for filter in &spec.filters {
+            let mut req = WatchRequest::new().resource_version(Some(from.into()));
+            if let Filter::Node(_) = filter {
+                let sel = filter.field_selector().expect("node filter");
+                req = req.fields(sel.parse()?);
+            }
+            subs.push(HeraldSub {
+                watch: engine.watch(req)?,
+                owned: self.owned,
+                // Only the owned drain uses it; it grows on first use.
+                buf: Vec::new(),
+            });
+        }
+        while engine.stats().watchers_active < spec.filters.len() as u64 {
+            std::thread::yield_now();
+        }
+        Ok((
+            HeraldPub {
+                engine,
+                writer,
+                objects,
+                workload: workload.clone(),
+            },
+            subs,
+        ))
+    }
+}

@@ -1,0 +1,8 @@
+//! The systems under test: Herald and its peers.
+
+pub mod crossbeam_cacher;
+pub mod disruptor;
+pub mod event;
+pub mod herald;
+pub mod reference;
+pub mod tokio_broadcast;

@@ -1,0 +1,818 @@
+//! The scenarios: what is run, on which systems, at which sizes.
+//!
+//! Every scenario builds one workload and hands the same workload, the
+//! same watcher filters and the same consumer arrangement to each system
+//! that can serve it (a system that cannot, e.g. disruptor with a
+//! selective filter, is skipped and the table says so). Sizes come from a
+//! [`Profile`]: `smoke` checks the harness in seconds, `default` is the
+//! README's two-minute suite, `full` adds the large sizes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::alloc::Counting;
+use crate::consume::{self, Pace, RunOpts, RunResult, Stall};
+use crate::peers::crossbeam_cacher::CrossbeamCacher;
+use crate::peers::disruptor::DisruptorRing;
+use crate::peers::herald::Herald;
+use crate::peers::reference::ReferencePort;
+use crate::peers::tokio_broadcast::TokioBroadcast;
+use crate::system::{Spec, System};
+use crate::workload::{Filter, Shape, Workload};
+
+/// A system under test, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SystemKind {
+    /// Herald (this project).
+    Herald,
+    /// The Rust port of the reference's dispatch (one lock, per-watcher
+    /// bounded channels, time budget, terminate).
+    Reference,
+    /// `tokio::sync::broadcast`, filters applied by the receiver.
+    TokioBroadcast,
+    /// Per-watcher `crossbeam-channel` queues of `Arc`s, routed by a
+    /// hash-map index.
+    Crossbeam,
+    /// The `disruptor` crate: one shared ring, a cursor per watcher
+    /// (all-match only).
+    Disruptor,
+}
+
+impl SystemKind {
+    /// Every system, Herald first.
+    pub const ALL: [SystemKind; 5] = [
+        SystemKind::Herald,
+        SystemKind::Reference,
+        SystemKind::TokioBroadcast,
+        SystemKind::Crossbeam,
+        SystemKind::Disruptor,
+    ];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemKind::Herald => "herald",
+            SystemKind::Reference => "reference-port",
+            SystemKind::TokioBroadcast => "tokio-broadcast",
+            SystemKind::Crossbeam => "crossbeam-cacher",
+            SystemKind::Disruptor => "disruptor",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<SystemKind> {
+        SystemKind::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// A scenario, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ScenarioKind {
+    /// N watchers that admit every change.
+    FanoutAll,
+    /// One watcher per node, indexed by `spec.nodeName`, plus 10
+    /// all-watchers (the kubelet shape); and the same unindexed.
+    FanoutIndexed,
+    /// Healthy watchers' latency with and without a stalled companion.
+    SlowWatcherTax,
+    /// 10,000 watchers starting together from 1,000 changes back.
+    CatchUp,
+    /// Publish-to-receive latency at a paced rate.
+    Latency,
+    /// Bytes per idle watcher.
+    Memory,
+}
+
+impl ScenarioKind {
+    /// Every scenario, in suite order.
+    pub const ALL: [ScenarioKind; 6] = [
+        ScenarioKind::FanoutAll,
+        ScenarioKind::FanoutIndexed,
+        ScenarioKind::SlowWatcherTax,
+        ScenarioKind::CatchUp,
+        ScenarioKind::Latency,
+        ScenarioKind::Memory,
+    ];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScenarioKind::FanoutAll => "fanout-all",
+            ScenarioKind::FanoutIndexed => "fanout-indexed",
+            ScenarioKind::SlowWatcherTax => "slow-watcher-tax",
+            ScenarioKind::CatchUp => "catch-up",
+            ScenarioKind::Latency => "latency",
+            ScenarioKind::Memory => "memory",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<ScenarioKind> {
+        ScenarioKind::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// Sizes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    /// The profile's name.
+    pub name: &'static str,
+    /// fanout-all: watcher counts.
+    pub fanout_watchers: Vec<usize>,
+    /// fanout-all: deliveries per run (changes = this / watchers).
+    pub fanout_deliveries: usize,
+    /// fanout-all: the paced check (watchers, changes/s, seconds).
+    pub fanout_paced: (usize, f64, f64),
+    /// fanout-indexed: node counts (one watcher each).
+    pub indexed_nodes: Vec<usize>,
+    /// fanout-indexed: changes per run.
+    pub indexed_changes: usize,
+    /// fanout-indexed: watchers in the unindexed field-selector case.
+    pub unindexed_watchers: usize,
+    /// fanout-indexed: changes in the unindexed case.
+    pub unindexed_changes: usize,
+    /// slow-watcher-tax: rates (changes/s).
+    pub tax_rates: Vec<f64>,
+    /// slow-watcher-tax: seconds per run.
+    pub tax_seconds: f64,
+    /// slow-watcher-tax: healthy watchers in the small and large cases.
+    pub tax_watchers: (usize, usize),
+    /// catch-up: (watchers, changes back).
+    pub catch_up: (usize, usize),
+    /// latency: (watchers, changes/s, seconds).
+    pub latency: (usize, f64, f64),
+    /// memory: idle watchers.
+    pub memory_watchers: usize,
+    /// Consumer threads.
+    pub threads: usize,
+    /// Check every delivery against its filter.
+    pub check_filters: bool,
+}
+
+impl Profile {
+    /// Tiny sizes: the harness's own correctness, in seconds.
+    pub fn smoke() -> Profile {
+        Profile {
+            name: "smoke",
+            fanout_watchers: vec![10, 100],
+            fanout_deliveries: 50_000,
+            fanout_paced: (100, 2_000.0, 0.2),
+            indexed_nodes: vec![100, 1_000],
+            indexed_changes: 5_000,
+            unindexed_watchers: 100,
+            unindexed_changes: 2_000,
+            tax_rates: vec![1_000.0],
+            tax_seconds: 0.3,
+            tax_watchers: (5, 50),
+            catch_up: (100, 100),
+            latency: (50, 2_000.0, 0.2),
+            memory_watchers: 200,
+            threads: 2,
+            check_filters: true,
+        }
+    }
+
+    /// The README's suite: about two minutes on 2 cores.
+    pub fn default_suite() -> Profile {
+        Profile {
+            name: "default",
+            fanout_watchers: vec![10, 100, 1_000, 10_000],
+            fanout_deliveries: 10_000_000,
+            fanout_paced: (1_000, 66_000.0, 1.0),
+            indexed_nodes: vec![1_000, 10_000, 100_000],
+            indexed_changes: 400_000,
+            unindexed_watchers: 1_000,
+            unindexed_changes: 50_000,
+            tax_rates: vec![100.0, 1_000.0],
+            tax_seconds: 2.0,
+            tax_watchers: (10, 1_000),
+            catch_up: (10_000, 1_000),
+            latency: (1_000, 10_000.0, 2.0),
+            memory_watchers: 10_000,
+            threads: 2,
+            check_filters: false,
+        }
+    }
+
+    /// Larger runs (minutes).
+    pub fn full() -> Profile {
+        Profile {
+            name: "full",
+            fanout_deliveries: 50_000_000,
+            indexed_changes: 1_000_000,
+            unindexed_changes: 200_000,
+            tax_seconds: 5.0,
+            latency: (1_000, 10_000.0, 5.0),
+            memory_watchers: 100_000,
+            ..Profile::default_suite()
+        }
+    }
+}
+
+/// One measured (or skipped) run.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Row {
+    /// Scenario name.
+    pub scenario: String,
+    /// The case within the scenario (e.g. "1000 watchers").
+    pub case: String,
+    /// System name.
+    pub system: String,
+    /// Watchers registered.
+    pub watchers: usize,
+    /// Changes in the timed run.
+    pub changes: usize,
+    /// Deliveries received.
+    pub delivered: u64,
+    /// Deliveries owed.
+    pub owed: u64,
+    /// Deliveries per second (first publish to last delivery).
+    pub deliveries_per_s: Option<f64>,
+    /// Changes per second through the system (owed changes / elapsed).
+    pub changes_per_s: Option<f64>,
+    /// Publish-to-receive latency percentiles (µs).
+    pub p50_us: Option<f64>,
+    /// 99th percentile (µs).
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile (µs).
+    pub p999_us: Option<f64>,
+    /// Watchers that ended before receiving all they were owed (companions
+    /// excluded).
+    pub ended: usize,
+    /// Stalled companions that ended.
+    pub companions_ended: usize,
+    /// Order or filter violations (must be 0).
+    pub violations: u64,
+    /// Latency curve: (nines, µs), nines = -log10(1 - quantile).
+    pub latency_curve: Vec<(f64, f64)>,
+    /// Bytes per idle watcher (memory scenario).
+    pub bytes_per_watcher: Option<f64>,
+    /// Seconds from first publish to last delivery.
+    pub seconds: f64,
+    /// Seconds to build the system and register the watchers.
+    pub setup_seconds: f64,
+    /// Why the run was skipped, or what to know about it.
+    pub note: String,
+}
+
+impl Row {
+    fn from_run(
+        scenario: ScenarioKind,
+        case: &str,
+        system: SystemKind,
+        r: &RunResult,
+        watchers: usize,
+        changes: usize,
+    ) -> Row {
+        let us =
+            |q: f64| (!r.latency.is_empty()).then(|| r.latency.value_at_quantile(q) as f64 / 1e3);
+        let secs = r.elapsed.as_secs_f64();
+        let mut note = String::new();
+        if r.timed_out {
+            note = "timed out".into();
+        }
+        Row {
+            scenario: scenario.name().into(),
+            case: case.into(),
+            system: system.name().into(),
+            watchers,
+            changes,
+            delivered: r.delivered,
+            owed: r.owed,
+            deliveries_per_s: Some(r.delivered as f64 / secs),
+            changes_per_s: Some(changes as f64 / secs),
+            p50_us: us(0.5),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            ended: r.ended,
+            companions_ended: r.companions_ended,
+            violations: r.violations,
+            latency_curve: if !r.latency.is_empty() {
+                [0.5, 0.75, 0.9, 0.95, 0.99, 0.995, 0.999, 0.9995, 0.9999]
+                    .iter()
+                    .map(|&q| {
+                        (
+                            -(1.0f64 - q).log10(),
+                            r.latency.value_at_quantile(q) as f64 / 1e3,
+                        )
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            bytes_per_watcher: None,
+            seconds: secs,
+            setup_seconds: r.setup.as_secs_f64(),
+            note,
+        }
+    }
+
+    fn skipped(scenario: ScenarioKind, case: &str, system: SystemKind, why: String) -> Row {
+        Row {
+            scenario: scenario.name().into(),
+            case: case.into(),
+            system: system.name().into(),
+            note: why,
+            ..Row::default()
+        }
+    }
+}
+
+/// Runs one system by kind (the systems are distinct types: this is the one
+/// place that names them all).
+pub fn run_system(
+    kind: SystemKind,
+    spec: &Spec,
+    workload: &Arc<Workload>,
+    opts: &RunOpts,
+) -> anyhow::Result<RunResult> {
+    match kind {
+        SystemKind::Herald => consume::run(&Herald::default(), spec, workload, opts),
+        SystemKind::Reference => consume::run(&ReferencePort::default(), spec, workload, opts),
+        SystemKind::TokioBroadcast => {
+            consume::run(&TokioBroadcast::default(), spec, workload, opts)
+        }
+        SystemKind::Crossbeam => consume::run(&CrossbeamCacher::default(), spec, workload, opts),
+        SystemKind::Disruptor => consume::run(&DisruptorRing::default(), spec, workload, opts),
+    }
+}
+
+/// Builds a system and returns the live bytes its watchers hold (total
+/// with `spec`, and with no watchers).
+fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> anyhow::Result<f64> {
+    fn live<S: System>(system: &S, spec: &Spec, workload: &Arc<Workload>) -> anyhow::Result<i64> {
+        Counting::enable();
+        let built = system.build(spec, workload)?;
+        // Let background threads (a dispatcher registering watchers) settle.
+        std::thread::sleep(Duration::from_millis(50));
+        let live = Counting::live();
+        Counting::disable();
+        drop(built);
+        Ok(live)
+    }
+    fn per_watcher<S: System>(
+        system: &S,
+        spec: &Spec,
+        workload: &Arc<Workload>,
+    ) -> anyhow::Result<f64> {
+        let n = spec.filters.len();
+        let empty = Spec {
+            filters: Vec::new(),
+            ..spec.clone()
+        };
+        let base = live(system, &empty, workload)?;
+        let full = live(system, spec, workload)?;
+        Ok((full - base) as f64 / n as f64)
+    }
+    match kind {
+        SystemKind::Herald => per_watcher(&Herald::default(), spec, workload),
+        SystemKind::Reference => per_watcher(&ReferencePort::default(), spec, workload),
+        SystemKind::TokioBroadcast => per_watcher(&TokioBroadcast::default(), spec, workload),
+        SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
+        SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
+    }
+}
+
+/// Drives the scenarios, reporting each run as it finishes.
+pub struct Runner<'a> {
+    /// Sizes.
+    pub profile: Profile,
+    /// Systems to run (Herald is always among them).
+    pub systems: Vec<SystemKind>,
+    /// Called with a description before each run.
+    pub on_start: &'a dyn Fn(&str),
+    /// Called with each row.
+    pub on_row: &'a dyn Fn(&Row),
+}
+
+impl std::fmt::Debug for Runner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("profile", &self.profile.name)
+            .field("systems", &self.systems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runner<'_> {
+    /// How many runs `scenarios` will make (for the progress bar).
+    pub fn planned(&self, scenarios: &[ScenarioKind]) -> usize {
+        let p = &self.profile;
+        let s = self.systems.len();
+        scenarios
+            .iter()
+            .map(|k| match k {
+                ScenarioKind::FanoutAll => p.fanout_watchers.len() * s + 1,
+                ScenarioKind::FanoutIndexed => (p.indexed_nodes.len() + 1) * s,
+                ScenarioKind::SlowWatcherTax => p.tax_rates.len() * 6 * 2,
+                ScenarioKind::CatchUp => s,
+                ScenarioKind::Latency => s,
+                ScenarioKind::Memory => s,
+            })
+            .sum()
+    }
+
+    /// Runs one scenario, returning its rows.
+    pub fn run(&self, scenario: ScenarioKind) -> Vec<Row> {
+        let mut rows = Vec::new();
+        match scenario {
+            ScenarioKind::FanoutAll => self.fanout_all(&mut rows),
+            ScenarioKind::FanoutIndexed => self.fanout_indexed(&mut rows),
+            ScenarioKind::SlowWatcherTax => self.slow_watcher_tax(&mut rows),
+            ScenarioKind::CatchUp => self.catch_up(&mut rows),
+            ScenarioKind::Latency => self.latency(&mut rows),
+            ScenarioKind::Memory => self.memory(&mut rows),
+        }
+        rows
+    }
+
+    fn opts(&self) -> RunOpts {
+        RunOpts {
+            threads: self.profile.threads,
+            check_filters: self.profile.check_filters,
+            ..RunOpts::default()
+        }
+    }
+
+    fn push(&self, rows: &mut Vec<Row>, row: Row) {
+        (self.on_row)(&row);
+        rows.push(row);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn one(
+        &self,
+        rows: &mut Vec<Row>,
+        scenario: ScenarioKind,
+        case: &str,
+        system: SystemKind,
+        spec: &Spec,
+        workload: &Arc<Workload>,
+        opts: &RunOpts,
+    ) -> Option<RunResult> {
+        (self.on_start)(&format!("{} {case} {}", scenario.name(), system.name()));
+        let changes = workload.changes.len() - spec.start;
+        match run_system(system, spec, workload, opts) {
+            Ok(r) => {
+                let row = Row::from_run(scenario, case, system, &r, spec.filters.len(), changes);
+                self.push(rows, row);
+                Some(r)
+            }
+            Err(e) => {
+                self.push(
+                    rows,
+                    Row::skipped(scenario, case, system, format!("skipped: {e:#}")),
+                );
+                None
+            }
+        }
+    }
+
+    fn fanout_all(&self, rows: &mut Vec<Row>) {
+        let p = &self.profile;
+        for &n in &p.fanout_watchers {
+            let changes = (p.fanout_deliveries / n).clamp(1_000, 1_000_000);
+            let workload = Workload::build(Shape {
+                pods: 1_000,
+                nodes: 1,
+                changes,
+                move_every: 0,
+                payload: 64,
+            });
+            let spec = Spec {
+                filters: vec![Filter::All; n],
+                indexed: false,
+                queue: 1_000,
+                ring: changes + 1,
+                start: 0,
+                preloaded: 0,
+            };
+            for &s in &self.systems {
+                self.one(
+                    rows,
+                    ScenarioKind::FanoutAll,
+                    &format!("{n} watchers"),
+                    s,
+                    &spec,
+                    &workload,
+                    &self.opts(),
+                );
+            }
+        }
+        // The latency half of the target: Herald at the target rate.
+        let (n, rate, secs) = p.fanout_paced;
+        let changes = (rate * secs) as usize;
+        let workload = Workload::build(Shape {
+            pods: 1_000,
+            nodes: 1,
+            changes,
+            move_every: 0,
+            payload: 64,
+        });
+        let spec = Spec {
+            filters: vec![Filter::All; n],
+            indexed: false,
+            queue: 1_000,
+            ring: 102_400,
+            start: 0,
+            preloaded: 0,
+        };
+        let opts = RunOpts {
+            pace: Pace::Rate(rate),
+            sample_every: 16,
+            ..self.opts()
+        };
+        self.one(
+            rows,
+            ScenarioKind::FanoutAll,
+            &format!("{n} watchers paced {:.0}k changes/s", rate / 1e3),
+            SystemKind::Herald,
+            &spec,
+            &workload,
+            &opts,
+        );
+    }
+
+    fn fanout_indexed(&self, rows: &mut Vec<Row>) {
+        let p = &self.profile;
+        for &nodes in &p.indexed_nodes {
+            let workload = Workload::build(Shape {
+                pods: (nodes * 2) as u32,
+                nodes: nodes as u32,
+                changes: p.indexed_changes,
+                move_every: 10,
+                payload: 64,
+            });
+            let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
+            filters.extend([Filter::All; 10]);
+            let spec = Spec {
+                filters,
+                indexed: true,
+                queue: 100,
+                ring: p.indexed_changes + 1,
+                start: 0,
+                preloaded: 0,
+            };
+            for &s in &self.systems {
+                // Without an index these peers offer every change to every
+                // watcher: 10^5 watchers x 10^5 changes is not a run.
+                if nodes > 1_000 && matches!(s, SystemKind::TokioBroadcast) {
+                    self.push(
+                        rows,
+                        Row::skipped(
+                            ScenarioKind::FanoutIndexed,
+                            &format!("{nodes} nodes indexed"),
+                            s,
+                            "skipped: no index; see the 1000-node rows".into(),
+                        ),
+                    );
+                    continue;
+                }
+                self.one(
+                    rows,
+                    ScenarioKind::FanoutIndexed,
+                    &format!("{nodes} nodes indexed"),
+                    s,
+                    &spec,
+                    &workload,
+                    &self.opts(),
+                );
+            }
+        }
+        // The same shape without an index: every watcher's selector is
+        // evaluated (or, in Herald, each distinct selector once) per change.
+        let nodes = p.unindexed_watchers;
+        let workload = Workload::build(Shape {
+            pods: (nodes * 2) as u32,
+            nodes: nodes as u32,
+            changes: p.unindexed_changes,
+            move_every: 10,
+            payload: 64,
+        });
+        let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
+        filters.extend([Filter::All; 10]);
+        let spec = Spec {
+            filters,
+            indexed: false,
+            queue: 100,
+            ring: p.unindexed_changes + 1,
+            start: 0,
+            preloaded: 0,
+        };
+        for &s in &self.systems {
+            self.one(
+                rows,
+                ScenarioKind::FanoutIndexed,
+                &format!("{nodes} nodes unindexed"),
+                s,
+                &spec,
+                &workload,
+                &self.opts(),
+            );
+        }
+    }
+
+    fn slow_watcher_tax(&self, rows: &mut Vec<Row>) {
+        let p = &self.profile;
+        let secs = p.tax_seconds;
+        let stall_from = Duration::from_secs_f64(secs * 0.15);
+        let stall_until = Duration::from_secs_f64(secs * 0.75);
+        for &rate in &p.tax_rates {
+            for (case, healthy, companion) in [
+                ("baseline", p.tax_watchers.0, None),
+                ("draining-companion", p.tax_watchers.0, Some("draining")),
+                ("stalled-once", p.tax_watchers.0, Some("once")),
+                ("stalled-reconnecting", p.tax_watchers.0, Some("repeated")),
+                ("baseline-1000", p.tax_watchers.1, None),
+                (
+                    "stalled-reconnecting-1000",
+                    p.tax_watchers.1,
+                    Some("repeated"),
+                ),
+            ] {
+                let changes = (rate * secs) as usize;
+                let workload = Workload::build(Shape {
+                    pods: 1_000,
+                    nodes: 1,
+                    changes,
+                    move_every: 0,
+                    payload: 64,
+                });
+                let mut filters = vec![Filter::All; healthy];
+                let mut opts = RunOpts {
+                    pace: Pace::Rate(rate),
+                    sample_every: 1,
+                    ..self.opts()
+                };
+                if let Some(kind) = companion {
+                    filters.push(Filter::All);
+                    let w = healthy;
+                    opts.companions.push(w);
+                    opts.stalls = match kind {
+                        // Falls behind for 50 ms in every 100 ms, and catches up.
+                        "draining" => (0..(secs * 10.0) as u32)
+                            .map(|k| Stall {
+                                watcher: w,
+                                from: Duration::from_millis(u64::from(k) * 100),
+                                until: Duration::from_millis(u64::from(k) * 100 + 50),
+                            })
+                            .collect(),
+                        "once" => vec![Stall {
+                            watcher: w,
+                            from: stall_from,
+                            until: stall_until,
+                        }],
+                        // Stalls for good stretches again and again.
+                        _ => (0..(secs * 2.0) as u32)
+                            .map(|k| Stall {
+                                watcher: w,
+                                from: Duration::from_millis(u64::from(k) * 500),
+                                until: Duration::from_millis(u64::from(k) * 500 + 400),
+                            })
+                            .collect(),
+                    };
+                }
+                let spec = Spec {
+                    filters,
+                    indexed: false,
+                    // The reference's queue for a watcher of unknown rate
+                    // (seeds: cacher.go, chanSize 10); the stall is longer
+                    // than the queue holds at either rate.
+                    queue: 10,
+                    ring: 102_400,
+                    start: 0,
+                    preloaded: 0,
+                };
+                let label = format!("{case} @ {rate:.0}/s");
+                for s in [SystemKind::Herald, SystemKind::Reference] {
+                    if self.systems.contains(&s) {
+                        self.one(
+                            rows,
+                            ScenarioKind::SlowWatcherTax,
+                            &label,
+                            s,
+                            &spec,
+                            &workload,
+                            &opts,
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn catch_up(&self, rows: &mut Vec<Row>) {
+        let (n, back) = self.profile.catch_up;
+        let workload = Workload::build(Shape {
+            pods: 1_000,
+            nodes: 1,
+            changes: back,
+            move_every: 0,
+            payload: 64,
+        });
+        let spec = Spec {
+            filters: vec![Filter::All; n],
+            indexed: false,
+            queue: 100,
+            ring: 102_400,
+            start: 0,
+            preloaded: back,
+        };
+        for &s in &self.systems {
+            self.one(
+                rows,
+                ScenarioKind::CatchUp,
+                &format!("{n} watchers, {back} back"),
+                s,
+                &spec,
+                &workload,
+                &self.opts(),
+            );
+        }
+    }
+
+    fn latency(&self, rows: &mut Vec<Row>) {
+        let (n, rate, secs) = self.profile.latency;
+        let workload = Workload::build(Shape {
+            pods: 1_000,
+            nodes: 1,
+            changes: (rate * secs) as usize,
+            move_every: 0,
+            payload: 64,
+        });
+        let spec = Spec {
+            filters: vec![Filter::All; n],
+            indexed: false,
+            queue: 1_000,
+            ring: 102_400,
+            start: 0,
+            preloaded: 0,
+        };
+        let opts = RunOpts {
+            pace: Pace::Rate(rate),
+            sample_every: 1,
+            ..self.opts()
+        };
+        for &s in &self.systems {
+            self.one(
+                rows,
+                ScenarioKind::Latency,
+                &format!("{n} watchers @ {:.0}k/s", rate / 1e3),
+                s,
+                &spec,
+                &workload,
+                &opts,
+            );
+        }
+    }
+
+    fn memory(&self, rows: &mut Vec<Row>) {
+        let n = self.profile.memory_watchers;
+        let workload = Workload::build(Shape {
+            pods: 100,
+            nodes: 1,
+            changes: 100,
+            move_every: 0,
+            payload: 64,
+        });
+        let spec = Spec {
+            filters: vec![Filter::All; n],
+            indexed: false,
+            queue: 10,
+            ring: 1_024,
+            start: 0,
+            preloaded: 0,
+        };
+        let case = format!("{n} idle watchers");
+        for &s in &self.systems {
+            (self.on_start)(&format!("memory {}", s.name()));
+            let row = if !Counting::installed() {
+                Row::skipped(
+                    ScenarioKind::Memory,
+                    &case,
+                    s,
+                    "skipped: the counting allocator is not installed".into(),
+                )
+            } else {
+                match measure_memory(s, &spec, &workload) {
+                    Ok(b) => Row {
+                        scenario: ScenarioKind::Memory.name().into(),
+                        case: case.clone(),
+                        system: s.name().into(),
+                        watchers: n,
+                        bytes_per_watcher: Some(b),
+                        ..Row::default()
+                    },
+                    Err(e) => {
+                        Row::skipped(ScenarioKind::Memory, &case, s, format!("skipped: {e:#}"))
+                    }
+                }
+            };
+            self.push(rows, row);
+        }
+    }
+}

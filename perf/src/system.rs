@@ -1,0 +1,233 @@
+//! What every system under test implements, and the one consumer
+//! arrangement they all share.
+//!
+//! A [`System`] builds a [`Publisher`] (the writer side: it is handed the
+//! index of the next workload change and publishes it) and one
+//! [`Subscriber`] per watcher (a queue, receiver or cursor that the
+//! consumer pool drains in batches). The consumer pool ([`crate::consume`])
+//! is the same for everyone: a fixed number of threads, each owning a share
+//! of the watchers, each doing the same per-delivery work ([`Tally`]).
+//! A system whose consumers must run on its own threads (disruptor's event
+//! handlers) runs the same [`Tally`] work there instead.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use crate::workload::{Filter, Workload};
+
+/// One run's set-up, as a system sees it.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// One filter per watcher, in watcher order.
+    pub filters: Vec<Filter>,
+    /// Whether `Filter::Node` watchers are routed through an index on
+    /// `spec.nodeName` (when false, every watcher is offered every change
+    /// and evaluates its selector).
+    pub indexed: bool,
+    /// Per-watcher queue capacity for systems that have one (the reference
+    /// sizes it by watcher kind: 10, 100 or 1,000).
+    pub queue: usize,
+    /// Ring or history capacity for systems that have one.
+    pub ring: usize,
+    /// Watchers start from this change index: each is owed changes
+    /// `start..` (0: from the list's version), and is registered with the
+    /// resource version of change `start - 1`.
+    pub start: usize,
+    /// Changes applied while building, before any watcher registers
+    /// (`preloaded >= start`); the rest are published in the timed run.
+    /// `preloaded > start` makes the watchers catch up from history.
+    pub preloaded: usize,
+}
+
+impl Spec {
+    /// The resource version watchers register with.
+    pub fn start_rv(&self, workload: &Workload) -> u64 {
+        match self.start {
+            0 => Workload::LIST_RV,
+            s => workload.changes[s - 1].rv,
+        }
+    }
+}
+
+/// The writer side of a system.
+pub trait Publisher: Send + 'static {
+    /// Publishes workload change `i` (changes arrive in order, `i` from 0).
+    fn publish(&mut self, i: usize);
+    /// No more changes will come; returns once the system has taken
+    /// everything published (consumers may still be draining).
+    fn finish(&mut self) {}
+}
+
+/// What one [`Subscriber::drain`] call found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Drained {
+    /// Deliveries handed to the callback.
+    pub delivered: usize,
+    /// The watcher has ended (closed, lagged, terminated): nothing more
+    /// will come.
+    pub ended: bool,
+}
+
+/// One watcher, as the consumer pool drains it.
+pub trait Subscriber: Send + 'static {
+    /// Hands up to `max` ready deliveries to `f` as (resource version,
+    /// payload length), without blocking. A subscriber whose system has no
+    /// filter applies the watcher's filter here and counts only what
+    /// passes.
+    fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained;
+}
+
+/// A system under test.
+pub trait System {
+    /// Its writer side.
+    type Pub: Publisher;
+    /// Its per-watcher side.
+    type Sub: Subscriber;
+    /// Builds the system: applies the workload's initial list and the
+    /// first `spec.preloaded` changes, then registers `spec.filters.len()`
+    /// watchers from the version of change `spec.start - 1`; every watcher
+    /// is registered and ready when this returns.
+    fn build(
+        &self,
+        spec: &Spec,
+        workload: &Arc<Workload>,
+    ) -> anyhow::Result<(Self::Pub, Vec<Self::Sub>)>;
+}
+
+/// Publish times, one per change, for publish-to-receive latency.
+#[derive(Debug)]
+pub struct Stamps {
+    base: Instant,
+    ns: Box<[AtomicU64]>,
+}
+
+impl Stamps {
+    /// Room for `changes` stamps.
+    pub fn new(changes: usize) -> Arc<Stamps> {
+        Arc::new(Stamps {
+            base: Instant::now(),
+            ns: (0..changes).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
+    /// Nanoseconds since the stamps were made.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    /// Records that change `i` is being published now.
+    #[inline]
+    pub fn mark(&self, i: usize) {
+        // Relaxed suffices: the system's own publication (a release store
+        // or a lock) orders this store before the consumer's read.
+        self.ns[i].store(self.now(), Ordering::Relaxed);
+    }
+
+    /// When change `i` was published (ns since base).
+    #[inline]
+    pub fn get(&self, i: usize) -> u64 {
+        self.ns[i].load(Ordering::Relaxed)
+    }
+}
+
+/// The work a consumer does per delivery, the same for every system:
+/// check order (strictly increasing resource versions: no duplicate, no
+/// reordering), count, read the payload length, optionally check the
+/// filter (no forbidden delivery) and sample latency.
+#[derive(Debug, Clone)]
+pub struct Tally {
+    /// The watcher's filter.
+    pub filter: Filter,
+    /// Deliveries owed (the run ends for this watcher when reached).
+    pub expected: u64,
+    /// Deliveries received.
+    pub received: u64,
+    /// Payload bytes read.
+    pub bytes: u64,
+    /// The last resource version received.
+    pub last_rv: u64,
+    /// Order or filter violations seen (must stay 0).
+    pub violations: u64,
+    /// The watcher ended before receiving everything owed.
+    pub ended_early: bool,
+}
+
+impl Tally {
+    /// A tally owed `expected` deliveries, starting after `start_rv`.
+    pub fn new(filter: Filter, expected: u64, start_rv: u64) -> Tally {
+        Tally {
+            filter,
+            expected,
+            received: 0,
+            bytes: 0,
+            last_rv: start_rv,
+            violations: 0,
+            ended_early: false,
+        }
+    }
+
+    /// Whether the watcher needs no more draining.
+    #[inline]
+    pub fn done(&self) -> bool {
+        self.received >= self.expected || self.ended_early
+    }
+
+    /// One delivery.
+    #[inline]
+    pub fn deliver(&mut self, rv: u64, len: usize, check: &Check<'_>) {
+        if rv <= self.last_rv {
+            self.violations += 1;
+        }
+        self.last_rv = rv;
+        self.received += 1;
+        self.bytes += len as u64;
+        let i = (rv - Workload::FIRST_RV) as usize;
+        if check.filters {
+            let admitted = check
+                .workload
+                .changes
+                .get(i)
+                .is_some_and(|c| self.filter.admits(c));
+            if !admitted {
+                self.violations += 1;
+            }
+        }
+        if rv & check.sample_mask == 0
+            && let Some(stamps) = check.stamps
+        {
+            let at = stamps.get(i);
+            check.record(stamps.now().saturating_sub(at));
+        }
+    }
+}
+
+/// What [`Tally::deliver`] checks and samples, shared by a consumer
+/// thread.
+#[derive(Debug)]
+pub struct Check<'a> {
+    /// The workload (for the filter check).
+    pub workload: &'a Workload,
+    /// Check each delivery against the filter (one extra read of the
+    /// workload per delivery).
+    pub filters: bool,
+    /// Latency is sampled for resource versions with `rv & mask == 0`.
+    pub sample_mask: u64,
+    /// Publish times, when latency is measured.
+    pub stamps: Option<&'a Stamps>,
+    /// The thread's latency histogram (ns).
+    pub hist: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
+}
+
+impl Check<'_> {
+    #[inline]
+    fn record(&self, ns: u64) {
+        self.hist.borrow_mut().saturating_record(ns.max(1));
+    }
+}
+
+/// A latency histogram (1 ns .. 100 s, 3 significant digits).
+pub fn histogram() -> hdrhistogram::Histogram<u64> {
+    hdrhistogram::Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds")
+}

@@ -1,0 +1,59 @@
+//! The harness's own correctness: every scenario at tiny sizes (the smoke
+//! profile), through the real binary (so the counting allocator is the
+//! global one), with every delivery checked against its filter and order.
+//! Speed is not judged here: this machine is shared and noisy.
+
+use std::process::Command;
+
+#[test]
+fn every_scenario_runs_and_every_delivery_is_right() {
+    let dir = std::env::temp_dir().join(format!("herald-perf-smoke-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("smoke.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
+        .args(["--profile", "smoke", "--strict", "--plots"])
+        .arg(&dir)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("run herald-perf");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "herald-perf failed:\n{stdout}\n{stderr}");
+
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = doc["rows"].as_array().expect("rows");
+    for scenario in ["fanout-all", "fanout-indexed", "slow-watcher-tax", "catch-up", "latency", "memory"] {
+        let herald: Vec<_> = rows
+            .iter()
+            .filter(|r| r["scenario"] == scenario && r["system"] == "herald")
+            .collect();
+        assert!(!herald.is_empty(), "no herald row for {scenario}");
+        for r in herald {
+            assert_eq!(r["note"], "", "{scenario}: {r}");
+            assert_eq!(r["violations"], 0, "{scenario}: {r}");
+            assert_eq!(r["ended"], 0, "{scenario}: {r}");
+            if scenario == "memory" {
+                assert!(r["bytes_per_watcher"].as_f64().unwrap() > 0.0, "{r}");
+            } else {
+                assert_eq!(r["delivered"], r["owed"], "{scenario}: {r}");
+                assert!(r["owed"].as_u64().unwrap() > 0, "{scenario}: {r}");
+            }
+        }
+    }
+    // Every peer either ran cleanly (order and filters held) or says why
+    // it was skipped.
+    for r in rows {
+        assert!(
+            r["violations"] == 0 || r["note"].as_str().unwrap().starts_with("skipped"),
+            "{r}"
+        );
+    }
+    assert!(doc["targets"].as_array().unwrap().len() >= 9);
+    for plot in ["fanout-all.svg", "latency.svg"] {
+        let svg = std::fs::read_to_string(dir.join(plot)).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("herald"), "{plot}");
+    }
+    assert!(stdout.contains("### fanout-all") && stdout.contains("### targets"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
