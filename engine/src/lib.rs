@@ -160,8 +160,10 @@
 //!
 //! # Design
 //!
-//! One writer appends to a lock-free history ring (`ArcSwapOption` slots
-//! stamped with their position); one dispatcher thread follows the ring,
+//! One writer appends to a lock-free history ring (write-once records in
+//! chunks of 32, each chunk published through an `ArcSwapOption` and
+//! stamped with its first position, so a reader takes protection once per
+//! chunk); one dispatcher thread follows the ring,
 //! looks candidates up in trigger indexes published through `ArcSwap`,
 //! evaluates filters and pushes 8-byte handles (position and verdict) into
 //! per-watcher wait-free SPSC queues, waking a consumer at most once per
@@ -208,6 +210,86 @@ pub use selector::{
 };
 pub use stats::{Stats, Terminations};
 pub use watcher::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
+
+/// Engine internals for the micro-benchmarks in `benches/` (feature
+/// `internals`): thin wrappers, so the modules stay private and nothing
+/// here is a stable API.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    use crate::Object;
+    use crate::sync::Arc;
+
+    /// The per-watcher SPSC queue of 8-byte handles (`queue.rs`).
+    #[derive(Debug)]
+    pub struct Spsc(crate::queue::Spsc);
+
+    impl Spsc {
+        /// A queue holding at most `cap` handles (at least one).
+        pub fn new(cap: usize) -> Spsc {
+            Spsc(crate::queue::Spsc::new(cap))
+        }
+
+        /// Producer only. False if the queue is full.
+        #[inline]
+        pub fn push(&self, value: u64) -> bool {
+            self.0.push(value).is_ok()
+        }
+
+        /// Consumer only.
+        #[inline]
+        pub fn pop(&self) -> Option<u64> {
+            self.0.pop()
+        }
+    }
+
+    /// The dispatcher's routing table (`index.rs`), over inert watchers
+    /// (admit everything, never attached) identified by number.
+    #[derive(Debug)]
+    pub struct Routes(crate::index::Routes);
+
+    impl Routes {
+        /// An empty table with trigger indexes on `fields`.
+        pub fn new(fields: &[&str]) -> Routes {
+            Routes(crate::index::Routes::new(
+                fields.iter().map(|f| Box::from(*f)).collect(),
+            ))
+        }
+
+        /// Registers watcher `id` under `indexed` (index number, value), or
+        /// under "all" when `None`.
+        pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
+            use crate::watcher::{Route, Start, WatcherShared, WatcherSpec};
+            let route = match indexed {
+                Some((i, v)) => Route::Indexed(i, v.into()),
+                None => Route::All,
+            };
+            let spec = WatcherSpec {
+                id,
+                filter: crate::filter::Filter::default(),
+                route,
+                start: Start::After(crate::ResourceVersion::ZERO),
+                generation: None,
+                created: std::time::Instant::now(),
+                deadline: None,
+                allow_bookmarks: false,
+            };
+            self.0.insert(Arc::new(WatcherShared::new(spec, 1)));
+        }
+
+        /// Calls `f` with the id of every watcher a change of `object`
+        /// (previously `prev`) may concern, as the dispatcher looks them up.
+        #[inline]
+        pub fn for_each_candidate(
+            &self,
+            object: &Object,
+            prev: Option<&Object>,
+            mut f: impl FnMut(u64),
+        ) {
+            self.0.for_each_candidate(object, prev, |w| f(w.spec.id));
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -49,6 +49,7 @@ impl Spsc {
     }
 
     /// Producer only.
+    #[inline]
     pub(crate) fn push(&self, value: u64) -> Result<(), Full> {
         let (tail, head_cache) = &*self.tail;
         // Relaxed: only the producer writes `tail` and `head_cache`.
@@ -69,6 +70,7 @@ impl Spsc {
     }
 
     /// Consumer only.
+    #[inline]
     pub(crate) fn pop(&self) -> Option<u64> {
         let (head, tail_cache) = &*self.head;
         // Relaxed: only the consumer writes `head` and `tail_cache`.

@@ -4,28 +4,38 @@
 //! # Synchronization
 //!
 //! Positions are `u64` sequence numbers that never repeat (they keep counting
-//! across re-lists); position `p` lives in slot `p & mask` of the current slot
-//! array. Each slot is an `ArcSwapOption<Record>` and each record carries its
-//! own position, which is the stamp a reader checks: a slot whose record has
-//! another position has been overwritten (the reader fell out of history) or
-//! belongs to an older array (the ring was resized; reload and retry).
+//! across re-lists). They are grouped in chunks of [`CHUNK`] consecutive
+//! positions; chunk `c` lives in cell `c & mask` of the current cell array.
+//! Each cell is an `ArcSwapOption<Chunk>`; a chunk carries its first
+//! position (the stamp a reader checks) and one write-once `OnceLock<Record>`
+//! per position. A chunk is never reused: the writer replaces a whole chunk
+//! by publishing a new one in its cell, and a record never changes once set.
 //!
-//! - The writer stores a record into its slot, then publishes it by storing
-//!   `head = p + 1` with `Release`. Readers load `head` with `Acquire` before
-//!   reading any position below it, so they see the record (or a newer one in
-//!   the same slot, which the stamp check rejects).
-//! - A resize builds a new array holding the retained records, publishes it
-//!   through the `ArcSwap` (which is at least `Release`/`Acquire`), and only
-//!   then writes further records into it. A reader that sees `head > p` for a
-//!   record written into the new array also sees the new array (the array
+//! - The writer sets the record's cell in its chunk (`OnceLock::set`,
+//!   `Release`), publishing a new chunk into its cell first when the
+//!   position starts one, then stores `head = p + 1` with `Release`. Readers
+//!   load `head` with `Acquire` before reading any position below it, so
+//!   they see the chunk (or a newer one in the same cell, which the stamp
+//!   check rejects) and the record in it.
+//! - A reader caches the chunk it read last (an `Arc`, one reference count
+//!   per chunk, not per record) and reads further records of it with one
+//!   `Acquire` load each. A reader holding a chunk the writer has since
+//!   replaced still reads it correctly: records are immutable. So a record
+//!   is reported `Evicted` only to a reader that does not hold its chunk
+//!   and finds another chunk in the cell.
+//! - A resize builds a new cell array holding the retained chunks, publishes
+//!   it through the `ArcSwap` (which is at least `Release`/`Acquire`), and
+//!   only then writes further records. A reader that sees `head > p` for a
+//!   record written after the resize also sees the new array (the array
 //!   store happens-before the record store happens-before the `head` store).
-//! - Slot loads are wait-free for readers (arc-swap's debt list); the writer's
-//!   store waits for no reader. A reader holding a guard only delays the
-//!   freeing of the old record, never the writer.
+//! - Reads are wait-free for readers; the writer waits for no reader. A
+//!   reader holding a chunk only delays its freeing, never the writer.
 //!
-//! The writer never overwrites a record the dispatcher has not yet fanned out:
-//! [`RingWriter::append`] refuses with [`Gated`] when the slot it would reuse
-//! holds a position at or beyond the dispatcher's cursor. Watchers replaying
+//! The writer never replaces a chunk holding a record the dispatcher has not
+//! yet fanned out: [`RingWriter::append`] refuses with [`Gated`] when the
+//! chunk it would replace holds a position at or beyond the dispatcher's
+//! cursor. The array keeps one chunk more than the logical window, so the
+//! window is never cut short by a replacement. Watchers replaying
 //! history are never waited for: if the writer laps one, the stamp check
 //! tells it so and it ends with `Gone`.
 //!

@@ -19,8 +19,8 @@ fn us(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
         Some(v) if v >= 10_000.0 => format!("{:.0} ms", v / 1e3),
-        Some(v) if v >= 100.0 => format!("{v:.0}"),
-        Some(v) => format!("{v:.1}"),
+        Some(v) if v >= 100.0 => format!("{v:.0} µs"),
+        Some(v) => format!("{v:.1} µs"),
     }
 }
 
@@ -53,7 +53,7 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
     type Cells<'a> = Box<dyn Fn(&Row) -> String + 'a>;
     let (head, cells): (&str, Cells<'_>) = match scenario {
         ScenarioKind::FanoutAll | ScenarioKind::CatchUp => (
-            "| case | system | M deliveries/s | p50 µs | p99 µs | ended | herald ÷ system | note |",
+            "| case | system | M deliveries/s | p50 | p99 | ended | herald ÷ system | note |",
             Box::new(|r: &Row| {
                 let h = herald_row(&owned, &r.case).and_then(|h| h.deliveries_per_s);
                 format!(
@@ -88,7 +88,7 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
             }),
         ),
         ScenarioKind::SlowWatcherTax | ScenarioKind::Latency => (
-            "| case | system | p50 µs | p99 µs | p99.9 µs | healthy ended | companion ended | note |",
+            "| case | system | p50 | p99 | p99.9 | healthy ended | companion ended | note |",
             Box::new(|r: &Row| {
                 format!(
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -163,7 +163,7 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     t.push(Target {
         goal: "fanout-all, 1,000 watchers at 66k changes/s (66 M deliveries/s): p99 <= 1 ms, none ended".into(),
         measured: paced.map_or("-".into(), |r| {
-            format!("p99 {} µs, {:.2} M deliveries/s, {} ended", us(r.p99_us), r.deliveries_per_s.unwrap_or(0.0) / 1e6, r.ended)
+            format!("p99 {}, {:.2} M deliveries/s, {} ended", us(r.p99_us), r.deliveries_per_s.unwrap_or(0.0) / 1e6, r.ended)
         }),
         met: paced.map(|r| r.p99_us.unwrap_or(f64::MAX) <= 1_000.0 && r.ended == 0),
     });
@@ -270,7 +270,7 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
     t.push(Target {
         goal: "latency: p99 <= 50 µs at 10k changes/s to 1,000 watchers".into(),
         measured: lat.map_or("-".into(), |r| {
-            format!("p50 {} µs, p99 {} µs", us(r.p50_us), us(r.p99_us))
+            format!("p50 {}, p99 {}", us(r.p50_us), us(r.p99_us))
         }),
         met: lat.map(|r| r.p99_us.unwrap_or(f64::MAX) <= 50.0 && r.ended == 0),
     });

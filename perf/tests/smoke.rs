@@ -19,11 +19,22 @@ fn every_scenario_runs_and_every_delivery_is_right() {
         .expect("run herald-perf");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "herald-perf failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "herald-perf failed:\n{stdout}\n{stderr}"
+    );
 
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows = doc["rows"].as_array().expect("rows");
-    for scenario in ["fanout-all", "fanout-indexed", "slow-watcher-tax", "catch-up", "latency", "memory"] {
+    for scenario in [
+        "fanout-all",
+        "fanout-indexed",
+        "slow-watcher-tax",
+        "catch-up",
+        "latency",
+        "memory",
+    ] {
         let herald: Vec<_> = rows
             .iter()
             .filter(|r| r["scenario"] == scenario && r["system"] == "herald")
