@@ -163,18 +163,6 @@ mod imp {
         }
     }
 
-    /// A loaded value (arc-swap's `Guard`).
-    #[derive(Debug)]
-    pub(crate) struct Guard<T>(T);
-
-    impl<T> std::ops::Deref for Guard<T> {
-        type Target = T;
-
-        fn deref(&self) -> &T {
-            &self.0
-        }
-    }
-
     /// Stand-in for `arc_swap::ArcSwap`.
     pub(crate) struct ArcSwap<T>(Cell<Arc<T>>);
 
@@ -208,10 +196,6 @@ mod imp {
     impl<T> ArcSwapOption<T> {
         pub(crate) fn empty() -> Self {
             ArcSwapOption(Cell::new(None))
-        }
-
-        pub(crate) fn load(&self) -> Guard<Option<Arc<T>>> {
-            Guard(self.0.load())
         }
 
         pub(crate) fn load_full(&self) -> Option<Arc<T>> {
