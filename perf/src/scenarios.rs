@@ -322,6 +322,30 @@ impl Row {
     }
 }
 
+/// A workload of `changes` to 1,000 pods on one node, never moving: the
+/// all-match scenarios' stream.
+fn all_match(changes: usize) -> Arc<Workload> {
+    Workload::build(Shape {
+        pods: 1_000,
+        nodes: 1,
+        changes,
+        move_every: 0,
+        payload: 64,
+    })
+}
+
+/// A spec whose watchers start from the list and are owed every change.
+fn spec(filters: Vec<Filter>, indexed: bool, queue: usize, ring: usize) -> Spec {
+    Spec {
+        filters,
+        indexed,
+        queue,
+        ring,
+        start: 0,
+        preloaded: 0,
+    }
+}
+
 /// Runs one system by kind (the systems are distinct types: this is the one
 /// place that names them all).
 pub fn run_system(
@@ -476,21 +500,8 @@ impl Runner<'_> {
         let p = &self.profile;
         for &n in &p.fanout_watchers {
             let changes = (p.fanout_deliveries / n).clamp(1_000, 1_000_000);
-            let workload = Workload::build(Shape {
-                pods: 1_000,
-                nodes: 1,
-                changes,
-                move_every: 0,
-                payload: 64,
-            });
-            let spec = Spec {
-                filters: vec![Filter::All; n],
-                indexed: false,
-                queue: 1_000,
-                ring: changes + 1,
-                start: 0,
-                preloaded: 0,
-            };
+            let workload = all_match(changes);
+            let spec = spec(vec![Filter::All; n], false, 1_000, changes + 1);
             for &s in &self.systems {
                 self.one(
                     rows,
@@ -506,21 +517,8 @@ impl Runner<'_> {
         // The latency half of the target: Herald at the target rate.
         let (n, rate, secs) = p.fanout_paced;
         let changes = (rate * secs) as usize;
-        let workload = Workload::build(Shape {
-            pods: 1_000,
-            nodes: 1,
-            changes,
-            move_every: 0,
-            payload: 64,
-        });
-        let spec = Spec {
-            filters: vec![Filter::All; n],
-            indexed: false,
-            queue: 1_000,
-            ring: 102_400,
-            start: 0,
-            preloaded: 0,
-        };
+        let workload = all_match(changes);
+        let spec = spec(vec![Filter::All; n], false, 1_000, 102_400);
         let opts = RunOpts {
             pace: Pace::Rate(rate),
             sample_every: 16,
@@ -549,14 +547,7 @@ impl Runner<'_> {
             });
             let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
             filters.extend([Filter::All; 10]);
-            let spec = Spec {
-                filters,
-                indexed: true,
-                queue: 100,
-                ring: p.indexed_changes + 1,
-                start: 0,
-                preloaded: 0,
-            };
+            let spec = spec(filters, true, 100, p.indexed_changes + 1);
             for &s in &self.systems {
                 // Without an index these peers offer every change to every
                 // watcher: 10^5 watchers x 10^5 changes is not a run.
@@ -595,14 +586,7 @@ impl Runner<'_> {
         });
         let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
         filters.extend([Filter::All; 10]);
-        let spec = Spec {
-            filters,
-            indexed: false,
-            queue: 100,
-            ring: p.unindexed_changes + 1,
-            start: 0,
-            preloaded: 0,
-        };
+        let spec = spec(filters, false, 100, p.unindexed_changes + 1);
         for &s in &self.systems {
             self.one(
                 rows,
@@ -635,13 +619,7 @@ impl Runner<'_> {
                 ),
             ] {
                 let changes = (rate * secs) as usize;
-                let workload = Workload::build(Shape {
-                    pods: 1_000,
-                    nodes: 1,
-                    changes,
-                    move_every: 0,
-                    payload: 64,
-                });
+                let workload = all_match(changes);
                 let mut filters = vec![Filter::All; healthy];
                 let mut opts = RunOpts {
                     pace: Pace::Rate(rate),
@@ -707,13 +685,7 @@ impl Runner<'_> {
 
     fn catch_up(&self, rows: &mut Vec<Row>) {
         let (n, back) = self.profile.catch_up;
-        let workload = Workload::build(Shape {
-            pods: 1_000,
-            nodes: 1,
-            changes: back,
-            move_every: 0,
-            payload: 64,
-        });
+        let workload = all_match(back);
         let spec = Spec {
             filters: vec![Filter::All; n],
             indexed: false,
@@ -737,21 +709,8 @@ impl Runner<'_> {
 
     fn latency(&self, rows: &mut Vec<Row>) {
         let (n, rate, secs) = self.profile.latency;
-        let workload = Workload::build(Shape {
-            pods: 1_000,
-            nodes: 1,
-            changes: (rate * secs) as usize,
-            move_every: 0,
-            payload: 64,
-        });
-        let spec = Spec {
-            filters: vec![Filter::All; n],
-            indexed: false,
-            queue: 1_000,
-            ring: 102_400,
-            start: 0,
-            preloaded: 0,
-        };
+        let workload = all_match((rate * secs) as usize);
+        let spec = spec(vec![Filter::All; n], false, 1_000, 102_400);
         let opts = RunOpts {
             pace: Pace::Rate(rate),
             sample_every: 1,
@@ -779,14 +738,7 @@ impl Runner<'_> {
             move_every: 0,
             payload: 64,
         });
-        let spec = Spec {
-            filters: vec![Filter::All; n],
-            indexed: false,
-            queue: 10,
-            ring: 1_024,
-            start: 0,
-            preloaded: 0,
-        };
+        let spec = spec(vec![Filter::All; n], false, 10, 1_024);
         let case = format!("{n} idle watchers");
         for &s in &self.systems {
             (self.on_start)(&format!("memory {}", s.name()));
