@@ -23,9 +23,11 @@
 //! ## Full queues
 //!
 //! Under [`SlowWatchers::Park`] the dispatcher never waits for a watcher. A
-//! watcher whose queue is full is parked at the change that did not fit and
-//! feeds itself from the ring until it has caught up, then asks to be
-//! resumed (see `watcher.rs`, Parking).
+//! selective watcher whose queue is full gets the handle in its overflow
+//! (up to [`Config::spill_limit`](crate::Config::spill_limit)); one that
+//! admits everything, or whose overflow is full, is parked at the change
+//! that did not fit and feeds itself from the ring until it has caught up,
+//! then asks to be resumed (see `watcher.rs`, Spilling and Parking).
 //!
 //! Under [`SlowWatchers::TimeBudget`] each change is a round, as in the
 //! reference's `dispatchEvent`: a non-blocking push to every candidate
@@ -455,17 +457,28 @@ impl Dispatcher {
 
     /// Enqueues `handle` for `w`. A full queue parks the watcher, or, under
     /// the time budget, leaves it for [`serve_blocked`](Self::serve_blocked).
+    #[inline]
     fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
-        if w.queue.push(handle).is_err() {
-            if self.budget.is_some() {
-                self.blocked.push((w.clone(), handle));
-            } else {
-                w.park(handle >> 2);
-                Counters::add(&self.shared.counters.parks, 1);
-            }
+        // `is_spilling` first: while the overflow is active the queue is
+        // not ours to push to (order).
+        if w.is_spilling() || w.queue.push(handle).is_err() {
+            self.push_full(w, handle);
             return;
         }
         self.mark_touched(w);
+    }
+
+    #[cold]
+    fn push_full(&mut self, w: &Arc<WatcherShared>, handle: u64) {
+        if self.budget.is_some() {
+            self.blocked.push((w.clone(), handle));
+        } else if w.overflow(handle, self.shared.config.spill_limit) {
+            Counters::add(&self.shared.counters.spilled, 1);
+            self.mark_touched(w);
+        } else {
+            w.park(handle >> 2);
+            Counters::add(&self.shared.counters.parks, 1);
+        }
     }
 
     fn mark_touched(&mut self, w: &Arc<WatcherShared>) {

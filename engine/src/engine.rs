@@ -56,6 +56,7 @@ pub struct Config {
     pub(crate) tick: Duration,
     pub(crate) bookmark_frequency: Duration,
     pub(crate) slow_watchers: SlowWatchers,
+    pub(crate) spill_limit: usize,
     pub(crate) clock: std::sync::Arc<dyn Clock>,
 }
 
@@ -76,6 +77,7 @@ impl Default for Config {
             // seeds: cacher.go defaultBookmarkFrequency
             bookmark_frequency: Duration::from_secs(60),
             slow_watchers: SlowWatchers::default(),
+            spill_limit: DEFAULT_SPILL_LIMIT,
             clock: std::sync::Arc::new(SystemClock),
         }
     }
@@ -176,6 +178,25 @@ impl Config {
         self
     }
 
+    /// Under [`SlowWatchers::Park`]: how many changes a selective watcher
+    /// (one with a key scope or a selector) may have waiting beyond its
+    /// full queue before it is parked (default 4,096, at most 32 KiB per
+    /// watcher, and only while it is behind; 0 parks at the first full
+    /// queue).
+    ///
+    /// A parked watcher feeds itself from the history ring, which costs it
+    /// a filter evaluation per change in the ring, not per change it may
+    /// see: cheap for a watcher that admits most changes, costly for one
+    /// that admits a few (a kubelet's node watcher under a burst). The
+    /// overflow holds only the changes the watcher admits, in order, so a
+    /// selective watcher that falls behind for a moment catches up at the
+    /// cost of what it is owed. A watcher that admits everything never
+    /// overflows: its replay is as cheap as its queue.
+    pub fn spill_limit(mut self, changes: usize) -> Self {
+        self.spill_limit = changes;
+        self
+    }
+
     /// The clock every time rule reads (default [`SystemClock`]); tests use
     /// a [`ManualClock`](crate::ManualClock).
     ///
@@ -228,6 +249,9 @@ impl Config {
         (per_second as usize).clamp(MIN_QUEUE, max.max(MIN_QUEUE))
     }
 }
+
+/// [`Config::spill_limit`]'s default.
+const DEFAULT_SPILL_LIMIT: usize = 4096;
 
 /// The smallest watcher queue (the reference's 10). One under loom, so
 /// that a model fills a queue with a single change.
@@ -642,6 +666,11 @@ impl Engine {
                 req.fields
                     .requires_exact(f)
                     .map(|v| Route::Indexed(i, v.into()))
+            })
+            .or_else(|| {
+                req.fields
+                    .first_exact()
+                    .map(|(f, v)| Route::Selected(f.into(), v.into()))
             })
             .unwrap_or(Route::All);
         let (generation, ring_capacity) = {

@@ -107,6 +107,11 @@ impl Filter {
         }
     }
 
+    /// Admits every object: a replay from the ring delivers every change.
+    pub(crate) fn is_everything(&self) -> bool {
+        self.everything
+    }
+
     /// Whether the watcher may see `obj` at all.
     #[inline]
     pub(crate) fn admits(&self, obj: &Object) -> bool {

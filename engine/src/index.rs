@@ -12,6 +12,18 @@
 //! A watcher is registered in exactly one bucket, and a change visits each
 //! bucket at most once, so no watcher is offered a change twice.
 //!
+//! # Selector routes
+//!
+//! A watcher whose field selector requires an exact value of a field that
+//! has no index (`metadata.name=web-1`, or `spec.nodeName=node-7` on an
+//! engine without that index) is routed the same way, by an implicit map
+//! on that field, built from the watchers themselves: a change looks up
+//! each such field once, so a thousand distinct selectors cost a thousand
+//! hash look-ups fewer than a thousand evaluations. Routing only narrows
+//! the candidates (their filters still decide), so delivery is exactly the
+//! reference's; only the queue size follows the configured indexes, as in
+//! the reference. A field's map goes away with its last watcher.
+//!
 //! # Synchronization
 //!
 //! The dispatcher is the only writer: it builds a new [`Routes`] value on
@@ -38,6 +50,9 @@ pub(crate) struct Routes {
     all: Bucket,
     /// One map per index: value -> watchers.
     by_value: Vec<IndexMap>,
+    /// Selector routes: (field, value -> watchers), for fields with no
+    /// index and at least one watcher.
+    selected: Vec<(Box<str>, IndexMap)>,
     len: usize,
 }
 
@@ -51,6 +66,7 @@ impl Routes {
             fields,
             all: Bucket::default(),
             by_value,
+            selected: Vec::new(),
             len: 0,
         }
     }
@@ -62,11 +78,17 @@ impl Routes {
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
         match &w.spec.route {
             Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
-            Route::Indexed(i, value) => {
-                let map = &mut self.by_value[*i];
-                let mut bucket = map.get(value).cloned().unwrap_or_default();
-                std::sync::Arc::make_mut(&mut bucket).push(w.clone());
-                map.insert(value.clone(), bucket);
+            Route::Indexed(i, value) => bucket_insert(&mut self.by_value[*i], value, w.clone()),
+            Route::Selected(field, value) => {
+                let at = match self.selected.iter().position(|(f, _)| f == field) {
+                    Some(at) => at,
+                    None => {
+                        let map = IndexMap::with_hasher(ahash::RandomState::new());
+                        self.selected.push((field.clone(), map));
+                        self.selected.len() - 1
+                    }
+                };
+                bucket_insert(&mut self.selected[at].1, value, w.clone());
             }
         }
         self.len += 1;
@@ -76,16 +98,14 @@ impl Routes {
     pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
         let removed = match &w.spec.route {
             Route::All => remove_id(std::sync::Arc::make_mut(&mut self.all), w.spec.id),
-            Route::Indexed(i, value) => {
-                let map = &mut self.by_value[*i];
-                match map.get(value).cloned() {
+            Route::Indexed(i, value) => bucket_remove(&mut self.by_value[*i], value, w.spec.id),
+            Route::Selected(field, value) => {
+                match self.selected.iter().position(|(f, _)| f == field) {
                     None => false,
-                    Some(mut bucket) => {
-                        let removed = remove_id(std::sync::Arc::make_mut(&mut bucket), w.spec.id);
-                        if bucket.is_empty() {
-                            map.remove(value);
-                        } else {
-                            map.insert(value.clone(), bucket);
+                    Some(at) => {
+                        let removed = bucket_remove(&mut self.selected[at].1, value, w.spec.id);
+                        if self.selected[at].1.is_empty() {
+                            self.selected.swap_remove(at);
                         }
                         removed
                     }
@@ -101,6 +121,7 @@ impl Routes {
         self.all.iter().chain(
             self.by_value
                 .iter()
+                .chain(self.selected.iter().map(|(_, m)| m))
                 .flat_map(|m| m.values().flat_map(|b| b.iter())),
         )
     }
@@ -115,7 +136,9 @@ impl Routes {
         mut f: impl FnMut(&Arc<WatcherShared>),
     ) {
         self.all.iter().for_each(&mut f);
-        for (field, map) in self.fields.iter().zip(&self.by_value) {
+        let indexes = self.fields.iter().map(|f| &**f).zip(&self.by_value);
+        let selected = self.selected.iter().map(|(f, m)| (&**f, m));
+        for (field, map) in indexes.chain(selected) {
             if map.is_empty() {
                 continue;
             }
@@ -132,6 +155,27 @@ impl Routes {
                     }
                 }
             }
+        }
+    }
+}
+
+fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
+    let mut bucket = map.get(value).cloned().unwrap_or_default();
+    std::sync::Arc::make_mut(&mut bucket).push(w);
+    map.insert(value.into(), bucket);
+}
+
+fn bucket_remove(map: &mut IndexMap, value: &str, id: u64) -> bool {
+    match map.get(value).cloned() {
+        None => false,
+        Some(mut bucket) => {
+            let removed = remove_id(std::sync::Arc::make_mut(&mut bucket), id);
+            if bucket.is_empty() {
+                map.remove(value);
+            } else {
+                map.insert(value.into(), bucket);
+            }
+            removed
         }
     }
 }

@@ -19,6 +19,7 @@ pub(crate) struct Counters {
     pub(crate) deliveries: AtomicU64,
     pub(crate) initial_events_sent: AtomicU64,
     pub(crate) parks: AtomicU64,
+    pub(crate) spilled: AtomicU64,
     pub(crate) resumes: AtomicU64,
     pub(crate) writer_gated_waits: AtomicU64,
     pub(crate) watches_started: AtomicU64,
@@ -79,6 +80,7 @@ impl Counters {
             deliveries: g(&self.deliveries),
             initial_events_sent: g(&self.initial_events_sent),
             parks: g(&self.parks),
+            spilled: g(&self.spilled),
             resumes: g(&self.resumes),
             writer_gated_waits: g(&self.writer_gated_waits),
             watches_started: g(&self.watches_started),
@@ -125,6 +127,10 @@ pub struct Stats {
     /// Times the dispatcher found a watcher's queue full and parked it
     /// (the watcher then feeds itself from the ring).
     pub parks: u64,
+    /// Changes the dispatcher found no room for in a selective watcher's
+    /// queue and kept in its overflow instead of parking it
+    /// ([`Config::spill_limit`](crate::Config::spill_limit)).
+    pub spilled: u64,
     /// Times a parked watcher caught up and was fed by the dispatcher again.
     pub resumes: u64,
     /// Times the writer waited for the dispatcher (ring full of undispatched

@@ -64,8 +64,8 @@ use crate::queue::Spsc;
 use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
 use crate::sync::{
-    Arc, AtomicBool, AtomicU64, AtomicWaker, OnceLock, Ordering, Thread, ThreadId, fence, park,
-    park_timeout,
+    Arc, AtomicBool, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceLock, Ordering, Thread,
+    ThreadId, fence, park, park_timeout,
 };
 use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
 
@@ -187,6 +187,10 @@ pub(crate) enum Route {
     All,
     /// (index number, value).
     Indexed(usize, Box<str>),
+    /// (field, value): the selector requires an exact value of a field no
+    /// index was configured for; routed by it all the same (see
+    /// `index.rs`, Selector routes). Sized as an unindexed watcher.
+    Selected(Box<str>, Box<str>),
 }
 
 /// How a watch begins.
@@ -288,6 +292,23 @@ pub(crate) struct WatcherShared {
     /// dispatcher's `Acquire` load pairs with it before it overwrites
     /// `bookmark_rv`).
     bookmark_pending: AtomicBool,
+    /// Handles that did not fit in the queue (see [Spilling](#spilling)).
+    spill: Mutex<Spill>,
+    /// `spill.active`, readable without the lock. Set by the dispatcher
+    /// (under the lock), cleared by the consumer (under the lock); so a
+    /// `false` read by the dispatcher is never stale, and a stale `true`
+    /// only sends it to the locked path.
+    spilling: AtomicBool,
+}
+
+/// A watcher's overflow: handles in dispatch order, all newer than what
+/// the queue holds while `active`.
+#[derive(Debug, Default)]
+struct Spill {
+    items: Vec<u64>,
+    /// The dispatcher pushes here, not to the queue, until the consumer
+    /// takes the items.
+    active: bool,
 }
 
 impl fmt::Debug for WatcherShared {
@@ -325,7 +346,60 @@ impl WatcherShared {
             producer_waiting: AtomicBool::new(false),
             bookmark_rv: AtomicU64::new(0),
             bookmark_pending: AtomicBool::new(false),
+            spill: Mutex::new(Spill::default()),
+            spilling: AtomicBool::new(false),
         }
+    }
+
+    fn lock_spill(&self) -> MutexGuard<'_, Spill> {
+        // Every mutation under the lock completes before the guard drops.
+        self.spill.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Dispatcher: whether handles go to the overflow rather than the
+    /// queue (`Relaxed`: see the field).
+    #[inline]
+    pub(crate) fn is_spilling(&self) -> bool {
+        self.spilling.load(Ordering::Relaxed)
+    }
+
+    /// Dispatcher (park policy): `handle` did not fit, or the overflow is
+    /// active. Keeps it in order, in the queue if the consumer has taken
+    /// the overflow meanwhile and made room, else in the overflow. Returns
+    /// false if the watcher is to be parked instead (it admits everything,
+    /// or the overflow holds `limit` handles already).
+    pub(crate) fn overflow(&self, handle: u64, limit: usize) -> bool {
+        if self.spec.filter.is_everything() {
+            return false;
+        }
+        let mut spill = self.lock_spill();
+        if !spill.active {
+            // The consumer took the overflow since we looked: everything
+            // before this handle is out of the way.
+            if self.queue.push(handle).is_ok() {
+                return true;
+            }
+            if limit == 0 {
+                return false;
+            }
+            spill.active = true;
+            // Release: pairs with the consumer's Acquire in `take_spill`.
+            self.spilling.store(true, Ordering::Release);
+        }
+        if spill.items.len() >= limit {
+            return false;
+        }
+        spill.items.push(handle);
+        true
+    }
+
+    /// Consumer, on a park: forgets the overflow (the park's replay
+    /// re-derives it; the dispatcher does not touch it while parked).
+    fn discard_spill(&self) {
+        let mut spill = self.lock_spill();
+        spill.items.clear();
+        spill.active = false;
+        self.spilling.store(false, Ordering::Relaxed);
     }
 
     pub(crate) fn is_ended(&self) -> bool {
@@ -358,7 +432,9 @@ impl WatcherShared {
     /// the one the watch waits for, or the queue is full (bookmarks never
     /// block, park or end a watcher). Returns whether it was enqueued.
     pub(crate) fn offer_bookmark(&self, pos: u64, rv: ResourceVersion) -> bool {
-        if !self.is_live() || self.is_ended() || !self.initial_end.admits(rv) {
+        // Not while the overflow is active: the marker would overtake it.
+        if !self.is_live() || self.is_ended() || self.is_spilling() || !self.initial_end.admits(rv)
+        {
             return false;
         }
         // Acquire: pairs with the consumer's Release clear; it has read
@@ -477,6 +553,11 @@ pub struct Watch {
     drained: bool,
     /// Queue pops until the next latency sample.
     sample_in: u32,
+    /// Handles taken from the queue and the overflow together, served
+    /// before the queue (see [Spilling](#spilling)); `spilled_at` is the
+    /// next one.
+    spilled: Vec<u64>,
+    spilled_at: usize,
     thread_waker: Option<(ThreadId, Waker)>,
 }
 
@@ -699,6 +780,8 @@ impl Watch {
             phase: Phase::Activating,
             park_seen: NOT_ATTACHED,
             resume_requested: false,
+            spilled: Vec::new(),
+            spilled_at: 0,
             next_pos: 0,
             generation: 0,
             cursor,
@@ -781,10 +864,10 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_batch(&mut self, out: &mut Vec<WatchItem>, max: usize) -> usize {
-        let mut n = self.stream_batch(max, &mut |ev: EventRef<'_>| {
+        let (mut n, more) = self.stream_batch(max, &mut |ev: EventRef<'_>| {
             out.push(WatchItem::Event(ev.to_event()));
         });
-        while n < max {
+        while more && n < max {
             match self.step_owned() {
                 Step::Item(item) => {
                     out.push(item);
@@ -821,11 +904,9 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn visit_batch(&mut self, max: usize, mut f: impl FnMut(EventRef<'_>)) -> Visited {
-        let mut visited = Visited {
-            events: self.stream_batch(max, &mut f),
-            end: None,
-        };
-        while visited.events < max {
+        let (events, more) = self.stream_batch(max, &mut f);
+        let mut visited = Visited { events, end: None };
+        while more && visited.events < max {
             let raw = match self.step() {
                 Step::Item(raw) => raw,
                 Step::Empty | Step::Done => break,
@@ -943,10 +1024,13 @@ impl Watch {
     /// serves only the steady state (streaming, not ended, no park
     /// transition pending) and stops at anything else, which the general
     /// step ([`Watch::step`]) then handles: the end, a park to take on, a
-    /// re-list, a record the writer has lapped.
-    fn stream_batch(&mut self, max: usize, f: &mut impl FnMut(EventRef<'_>)) -> usize {
+    /// re-list, a record the writer has lapped. Returns the events lent
+    /// and whether the general step has work (false: the queue ran dry or
+    /// a parked replay reached the head, so a batch call returns at once
+    /// and polling an idle watch costs a few loads).
+    fn stream_batch(&mut self, max: usize, f: &mut impl FnMut(EventRef<'_>)) -> (usize, bool) {
         if self.phase != Phase::Stream || self.w.end.get().is_some() {
-            return 0;
+            return (0, true);
         }
         // Acquire: pairs with the dispatcher's Release stores of `attach`.
         let raw = self.w.attach.load(Ordering::Acquire);
@@ -954,16 +1038,16 @@ impl Watch {
             Attach::Live(d) => (d, true),
             // A park already taken on: keep replaying up to the head.
             Attach::Parked(_) if self.park_seen == raw => (self.engine.ring.head(), false),
-            _ => return 0,
+            _ => return (0, true),
         };
         let mut n = 0;
         while n < max && self.next_pos < replay_to {
             let pos = self.next_pos;
             let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
-                return n;
+                return (n, true);
             };
             if rec.generation != self.generation || rec.kind == RecordKind::Relist {
-                return n;
+                return (n, true);
             }
             self.next_pos = pos + 1;
             let (RecordKind::Change(kind), Some(object)) = (rec.kind, rec.object.as_ref()) else {
@@ -983,10 +1067,10 @@ impl Watch {
         }
         if !live {
             self.maybe_request_resume(replay_to);
-            return n;
+            return (n, false);
         }
         while n < max {
-            let Some(handle) = self.w.queue.pop() else {
+            let Some(handle) = self.pop_handle() else {
                 break;
             };
             if self.w.producer_waiting.load(Ordering::Relaxed)
@@ -1014,7 +1098,7 @@ impl Watch {
             let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
                 // The handle is spent: end here; the general step reports it.
                 self.lapped();
-                return n;
+                return (n, true);
             };
             self.next_pos = pos + 1;
             if rec.object.is_none() {
@@ -1035,7 +1119,7 @@ impl Watch {
             });
             n += 1;
         }
-        n
+        (n, false)
     }
 
     fn step_owned(&mut self) -> Step<WatchItem> {
@@ -1189,6 +1273,9 @@ impl Watch {
                     // below re-derives it; the dispatcher does not push
                     // while we are parked, so this cannot drop a newer one.
                     while self.w.queue.pop().is_some() {}
+                    self.spilled.clear();
+                    self.spilled_at = 0;
+                    self.w.discard_spill();
                     // A discarded bookmark marker is no longer in flight
                     // (Release: see the field).
                     self.w.bookmark_pending.store(false, Ordering::Release);
@@ -1237,7 +1324,7 @@ impl Watch {
             return Ok(Step::Empty);
         }
         loop {
-            let Some(handle) = self.w.queue.pop() else {
+            let Some(handle) = self.pop_handle() else {
                 return Ok(Step::Empty);
             };
             if self.w.producer_waiting.load(Ordering::Relaxed)
@@ -1274,6 +1361,48 @@ impl Watch {
             self.last_rv = rec.rv;
             return Ok(Step::Item(Raw::Record(rec, Verdict::from_bits(handle))));
         }
+    }
+
+    /// The next handle: what was taken with the overflow, then the queue,
+    /// then the overflow.
+    #[inline]
+    fn pop_handle(&mut self) -> Option<u64> {
+        if let Some(&handle) = self.spilled.get(self.spilled_at) {
+            self.spilled_at += 1;
+            return Some(handle);
+        }
+        self.w.queue.pop().or_else(|| self.take_spill())
+    }
+
+    /// The queue is empty: takes the overflow, if the dispatcher started
+    /// one. While it is active the dispatcher pushes nothing to the queue,
+    /// so whatever the queue holds now is older than the overflow: it is
+    /// taken first, outside the lock, then the overflow under it; clearing
+    /// `active` hands the queue back to the dispatcher.
+    #[cold]
+    fn take_spill(&mut self) -> Option<u64> {
+        // Acquire: pairs with the dispatcher's Release in `overflow`.
+        if !self.w.spilling.load(Ordering::Acquire) {
+            return None;
+        }
+        self.spilled.clear();
+        self.spilled_at = 0;
+        while let Some(handle) = self.w.queue.pop() {
+            self.spilled.push(handle);
+        }
+        {
+            let mut spill = self.w.lock_spill();
+            self.spilled.append(&mut spill.items);
+            spill.active = false;
+            self.w.spilling.store(false, Ordering::Relaxed);
+        }
+        self.pop_handle_spilled()
+    }
+
+    fn pop_handle_spilled(&mut self) -> Option<u64> {
+        let handle = self.spilled.get(self.spilled_at).copied();
+        self.spilled_at += usize::from(handle.is_some());
+        handle
     }
 
     /// A bookmark marker popped at dispatcher position `pos`: its version,

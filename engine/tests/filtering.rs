@@ -165,7 +165,22 @@ fn key_scopes() {
 
 #[test]
 fn index_routing_notifies_the_old_and_the_new_value() {
-    let (engine, mut writer) = listed(Config::default().index("spec.nodeName").index("spec.zone"));
+    routing_notifies_the_old_and_the_new_value(
+        Config::default().index("spec.nodeName").index("spec.zone"),
+    );
+}
+
+/// Without indexes, exact field selectors are routed by the fields they
+/// name (selector routes): the same deliveries, moves included.
+#[test]
+fn selector_routing_notifies_the_old_and_the_new_value() {
+    routing_notifies_the_old_and_the_new_value(Config::default());
+    // One configured index, the other field routed by selector.
+    routing_notifies_the_old_and_the_new_value(Config::default().index("spec.zone"));
+}
+
+fn routing_notifies_the_old_and_the_new_value(config: Config) {
+    let (engine, mut writer) = listed(config);
     let mut n1 = watch(&engine, "", "spec.nodeName=n1");
     let mut n2 = watch(&engine, "", "spec.nodeName=n2");
     let mut n3 = watch(&engine, "", "spec.nodeName=n3");
@@ -210,9 +225,15 @@ fn index_routing_notifies_the_old_and_the_new_value() {
         got(&mut all, 4),
         [(Added, 2), (Modified, 3), (Modified, 4), (Deleted, 5)]
     );
-    // Indexed watchers were offered only their values' changes.
     let s = engine.stats();
     assert_eq!(s.watchers_active, 6);
+    // Stopped watchers leave their routes.
+    drop((n1, n2, n3, z1, n2_web));
+    eventually("unregistered", || engine.stats().watchers_active == 1);
+    writer
+        .apply(Change::added(at("n1", "z1"), 6.into()))
+        .unwrap();
+    assert_eq!(got(&mut all, 1), [(Added, 6)]);
 }
 
 #[test]

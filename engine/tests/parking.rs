@@ -165,3 +165,76 @@ fn visiting_lends_exactly_what_receiving_gives() {
     assert!(visited.is_finished());
     assert_eq!(visited.visit_batch(64, |_| {}), Visited::default());
 }
+
+/// A selective watcher whose queue is full keeps what it is owed in its
+/// overflow (Config::spill_limit) instead of parking: it is never made to
+/// scan the ring for the few changes it may see.
+#[test]
+fn a_selective_watcher_spills_instead_of_parking() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut w = engine
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(1.into()))
+                .labels("app=web".parse().unwrap()),
+        )
+        .unwrap();
+    eventually("live", || engine.stats().watchers_active == 1);
+    assert_quiet(&mut w);
+    // 200 changes, every other one admitted: 100 owed, queue of 10.
+    for rv in 2..=201 {
+        let app = if rv % 2 == 0 { "web" } else { "db" };
+        let o = Object::builder("ns", &format!("p{}", rv % 50))
+            .label("app", app)
+            .build();
+        writer.apply(Change::added(o, rv.into())).unwrap();
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched == 201);
+    let s = engine.stats();
+    assert_eq!(s.parks, 0);
+    assert!(s.spilled >= 90, "spilled {}", s.spilled);
+    let (seen, end) = recv_events(&mut w, 100);
+    assert_eq!(end, None);
+    assert_eq!(rvs(&seen), (2..=201).step_by(2).collect::<Vec<_>>());
+    assert_quiet(&mut w);
+    // The overflow was handed back: the queue feeds it again.
+    writer.apply(Change::added(obj(202), 202.into())).unwrap();
+    let (seen, _) = recv_events(&mut w, 1);
+    assert_eq!(rvs(&seen), [202]);
+    assert_quiet(&mut w);
+}
+
+/// Past the spill limit the watcher parks after all, and the hand-over
+/// from overflow to replay loses and repeats nothing.
+#[test]
+fn an_overflow_past_its_limit_parks_and_loses_nothing() {
+    for limit in [0, 25] {
+        let (engine, mut writer) = Engine::new(Config::default().spill_limit(limit)).unwrap();
+        writer.replace([], 1.into()).unwrap();
+        let mut w = engine
+            .watch(
+                WatchRequest::new()
+                    .resource_version(Some(1.into()))
+                    .labels("app=web".parse().unwrap()),
+            )
+            .unwrap();
+        eventually("live", || engine.stats().watchers_active == 1);
+        for rv in 2..=301 {
+            writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+        }
+        eventually("dispatched", || engine.stats().changes_dispatched == 301);
+        let s = engine.stats();
+        assert!(s.parks >= 1, "limit {limit}: parks {}", s.parks);
+        assert_eq!(
+            s.spilled > 0,
+            limit > 0,
+            "limit {limit}: spilled {}",
+            s.spilled
+        );
+        let (seen, end) = recv_events(&mut w, 300);
+        assert_eq!(end, None);
+        assert_eq!(rvs(&seen), (2..=301).collect::<Vec<_>>(), "limit {limit}");
+        assert_quiet(&mut w);
+    }
+}

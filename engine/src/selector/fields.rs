@@ -158,6 +158,14 @@ impl FieldSelector {
             .find(|t| t.operator == FieldOperator::Equals && t.field.as_ref() == field)
             .map(|t| t.value.as_ref())
     }
+
+    /// The first term that requires an exact value: `(field, value)`.
+    pub(crate) fn first_exact(&self) -> Option<(&str, &str)> {
+        self.terms
+            .iter()
+            .find(|t| t.operator == FieldOperator::Equals)
+            .map(|t| (t.field.as_ref(), t.value.as_ref()))
+    }
 }
 
 impl FromStr for FieldSelector {

@@ -59,6 +59,20 @@ impl Publisher for HeraldPub {
 
 impl Drop for HeraldPub {
     fn drop(&mut self) {
+        if std::env::var_os("HERALD_PERF_STATS").is_some() {
+            let s = self.engine.stats();
+            eprintln!(
+                "stats: changes {} deliveries {} spilled {} parks {} resumes {} gated {} ring {} grows {}",
+                s.changes_dispatched,
+                s.deliveries,
+                s.spilled,
+                s.parks,
+                s.resumes,
+                s.writer_gated_waits,
+                s.ring_capacity,
+                s.ring_grows
+            );
+        }
         self.engine.stop();
     }
 }
