@@ -16,6 +16,11 @@
 //! 3. publishes its cursor (`dispatched`, `Release`), which lets the writer
 //!    reuse ring slots below it.
 //!
+//! Followers (watchers that admit everything, under the park policy) are
+//! pushed nothing: they read the ring up to its head themselves, and the
+//! dispatcher only wakes those that sleep, once per batch (`watcher.rs`,
+//! Following).
+//!
 //! Registration happens between batches: a watcher becomes live at the
 //! cursor; the watcher replays anything older from the ring by itself, so
 //! the dispatcher never does per-watcher catch-up work.
@@ -226,10 +231,16 @@ impl Dispatcher {
                 self.activate_pending(now);
             }
             self.expire_deadlines(now);
+            let head = self.shared.ring.head();
             if now >= self.next_tick {
+                // Catch up first, so a bookmark carries what the watchers
+                // (followers read the ring themselves) have already been
+                // served, not a version behind it.
+                while self.cursor < head {
+                    self.dispatch_batch(head.min(self.cursor + BATCH));
+                }
                 self.tick(now);
             }
-            let head = self.shared.ring.head();
             if self.cursor < head {
                 self.dispatch_batch(head.min(self.cursor + BATCH));
                 continue;
@@ -429,6 +440,8 @@ impl Dispatcher {
                     }
                     let prev = rec.prev.as_ref();
                     let handle_pos = pos << 2;
+                    // Followers admit every change and read it themselves.
+                    deliveries += routes.followers().len() as u64;
                     routes.for_each_candidate(object, prev, |w| {
                         if !w.is_live() || w.is_ended() {
                             return;
@@ -446,6 +459,7 @@ impl Dispatcher {
         }
         self.cursor = end;
         self.flush_wakes();
+        self.wake_followers();
         self.publish_routes_if_dirty();
         // Release: the writer may reuse slots below `end` only after we are
         // done reading them.
@@ -575,6 +589,23 @@ impl Dispatcher {
         // New stamp: a watcher pushed to again after this flush (in the
         // same batch) must be collected again.
         self.batch_no += 1;
+    }
+
+    /// Wakes the followers that sleep: they read the records of this batch
+    /// from the ring themselves.
+    fn wake_followers(&self) {
+        let followers = self.routes.followers();
+        if followers.is_empty() {
+            return;
+        }
+        // SeqCst fence: orders our read of the head that covered this
+        // batch (its records published) before the `parked` loads; pairs
+        // with the consumer's fence in `prepare_park`, which re-reads the
+        // head after storing `parked`.
+        fence(Ordering::SeqCst);
+        for w in followers {
+            w.wake_if_parked();
+        }
     }
 
     /// A re-list marker: every live watcher ends with `Relisted`.

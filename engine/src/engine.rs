@@ -673,6 +673,15 @@ impl Engine {
                     .map(|(f, v)| Route::Selected(f.into(), v.into()))
             })
             .unwrap_or(Route::All);
+        let filter = Filter::new(req.scope, req.labels, req.fields);
+        let route = if route == Route::All
+            && filter.is_everything()
+            && shared.config.slow_watchers == SlowWatchers::Park
+        {
+            Route::Follow
+        } else {
+            route
+        };
         let (generation, ring_capacity) = {
             let st = shared.lock_state();
             match shared.lifecycle.load(Ordering::Acquire) {
@@ -696,7 +705,7 @@ impl Engine {
         let w = Arc::new(WatcherShared::new(
             WatcherSpec {
                 id: shared.next_id.fetch_add(1, Ordering::Relaxed),
-                filter: Filter::new(req.scope, req.labels, req.fields),
+                filter,
                 route,
                 start,
                 generation,

@@ -12,6 +12,9 @@
 //! A watcher is registered in exactly one bucket, and a change visits each
 //! bucket at most once, so no watcher is offered a change twice.
 //!
+//! A watcher that admits everything under the park policy is a follower
+//! (see `watcher.rs`, Following): registered apart, offered nothing.
+//!
 //! # Selector routes
 //!
 //! A watcher whose field selector requires an exact value of a field that
@@ -48,6 +51,8 @@ pub(crate) struct Routes {
     /// Field names of the indexes, in configuration order.
     fields: std::sync::Arc<[Box<str>]>,
     all: Bucket,
+    /// Followers (`Route::Follow`): offered no change, woken per batch.
+    followers: Bucket,
     /// One map per index: value -> watchers.
     by_value: Vec<IndexMap>,
     /// Selector routes: (field, value -> watchers), for fields with no
@@ -65,6 +70,7 @@ impl Routes {
         Routes {
             fields,
             all: Bucket::default(),
+            followers: Bucket::default(),
             by_value,
             selected: Vec::new(),
             len: 0,
@@ -78,6 +84,7 @@ impl Routes {
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
         match &w.spec.route {
             Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
+            Route::Follow => std::sync::Arc::make_mut(&mut self.followers).push(w),
             Route::Indexed(i, value) => bucket_insert(&mut self.by_value[*i], value, w.clone()),
             Route::Selected(field, value) => {
                 let at = match self.selected.iter().position(|(f, _)| f == field) {
@@ -98,6 +105,7 @@ impl Routes {
     pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
         let removed = match &w.spec.route {
             Route::All => remove_id(std::sync::Arc::make_mut(&mut self.all), w.spec.id),
+            Route::Follow => remove_id(std::sync::Arc::make_mut(&mut self.followers), w.spec.id),
             Route::Indexed(i, value) => bucket_remove(&mut self.by_value[*i], value, w.spec.id),
             Route::Selected(field, value) => {
                 match self.selected.iter().position(|(f, _)| f == field) {
@@ -118,7 +126,7 @@ impl Routes {
 
     /// Every registered watcher.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<WatcherShared>> {
-        self.all.iter().chain(
+        self.all.iter().chain(self.followers.iter()).chain(
             self.by_value
                 .iter()
                 .chain(self.selected.iter().map(|(_, m)| m))
@@ -126,8 +134,15 @@ impl Routes {
         )
     }
 
+    /// The followers: they read the ring themselves; the dispatcher only
+    /// wakes them.
+    pub(crate) fn followers(&self) -> &[Arc<WatcherShared>] {
+        &self.followers
+    }
+
     /// Calls `f` for every watcher a change of `object` (previously `prev`)
-    /// may concern, each at most once.
+    /// may concern, each at most once (followers excepted: they concern
+    /// themselves).
     #[inline]
     pub(crate) fn for_each_candidate(
         &self,

@@ -120,7 +120,9 @@ pub struct Stats {
     pub progress_updates: u64,
     /// Changes the dispatcher has fanned out.
     pub changes_dispatched: u64,
-    /// Events the dispatcher enqueued to watchers (live deliveries).
+    /// Live deliveries: events the dispatcher enqueued to watchers, plus
+    /// one per change per follower (a watcher that admits everything
+    /// under the park policy reads every change from the ring itself).
     pub deliveries: u64,
     /// Initial events (current state as Added) served to watches.
     pub initial_events_sent: u64,

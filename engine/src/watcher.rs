@@ -44,6 +44,22 @@
 //! no one else. (Under the time budget the dispatcher waits instead and
 //! ends a watcher still full with `TooSlow`; see `dispatch.rs`.)
 //!
+//! # Following
+//!
+//! Under the park policy a watcher that admits everything (no key scope,
+//! no selector) is a follower: the dispatcher pushes it nothing. Its
+//! consumer reads the history ring from its next position up to the
+//! writer's head, as a parked watcher does, without ever asking to be
+//! resumed; so a change reaches it without the dispatcher's hop (the
+//! publish-to-receive latency of a disruptor's consumer), and fanning a
+//! change out to a thousand followers costs the dispatcher nothing. After
+//! each batch the dispatcher issues its `SeqCst` fence and wakes the
+//! followers that sleep (the Dekker pair above, with the head in place of
+//! the queue). Its queue carries only bookmark markers, read once the
+//! replay has reached the head (a marker behind its position says nothing
+//! new and is dropped). Like a parked watcher, a follower the writer laps
+//! ends with `Gone`.
+//!
 //! # Bookmarks
 //!
 //! A periodic bookmark travels through the queue as a marker handle (low
@@ -187,6 +203,9 @@ pub(crate) enum Route {
     All,
     /// (index number, value).
     Indexed(usize, Box<str>),
+    /// Admits everything, under the park policy: follows the history ring
+    /// itself, never fed by the dispatcher (see [Following](#following)).
+    Follow,
     /// (field, value): the selector requires an exact value of a field no
     /// index was configured for; routed by it all the same (see
     /// `index.rs`, Selector routes). Sized as an unindexed watcher.
@@ -558,6 +577,8 @@ pub struct Watch {
     /// next one.
     spilled: Vec<u64>,
     spilled_at: usize,
+    /// [`Route::Follow`]: reads the ring up to its head, not its queue.
+    follower: bool,
     thread_waker: Option<(ThreadId, Waker)>,
 }
 
@@ -774,6 +795,7 @@ impl fmt::Debug for Watch {
 impl Watch {
     pub(crate) fn new(w: Arc<WatcherShared>, engine: Arc<Shared>) -> Watch {
         let cursor = engine.ring.cursor();
+        let follower = w.spec.route == Route::Follow;
         Watch {
             w,
             engine,
@@ -782,6 +804,7 @@ impl Watch {
             resume_requested: false,
             spilled: Vec::new(),
             spilled_at: 0,
+            follower,
             next_pos: 0,
             generation: 0,
             cursor,
@@ -1035,7 +1058,7 @@ impl Watch {
         // Acquire: pairs with the dispatcher's Release stores of `attach`.
         let raw = self.w.attach.load(Ordering::Acquire);
         let (replay_to, live) = match decode(raw) {
-            Attach::Live(d) => (d, true),
+            Attach::Live(d) => (self.live_to(d), true),
             // A park already taken on: keep replaying up to the head.
             Attach::Parked(_) if self.park_seen == raw => (self.engine.ring.head(), false),
             _ => return (0, true),
@@ -1266,7 +1289,7 @@ impl Watch {
         // Acquire: pairs with the dispatcher's Release stores of `attach`.
         let raw = self.w.attach.load(Ordering::Acquire);
         let (replay_to, live) = match decode(raw) {
-            Attach::Live(d) => (d, true),
+            Attach::Live(d) => (self.live_to(d), true),
             Attach::Parked(_) => {
                 if self.park_seen != raw {
                     // Everything queued predates the park and the replay
@@ -1360,6 +1383,18 @@ impl Watch {
             }
             self.last_rv = rec.rv;
             return Ok(Step::Item(Raw::Record(rec, Verdict::from_bits(handle))));
+        }
+    }
+
+    /// Where a live watch replays up to before it turns to its queue: the
+    /// dispatcher's cursor when it took over, or, for a follower, the
+    /// ring's head (its queue carries only bookmark markers).
+    #[inline]
+    fn live_to(&self, taken_over: u64) -> u64 {
+        if self.follower {
+            self.engine.ring.head()
+        } else {
+            taken_over
         }
     }
 

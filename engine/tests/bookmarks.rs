@@ -255,13 +255,15 @@ fn the_initial_events_end_bookmark_once_then_plain_ones() {
 }
 
 /// Bookmarks never block, park or end anyone: a watcher whose queue is
-/// full skips its bookmark, under either policy.
+/// full skips its bookmark, under either policy. (A scoped watcher: one
+/// that admits everything follows the ring under the park policy, and its
+/// queue never fills.)
 #[test]
 fn bookmarks_never_block_or_end_a_watcher() {
     for policy in [SlowWatchers::Park, SlowWatchers::reference_budget()] {
         let mut rig = Rig::new(Config::default().slow_watchers(policy));
         rig.writer.replace([], 1.into()).unwrap();
-        let mut w = rig.watch(after(1));
+        let mut w = rig.watch(after(1).scope(KeyScope::prefix("ns")));
         // Exactly full (10).
         for rv in 2..=11 {
             rig.add(rv);

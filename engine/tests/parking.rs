@@ -13,14 +13,21 @@ fn obj(i: u64) -> Object {
         .build()
 }
 
-/// An engine listed at 1 and a live watch of everything from there,
-/// already begun (its start resolved), so what follows reaches it through
-/// the dispatcher, its queue and its parking, not through a start check.
+/// An engine listed at 1 and a live watch of namespace `ns` (where every
+/// object lives) from there, already begun (its start resolved), so what
+/// follows reaches it through the dispatcher, its queue and its parking,
+/// not through a start check. Scoped, because a watch of everything
+/// follows the ring and never parks; with no overflow, so a full queue
+/// parks it at once.
 fn listed_with_watch(config: Config) -> (Engine, Writer, Watch) {
-    let (engine, mut writer) = Engine::new(config).unwrap();
+    let (engine, mut writer) = Engine::new(config.spill_limit(0)).unwrap();
     writer.replace([], 1.into()).unwrap();
     let mut w = engine
-        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(1.into()))
+                .scope(KeyScope::prefix("ns")),
+        )
         .unwrap();
     eventually("live", || engine.stats().watchers_active == 1);
     assert_quiet(&mut w);

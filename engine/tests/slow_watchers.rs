@@ -288,11 +288,23 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
     let (engine, mut writer) = Engine::new(
         Config::default()
             .clock(clock.clone())
-            .history_bounds(64, 64),
+            .history_bounds(64, 64)
+            // No overflow: a full queue parks at once.
+            .spill_limit(0),
     )
     .unwrap();
     writer.replace([], 1.into()).unwrap();
-    let mut w = live_watch(&engine, 1);
+    // Scoped: a watch of everything follows the ring and never parks.
+    let mut w = engine
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(1.into()))
+                .scope(KeyScope::prefix("ns")),
+        )
+        .unwrap();
+    eventually("the watch is registered", || {
+        engine.stats().watchers_active == 1
+    });
     // Stall: 40 changes into a queue of 10.
     for rv in 2..=41 {
         add(&mut writer, rv);

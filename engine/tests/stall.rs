@@ -328,7 +328,9 @@ fn run(policy: SlowWatchers, stalled_end: fn(&EndReason) -> bool) -> Stats {
 #[test]
 fn parked_stalled_watchers_end_gone_and_the_others_get_everything() {
     let stats = run(SlowWatchers::Park, |end| matches!(end, EndReason::Gone(_)));
-    assert!(stats.parks >= STALLED as u64, "{stats:?}");
+    // The selective stalled watchers overflow, then park; those that admit
+    // everything follow the ring and never park: all end Gone.
+    assert!(stats.parks >= 1, "{stats:?}");
     assert_eq!(stats.terminations.gone, STALLED as u64);
     assert_eq!(stats.budget_rounds, 0);
 }
