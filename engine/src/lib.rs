@@ -93,7 +93,7 @@
 //!
 //! | | [`SlowWatchers::Park`] (default) | [`SlowWatchers::TimeBudget`] (the reference) |
 //! | --- | --- | --- |
-//! | full queue | the watcher is parked at the first change it missed, feeds itself from the ring, and is resumed once it has caught up | the dispatcher waits for it, out of a shared budget (starts at 0, 50 ms more per second, at most 100 ms, unused time returned) |
+//! | full queue | a selective watcher's handles go to an ordered overflow (up to [`Config::spill_limit`]); past it, the watcher is parked at the first change it missed, feeds itself from the ring, and is resumed once it has caught up. A watcher of everything has no queue to fill: it follows the ring itself | the dispatcher waits for it, out of a shared budget (starts at 0, 50 ms more per second, at most 100 ms, unused time returned) |
 //! | the dispatcher | never waits | waits up to the budget per round; every other watcher waits with it |
 //! | the slow watcher ends | only with [`EndReason::Gone`], when the change it missed has left the ring | with [`EndReason::TooSlow`] once the budget is spent and one more try fails (after draining, if it holds an undelivered initial-events-end bookmark) |
 //! | cost to others | none | up to the budget's worth of latency per blocked round |
