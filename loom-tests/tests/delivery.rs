@@ -42,6 +42,33 @@ fn recv(w: &mut Watch, n: usize) -> (Vec<(EventKind, u64)>, Option<EndReason>) {
     (out, None)
 }
 
+/// A queue of one, three changes (Added at 2, 3, 4), a consumer of `req`
+/// from rv 1 that starts late: it gets all three in order, once each.
+/// Returns the engine's counters after.
+fn three_in_order(config: Config, req: WatchRequest) -> herald::Stats {
+    let (engine, mut writer) = engine(config);
+    let mut w = engine.watch(req.resource_version(Some(1.into()))).unwrap();
+    let consumer = thread::spawn(move || {
+        let (events, end) = recv(&mut w, 3);
+        assert_eq!(end, None);
+        assert_eq!(
+            events,
+            [
+                (EventKind::Added, 2),
+                (EventKind::Added, 3),
+                (EventKind::Added, 4)
+            ]
+        );
+    });
+    for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+        writer
+            .apply(Change::added(pod(name, "n1"), (i as u64 + 2).into()))
+            .unwrap();
+    }
+    consumer.join().unwrap();
+    engine.stats()
+}
+
 /// A watch of everything is a follower: it reads the ring itself and the
 /// dispatcher only wakes it after each batch (the Dekker pair on the
 /// ring's head).
@@ -79,33 +106,11 @@ fn changes_reach_a_sleeping_consumer() {
 fn park_and_resume_lose_and_repeat_nothing() {
     static PARKED_RUNS: AtomicUsize = AtomicUsize::new(0);
     model(|| {
-        let (engine, mut writer) = engine(Config::default().spill_limit(0));
-        let mut w = engine
-            .watch(
-                WatchRequest::new()
-                    .resource_version(Some(1.into()))
-                    .scope(KeyScope::prefix("ns")),
-            )
-            .unwrap();
-        let consumer = thread::spawn(move || {
-            let (events, end) = recv(&mut w, 3);
-            assert_eq!(end, None);
-            assert_eq!(
-                events,
-                [
-                    (EventKind::Added, 2),
-                    (EventKind::Added, 3),
-                    (EventKind::Added, 4)
-                ]
-            );
-        });
-        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
-            writer
-                .apply(Change::added(pod(name, "n1"), (i as u64 + 2).into()))
-                .unwrap();
-        }
-        consumer.join().unwrap();
-        if engine.stats().parks > 0 {
+        let stats = three_in_order(
+            Config::default().spill_limit(0),
+            WatchRequest::new().scope(KeyScope::prefix("ns")),
+        );
+        if stats.parks > 0 {
             PARKED_RUNS.fetch_add(1, Ordering::Relaxed);
         }
     });
@@ -124,33 +129,10 @@ fn park_and_resume_lose_and_repeat_nothing() {
 fn a_spilled_overflow_keeps_order_and_loses_nothing() {
     static SPILLED_RUNS: AtomicUsize = AtomicUsize::new(0);
     model(|| {
-        let (engine, mut writer) = engine(Config::default());
-        let mut w = engine
-            .watch(
-                WatchRequest::new()
-                    .resource_version(Some(1.into()))
-                    .fields("spec.nodeName=n1".parse().unwrap()),
-            )
-            .unwrap();
-        let consumer = thread::spawn(move || {
-            let (events, end) = recv(&mut w, 3);
-            assert_eq!(end, None);
-            assert_eq!(
-                events,
-                [
-                    (EventKind::Added, 2),
-                    (EventKind::Added, 3),
-                    (EventKind::Added, 4)
-                ]
-            );
-        });
-        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
-            writer
-                .apply(Change::added(pod(name, "n1"), (i as u64 + 2).into()))
-                .unwrap();
-        }
-        consumer.join().unwrap();
-        let stats = engine.stats();
+        let stats = three_in_order(
+            Config::default(),
+            WatchRequest::new().fields("spec.nodeName=n1".parse().unwrap()),
+        );
         assert_eq!(
             stats.parks, 0,
             "a selective watcher spills, it does not park"
