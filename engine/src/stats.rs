@@ -129,9 +129,11 @@ pub struct Stats {
     /// Times the dispatcher found a watcher's queue full and parked it
     /// (the watcher then feeds itself from the ring).
     pub parks: u64,
-    /// Changes the dispatcher found no room for in a selective watcher's
-    /// queue and kept in its overflow instead of parking it
-    /// ([`Config::spill_limit`](crate::Config::spill_limit)).
+    /// Handles for selective watchers that took the overflow path instead
+    /// of parking ([`Config::spill_limit`](crate::Config::spill_limit)):
+    /// the queue was full or the overflow active; each was kept in the
+    /// overflow, or in the queue if the consumer had just taken the
+    /// overflow and made room.
     pub spilled: u64,
     /// Times a parked watcher caught up and was fed by the dispatcher again.
     pub resumes: u64,

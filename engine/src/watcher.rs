@@ -1402,11 +1402,9 @@ impl Watch {
     /// then the overflow.
     #[inline]
     fn pop_handle(&mut self) -> Option<u64> {
-        if let Some(&handle) = self.spilled.get(self.spilled_at) {
-            self.spilled_at += 1;
-            return Some(handle);
-        }
-        self.w.queue.pop().or_else(|| self.take_spill())
+        self.next_spilled()
+            .or_else(|| self.w.queue.pop())
+            .or_else(|| self.take_spill())
     }
 
     /// The queue is empty: takes the overflow, if the dispatcher started
@@ -1431,10 +1429,12 @@ impl Watch {
             spill.active = false;
             self.w.spilling.store(false, Ordering::Relaxed);
         }
-        self.pop_handle_spilled()
+        self.next_spilled()
     }
 
-    fn pop_handle_spilled(&mut self) -> Option<u64> {
+    /// The next handle taken with the overflow, if any is left.
+    #[inline]
+    fn next_spilled(&mut self) -> Option<u64> {
         let handle = self.spilled.get(self.spilled_at).copied();
         self.spilled_at += usize::from(handle.is_some());
         handle
