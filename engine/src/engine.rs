@@ -665,12 +665,12 @@ impl Engine {
             .find_map(|(i, f)| {
                 req.fields
                     .requires_exact(f)
-                    .map(|v| Route::Indexed(i, v.into()))
+                    .map(|v| Route::Indexed(i as u32, v.into()))
             })
             .or_else(|| {
                 req.fields
                     .first_exact()
-                    .map(|(f, v)| Route::Selected(f.into(), v.into()))
+                    .map(|(f, v)| Route::Selected(Box::new((f.into(), v.into()))))
             })
             .unwrap_or(Route::All);
         let filter = Filter::new(req.scope, req.labels, req.fields);
@@ -698,9 +698,14 @@ impl Engine {
                 _ => (None, st.ring.capacity()),
             }
         };
-        let queue = shared
-            .config
-            .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)));
+        let queue = if route == Route::Follow {
+            // A follower's queue carries at most one bookmark marker.
+            1
+        } else {
+            shared
+                .config
+                .queue_capacity(ring_capacity, matches!(route, Route::Indexed(..)))
+        };
         let created = shared.config.clock.now();
         let w = Arc::new(WatcherShared::new(
             WatcherSpec {

@@ -85,8 +85,11 @@ impl Routes {
         match &w.spec.route {
             Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
             Route::Follow => std::sync::Arc::make_mut(&mut self.followers).push(w),
-            Route::Indexed(i, value) => bucket_insert(&mut self.by_value[*i], value, w.clone()),
-            Route::Selected(field, value) => {
+            Route::Indexed(i, value) => {
+                bucket_insert(&mut self.by_value[*i as usize], value, w.clone())
+            }
+            Route::Selected(selected) => {
+                let (field, value) = &**selected;
                 let at = match self.selected.iter().position(|(f, _)| f == field) {
                     Some(at) => at,
                     None => {
@@ -106,8 +109,11 @@ impl Routes {
         let removed = match &w.spec.route {
             Route::All => remove_id(std::sync::Arc::make_mut(&mut self.all), w.spec.id),
             Route::Follow => remove_id(std::sync::Arc::make_mut(&mut self.followers), w.spec.id),
-            Route::Indexed(i, value) => bucket_remove(&mut self.by_value[*i], value, w.spec.id),
-            Route::Selected(field, value) => {
+            Route::Indexed(i, value) => {
+                bucket_remove(&mut self.by_value[*i as usize], value, w.spec.id)
+            }
+            Route::Selected(selected) => {
+                let (field, value) = &**selected;
                 match self.selected.iter().position(|(f, _)| f == field) {
                     None => false,
                     Some(at) => {

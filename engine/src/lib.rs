@@ -261,7 +261,7 @@ pub mod internals {
         pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
             use crate::watcher::{Route, Start, WatcherShared, WatcherSpec};
             let route = match indexed {
-                Some((i, v)) => Route::Indexed(i, v.into()),
+                Some((i, v)) => Route::Indexed(i as u32, v.into()),
                 None => Route::All,
             };
             let spec = WatcherSpec {

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use crate::event::ChangeKind;
-use crate::queue::Spsc;
+use crate::queue::Queue;
 use crate::ring::{ReadCursor, RecordKind, Ring, RingWriter, Sizing};
 use crate::sync::Arc;
 use crate::{Object, ResourceVersion};
@@ -108,12 +108,12 @@ impl RingReaderModel {
 
 /// The watcher queue: single producer, single consumer.
 #[derive(Debug)]
-pub struct QueueModel(Spsc);
+pub struct QueueModel(Queue);
 
 impl QueueModel {
-    /// A queue of `cap` handles.
+    /// A queue of `cap` handles (1: the one-slot queue).
     pub fn new(cap: usize) -> QueueModel {
-        QueueModel(Spsc::new(cap))
+        QueueModel(Queue::new(cap))
     }
 
     /// Producer: enqueues, or returns false when full.

@@ -16,8 +16,21 @@
 //! Slots are `AtomicU64`, so there is no `unsafe` here at all; `Relaxed`
 //! slot accesses compile to plain moves on x86-64 and AArch64. Both sides
 //! are wait-free: a bounded number of steps, no retry loop.
+//!
+//! # One slot
+//!
+//! A queue of capacity 1 is a single word ([`Queue::One`]): no index
+//! lines, no slot array. A follower's queue is one (it carries at most
+//! one bookmark marker), so a thousand followers do not pay 192 bytes of
+//! padded lines each. Protocol: the word holds `EMPTY` or a value.
+//! - push: `load(Acquire)`; if not `EMPTY`, full; else `store(v, Release)`.
+//! - pop: `load(Acquire)` (pairs with that store); if `EMPTY`, empty; else
+//!   `store(EMPTY, Release)`, which the next push's `Acquire` pairs with.
+//!
+//! Each side writes only in the state the other side cannot write in, so
+//! no read-modify-write is needed.
 
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, OnceLock, Ordering};
 
 /// One cache line (64 bytes) per side. Not `CachePadded`'s 128 (two lines,
 /// against the adjacent-line prefetcher): a queue sits in every watcher,
@@ -35,6 +48,92 @@ impl<T> std::ops::Deref for Line<T> {
     }
 }
 
+/// A watcher's queue: the line-padded ring, or for capacity 1 a single
+/// word (see [One slot](#one-slot)).
+#[derive(Debug)]
+pub(crate) enum Queue {
+    /// Capacity 2 or more. Allocated by the first push, so an idle
+    /// watcher holds no lines and no slots (a kubelet-shaped watcher may
+    /// hear of nothing for hours); boxed, so the lines' 64-byte alignment
+    /// does not pad the structure holding the queue. The producer alone
+    /// sets it; the consumer's `get` (`Acquire`) pairs with that `set`
+    /// (`Release`), and before it the queue is empty.
+    Ring { cap: u32, ring: OnceLock<Box<Spsc>> },
+    /// Capacity 1: `EMPTY` or the one value.
+    One(AtomicU64),
+}
+
+/// The one-slot queue's "no value" (never a handle: a handle's position
+/// is below 2^62).
+const EMPTY: u64 = u64::MAX;
+
+impl Queue {
+    /// A queue holding at most `cap` handles (at least one). Values must
+    /// not be `u64::MAX`.
+    pub(crate) fn new(cap: usize) -> Queue {
+        if cap <= 1 {
+            Queue::One(AtomicU64::new(EMPTY))
+        } else {
+            Queue::Ring {
+                // A `u32` keeps the enum at 24 bytes; no queue is that long.
+                cap: u32::try_from(cap).unwrap_or(u32::MAX),
+                ring: OnceLock::new(),
+            }
+        }
+    }
+
+    /// Producer only.
+    #[inline]
+    pub(crate) fn push(&self, value: u64) -> Result<(), Full> {
+        match self {
+            Queue::Ring { cap, ring } => match ring.get() {
+                Some(q) => q.push(value),
+                None => Self::first_push(*cap, ring, value),
+            },
+            Queue::One(slot) => {
+                debug_assert_ne!(value, EMPTY);
+                // Acquire: pairs with the consumer's Release in `pop`; its
+                // read of the old value is done.
+                if slot.load(Ordering::Acquire) != EMPTY {
+                    return Err(Full);
+                }
+                // Release: publishes what the producer wrote before (a
+                // bookmark's version) with the value.
+                slot.store(value, Ordering::Release);
+                Ok(())
+            }
+        }
+    }
+
+    /// Producer only: allocates the ring, then pushes.
+    #[cold]
+    fn first_push(cap: u32, ring: &OnceLock<Box<Spsc>>, value: u64) -> Result<(), Full> {
+        // Only the producer sets the cell, so this `set` cannot lose.
+        let _ = ring.set(Box::new(Spsc::new(cap as usize)));
+        ring.get().map_or(Err(Full), |q| q.push(value))
+    }
+
+    /// Consumer only.
+    #[inline]
+    pub(crate) fn pop(&self) -> Option<u64> {
+        match self {
+            Queue::Ring { ring, .. } => ring.get()?.pop(),
+            Queue::One(slot) => {
+                // Acquire: pairs with the producer's Release in `push`.
+                let v = slot.load(Ordering::Acquire);
+                if v == EMPTY {
+                    return None;
+                }
+                // Release: the value has been read; the producer may
+                // refill the slot.
+                slot.store(EMPTY, Ordering::Release);
+                Some(v)
+            }
+        }
+    }
+}
+
+/// The ring-buffer queue (capacity 2 or more).
 #[derive(Debug)]
 pub(crate) struct Spsc {
     /// The consumer's line: its position and its private copy of `tail`.
@@ -129,9 +228,35 @@ mod tests {
     }
 
     #[test]
+    fn one_slot_holds_one_value() {
+        let q = Queue::new(1);
+        assert!(matches!(q, Queue::One(_)));
+        assert_eq!(q.pop(), None);
+        q.push(0).unwrap();
+        assert_eq!(q.push(1), Err(Full));
+        assert_eq!(q.pop(), Some(0));
+        assert_eq!(q.pop(), None);
+        q.push(2).unwrap();
+        assert_eq!(q.pop(), Some(2));
+        let q = Queue::new(2);
+        assert_eq!(q.pop(), None);
+        // Nothing allocated until the first push.
+        assert!(matches!(&q, Queue::Ring { ring, .. } if ring.get().is_none()));
+        q.push(7).unwrap();
+        assert!(matches!(&q, Queue::Ring { ring, .. } if ring.get().is_some()));
+        assert_eq!(q.pop(), Some(7));
+    }
+
+    #[test]
     fn threads_see_every_value_once_in_order() {
+        for cap in [1, 7] {
+            every_value_once_in_order(cap);
+        }
+    }
+
+    fn every_value_once_in_order(cap: usize) {
         let n: u64 = if cfg!(miri) { 200 } else { 200_000 };
-        let q = Arc::new(Spsc::new(7));
+        let q = Arc::new(Queue::new(cap));
         let p = {
             let q = q.clone();
             std::thread::spawn(move || {

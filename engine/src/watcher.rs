@@ -55,10 +55,10 @@
 //! change out to a thousand followers costs the dispatcher nothing. After
 //! each batch the dispatcher issues its `SeqCst` fence and wakes the
 //! followers that sleep (the Dekker pair above, with the head in place of
-//! the queue). Its queue carries only bookmark markers, read once the
-//! replay has reached the head (a marker behind its position says nothing
-//! new and is dropped). Like a parked watcher, a follower the writer laps
-//! ends with `Gone`.
+//! the queue). Its queue, of one slot, carries only bookmark markers, read
+//! once the replay has reached the head (a marker behind its position says
+//! nothing new and is dropped). Like a parked watcher, a follower the
+//! writer laps ends with `Gone`.
 //!
 //! # Bookmarks
 //!
@@ -76,7 +76,7 @@ use crate::bookmarks::InitialEventsEnd;
 use crate::engine::Shared;
 use crate::event::{Event, EventKind, Gone, WatchItem};
 use crate::filter::{Filter, Verdict};
-use crate::queue::Spsc;
+use crate::queue::Queue;
 use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
 use crate::sync::{
@@ -201,15 +201,16 @@ impl WatchRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Route {
     All,
-    /// (index number, value).
-    Indexed(usize, Box<str>),
+    /// (index number, value). A `u32`, so the route is 24 bytes.
+    Indexed(u32, Box<str>),
     /// Admits everything, under the park policy: follows the history ring
     /// itself, never fed by the dispatcher (see [Following](#following)).
     Follow,
     /// (field, value): the selector requires an exact value of a field no
     /// index was configured for; routed by it all the same (see
     /// `index.rs`, Selector routes). Sized as an unindexed watcher.
-    Selected(Box<str>, Box<str>),
+    /// Boxed: the route would otherwise cost every watcher 16 bytes more.
+    Selected(Box<(Box<str>, Box<str>)>),
 }
 
 /// How a watch begins.
@@ -281,13 +282,15 @@ pub(crate) struct WatcherShared {
     pub(crate) spec: WatcherSpec,
     /// The initial-events-end state machine (seeds/000).
     pub(crate) initial_end: InitialEventsEnd,
-    pub(crate) queue: Spsc,
+    pub(crate) queue: Queue,
     attach: AtomicU64,
     active_generation: AtomicU64,
     /// The end, and whether it waits until the consumer has drained what
     /// it holds (a graceful `TooSlow`): set once, both together, so a
     /// concurrent end for another reason can never inherit the drain.
-    end: OnceLock<(EndReason, bool)>,
+    /// Boxed: an end is rare, and unboxed it would cost every watcher
+    /// 24 bytes more.
+    end: OnceLock<Box<(EndReason, bool)>>,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -311,30 +314,23 @@ pub(crate) struct WatcherShared {
     /// dispatcher's `Acquire` load pairs with it before it overwrites
     /// `bookmark_rv`).
     bookmark_pending: AtomicBool,
-    /// Handles that did not fit in the queue (see [Spilling](#spilling)).
-    spill: Mutex<Spill>,
-    /// `spill.active`, readable without the lock. Set by the dispatcher
-    /// (under the lock), cleared by the consumer (under the lock); so a
+    /// Handles that did not fit in the queue (see [Spilling](#spilling)),
+    /// in dispatch order, all newer than what the queue holds while
+    /// `spilling`.
+    spill: Mutex<Vec<u64>>,
+    /// The overflow is active: the dispatcher pushes to it, not to the
+    /// queue, until the consumer takes its items. Written only under the
+    /// `spill` lock: set by the dispatcher, cleared by the consumer; so a
     /// `false` read by the dispatcher is never stale, and a stale `true`
     /// only sends it to the locked path.
     spilling: AtomicBool,
-}
-
-/// A watcher's overflow: handles in dispatch order, all newer than what
-/// the queue holds while `active`.
-#[derive(Debug, Default)]
-struct Spill {
-    items: Vec<u64>,
-    /// The dispatcher pushes here, not to the queue, until the consumer
-    /// takes the items.
-    active: bool,
 }
 
 impl fmt::Debug for WatcherShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WatcherShared")
             .field("spec", &self.spec)
-            .field("end", &self.end.get().map(|(r, _)| r))
+            .field("end", &self.end.get().map(|end| &end.0))
             .finish_non_exhaustive()
     }
 }
@@ -355,7 +351,7 @@ impl WatcherShared {
         WatcherShared {
             spec,
             initial_end,
-            queue: Spsc::new(queue_capacity),
+            queue: Queue::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
             active_generation: AtomicU64::new(0),
             end: OnceLock::new(),
@@ -365,12 +361,12 @@ impl WatcherShared {
             producer_waiting: AtomicBool::new(false),
             bookmark_rv: AtomicU64::new(0),
             bookmark_pending: AtomicBool::new(false),
-            spill: Mutex::new(Spill::default()),
+            spill: Mutex::new(Vec::new()),
             spilling: AtomicBool::new(false),
         }
     }
 
-    fn lock_spill(&self) -> MutexGuard<'_, Spill> {
+    fn lock_spill(&self) -> MutexGuard<'_, Vec<u64>> {
         // Every mutation under the lock completes before the guard drops.
         self.spill.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -392,7 +388,8 @@ impl WatcherShared {
             return false;
         }
         let mut spill = self.lock_spill();
-        if !spill.active {
+        // Relaxed: written only under the lock we hold.
+        if !self.spilling.load(Ordering::Relaxed) {
             // The consumer took the overflow since we looked: everything
             // before this handle is out of the way.
             if self.queue.push(handle).is_ok() {
@@ -401,14 +398,13 @@ impl WatcherShared {
             if limit == 0 {
                 return false;
             }
-            spill.active = true;
             // Release: pairs with the consumer's Acquire in `take_spill`.
             self.spilling.store(true, Ordering::Release);
         }
-        if spill.items.len() >= limit {
+        if spill.len() >= limit {
             return false;
         }
-        spill.items.push(handle);
+        spill.push(handle);
         true
     }
 
@@ -416,8 +412,7 @@ impl WatcherShared {
     /// re-derives it; the dispatcher does not touch it while parked).
     fn discard_spill(&self) {
         let mut spill = self.lock_spill();
-        spill.items.clear();
-        spill.active = false;
+        spill.clear();
         self.spilling.store(false, Ordering::Relaxed);
     }
 
@@ -438,9 +433,9 @@ impl WatcherShared {
     }
 
     fn set_end(&self, reason: EndReason, drain: bool, counters: &Counters) -> bool {
-        let won = self.end.set((reason, drain)).is_ok();
-        if let (true, Some((r, _))) = (won, self.end.get()) {
-            counters.ended(r);
+        let won = self.end.set(Box::new((reason, drain))).is_ok();
+        if let (true, Some(end)) = (won, self.end.get()) {
+            counters.ended(&end.0);
         }
         self.waker.wake();
         won
@@ -561,8 +556,6 @@ pub struct Watch {
     next_pos: u64,
     generation: u64,
     cursor: ReadCursor,
-    initial: VecDeque<(Object, ResourceVersion)>,
-    initial_end: Option<ResourceVersion>,
     /// The last resource version delivered (or the start), for `Gone`.
     last_rv: ResourceVersion,
     /// The version the watch started at: bookmarks at or below it say
@@ -572,13 +565,24 @@ pub struct Watch {
     drained: bool,
     /// Queue pops until the next latency sample.
     sample_in: u32,
+    /// [`Route::Follow`]: reads the ring up to its head, not its queue.
+    follower: bool,
+    /// Boxed on first use, so that an idle watch stays small.
+    occasional: Option<Box<Occasional>>,
+}
+
+/// The consumer's state for what a watch does now and then: serve its
+/// initial list, take an overflow, block a thread.
+#[derive(Default)]
+struct Occasional {
+    /// The initial list (dropped, with its buffer, once served).
+    initial: VecDeque<(Object, ResourceVersion)>,
+    initial_end: Option<ResourceVersion>,
     /// Handles taken from the queue and the overflow together, served
     /// before the queue (see [Spilling](#spilling)); `spilled_at` is the
     /// next one.
     spilled: Vec<u64>,
     spilled_at: usize,
-    /// [`Route::Follow`]: reads the ring up to its head, not its queue.
-    follower: bool,
     thread_waker: Option<(ThreadId, Waker)>,
 }
 
@@ -802,20 +806,20 @@ impl Watch {
             phase: Phase::Activating,
             park_seen: NOT_ATTACHED,
             resume_requested: false,
-            spilled: Vec::new(),
-            spilled_at: 0,
             follower,
             next_pos: 0,
             generation: 0,
             cursor,
-            initial: VecDeque::new(),
-            initial_end: None,
             last_rv: ResourceVersion::ZERO,
             start_rv: ResourceVersion::ZERO,
             drained: false,
             sample_in: SAMPLE_EVERY,
-            thread_waker: None,
+            occasional: None,
         }
+    }
+
+    fn occasional(&mut self) -> &mut Occasional {
+        self.occasional.get_or_insert_with(Box::default)
     }
 
     /// Blocks until the next item. Returns `None` once the terminal
@@ -1016,11 +1020,12 @@ impl Watch {
     /// between threads, so the cache is keyed by thread).
     fn thread_waker(&mut self) -> Waker {
         let me = crate::sync::current();
-        match &self.thread_waker {
+        let cached = &mut self.occasional().thread_waker;
+        match cached {
             Some((id, w)) if *id == me.id() => w.clone(),
             _ => {
                 let w = Waker::from(std::sync::Arc::new(ThreadWaker(me.clone())));
-                self.thread_waker = Some((me.id(), w.clone()));
+                *cached = Some((me.id(), w.clone()));
                 w
             }
         }
@@ -1169,7 +1174,8 @@ impl Watch {
             }
             let end = self.w.end.get();
             let ended = end.is_some();
-            if let Some((reason, drain)) = end {
+            if let Some(end) = end {
+                let (reason, drain) = &**end;
                 if self.drained || !drain {
                     self.phase = Phase::Done;
                     // Ended by anyone: the dispatcher may forget it now
@@ -1191,12 +1197,16 @@ impl Watch {
                     }
                 }
                 Phase::Initial => {
-                    if let Some((object, rv)) = self.initial.pop_front() {
+                    let occasional = self.occasional();
+                    if let Some((object, rv)) = occasional.initial.pop_front() {
                         Counters::add(&self.engine.counters.initial_events_sent, 1);
                         return Ok(Step::Item(Raw::Initial(object, rv)));
                     }
+                    // Served: give its buffer back.
+                    occasional.initial = VecDeque::new();
+                    let initial_end = occasional.initial_end.take();
                     self.phase = Phase::Stream;
-                    if let Some(rv) = self.initial_end.take() {
+                    if let Some(rv) = initial_end {
                         self.w.initial_end.mark_sent();
                         Counters::add(&self.engine.counters.bookmarks_sent, 1);
                         return Ok(Step::Item(Raw::Bookmark {
@@ -1254,14 +1264,17 @@ impl Watch {
                 drop(st);
                 // The store is a persistent map: the clone above is O(1) and
                 // the walk below runs outside the writer lock.
-                self.initial = store
+                let filter = &self.w.spec.filter;
+                let initial = store
                     .iter()
-                    .filter(|e| self.w.spec.filter.admits(&e.object))
+                    .filter(|e| filter.admits(&e.object))
                     .map(|e| (e.object.clone(), e.rv))
                     .collect();
+                let occasional = self.occasional();
+                occasional.initial = initial;
+                occasional.initial_end = initial_events_end.then_some(rv);
                 self.last_rv = rv;
                 self.start_rv = rv;
-                self.initial_end = initial_events_end.then_some(rv);
                 // The snapshot is at or after the version asked for
                 // (activation waited for it): its bookmark is received.
                 self.w.initial_end.mark_received();
@@ -1296,8 +1309,10 @@ impl Watch {
                     // below re-derives it; the dispatcher does not push
                     // while we are parked, so this cannot drop a newer one.
                     while self.w.queue.pop().is_some() {}
-                    self.spilled.clear();
-                    self.spilled_at = 0;
+                    if let Some(o) = &mut self.occasional {
+                        o.spilled.clear();
+                        o.spilled_at = 0;
+                    }
                     self.w.discard_spill();
                     // A discarded bookmark marker is no longer in flight
                     // (Release: see the field).
@@ -1411,23 +1426,24 @@ impl Watch {
     /// one. While it is active the dispatcher pushes nothing to the queue,
     /// so whatever the queue holds now is older than the overflow: it is
     /// taken first, outside the lock, then the overflow under it; clearing
-    /// `active` hands the queue back to the dispatcher.
+    /// `spilling` hands the queue back to the dispatcher.
     #[cold]
     fn take_spill(&mut self) -> Option<u64> {
         // Acquire: pairs with the dispatcher's Release in `overflow`.
         if !self.w.spilling.load(Ordering::Acquire) {
             return None;
         }
-        self.spilled.clear();
-        self.spilled_at = 0;
-        while let Some(handle) = self.w.queue.pop() {
-            self.spilled.push(handle);
+        let w = &self.w;
+        let o = self.occasional.get_or_insert_with(Box::default);
+        o.spilled.clear();
+        o.spilled_at = 0;
+        while let Some(handle) = w.queue.pop() {
+            o.spilled.push(handle);
         }
         {
-            let mut spill = self.w.lock_spill();
-            self.spilled.append(&mut spill.items);
-            spill.active = false;
-            self.w.spilling.store(false, Ordering::Relaxed);
+            let mut spill = w.lock_spill();
+            o.spilled.append(&mut spill);
+            w.spilling.store(false, Ordering::Relaxed);
         }
         self.next_spilled()
     }
@@ -1435,8 +1451,9 @@ impl Watch {
     /// The next handle taken with the overflow, if any is left.
     #[inline]
     fn next_spilled(&mut self) -> Option<u64> {
-        let handle = self.spilled.get(self.spilled_at).copied();
-        self.spilled_at += usize::from(handle.is_some());
+        let o = self.occasional.as_deref_mut()?;
+        let handle = o.spilled.get(o.spilled_at).copied();
+        o.spilled_at += usize::from(handle.is_some());
         handle
     }
 

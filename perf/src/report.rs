@@ -260,7 +260,8 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             met: Some(worst <= 1.1 && ended == 0),
         });
     }
-    let mem = find(rows, "memory", "", "herald").and_then(|r| r.bytes_per_watcher);
+    let mem = find(rows, "memory", crate::scenarios::MEMORY_ALL, "herald")
+        .and_then(|r| r.bytes_per_watcher);
     t.push(Target {
         goal: "memory: <= 512 B per idle watcher".into(),
         measured: mem.map_or("-".into(), |b| format!("{b:.0} B")),

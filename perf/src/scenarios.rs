@@ -401,6 +401,10 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
     }
 }
 
+/// The memory scenario's case of watchers of everything (the target's
+/// case) starts with this.
+pub const MEMORY_ALL: &str = "all, ";
+
 /// Drives the scenarios, reporting each run as it finishes.
 pub struct Runner<'a> {
     /// Sizes.
@@ -435,7 +439,7 @@ impl Runner<'_> {
                 ScenarioKind::SlowWatcherTax => p.tax_rates.len() * 6 * 2,
                 ScenarioKind::CatchUp => s,
                 ScenarioKind::Latency => s,
-                ScenarioKind::Memory => s,
+                ScenarioKind::Memory => 2 * s,
             })
             .sum()
     }
@@ -731,40 +735,52 @@ impl Runner<'_> {
 
     fn memory(&self, rows: &mut Vec<Row>) {
         let n = self.profile.memory_watchers;
-        let workload = Workload::build(Shape {
-            pods: 100,
-            nodes: 1,
-            changes: 100,
-            move_every: 0,
-            payload: 64,
-        });
-        let spec = spec(vec![Filter::All; n], false, 10, 1_024);
-        let case = format!("{n} idle watchers");
-        for &s in &self.systems {
-            (self.on_start)(&format!("memory {}", s.name()));
-            let row = if !Counting::installed() {
-                Row::skipped(
-                    ScenarioKind::Memory,
-                    &case,
-                    s,
-                    "skipped: the counting allocator is not installed".into(),
-                )
-            } else {
-                match measure_memory(s, &spec, &workload) {
-                    Ok(b) => Row {
-                        scenario: ScenarioKind::Memory.name().into(),
-                        case: case.clone(),
-                        system: s.name().into(),
-                        watchers: n,
-                        bytes_per_watcher: Some(b),
-                        ..Row::default()
-                    },
-                    Err(e) => {
-                        Row::skipped(ScenarioKind::Memory, &case, s, format!("skipped: {e:#}"))
+        // Watchers of everything (the target's case) and kubelet-shaped
+        // watchers, one per node on an index (each holds a queue).
+        let all = (
+            format!("{MEMORY_ALL}{n} idle watchers"),
+            spec(vec![Filter::All; n], false, 10, 1_024),
+            1,
+        );
+        let nodes = (
+            format!("by node, {n} idle watchers"),
+            spec((0..n as u32).map(Filter::Node).collect(), true, 10, 1_024),
+            n as u32,
+        );
+        for (case, spec, nodes) in [all, nodes] {
+            let workload = Workload::build(Shape {
+                pods: 100,
+                nodes,
+                changes: 100,
+                move_every: 0,
+                payload: 64,
+            });
+            for &s in &self.systems {
+                (self.on_start)(&format!("memory {} {}", s.name(), case));
+                let row = if !Counting::installed() {
+                    Row::skipped(
+                        ScenarioKind::Memory,
+                        &case,
+                        s,
+                        "skipped: the counting allocator is not installed".into(),
+                    )
+                } else {
+                    match measure_memory(s, &spec, &workload) {
+                        Ok(b) => Row {
+                            scenario: ScenarioKind::Memory.name().into(),
+                            case: case.clone(),
+                            system: s.name().into(),
+                            watchers: n,
+                            bytes_per_watcher: Some(b),
+                            ..Row::default()
+                        },
+                        Err(e) => {
+                            Row::skipped(ScenarioKind::Memory, &case, s, format!("skipped: {e:#}"))
+                        }
                     }
-                }
-            };
-            self.push(rows, row);
+                };
+                self.push(rows, row);
+            }
         }
     }
 }
