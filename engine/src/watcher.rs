@@ -974,6 +974,56 @@ impl Watch {
         visited
     }
 
+    /// [`visit_batch`](Watch::visit_batch) for an event loop: if nothing
+    /// is ready, registers `cx`'s waker and returns `Poll::Pending`; the
+    /// waker is woken once something is (an event, a bookmark, the end).
+    /// With one waker per watch that names it, the wakes form a readiness
+    /// list: a thread serving many watches visits only those that have
+    /// something, and an idle watch costs it nothing (the dispatcher wakes
+    /// only the watches it pushed to, once per batch).
+    ///
+    /// `Ready` carries at least one event or the end, except on a watch
+    /// already finished or with `max` 0 (then at once, with nothing).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// use std::task::{Context, Poll, Waker};
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// let mut seen = 0;
+    /// // Nothing yet: the waker is registered.
+    /// while watch.poll_visit_batch(&mut cx, 64, |_| seen += 1).is_ready() {}
+    /// writer.apply(Change::added(Object::builder("ns", "a").build(), 2.into()))?;
+    /// while seen == 0 {
+    ///     let _ = watch.poll_visit_batch(&mut cx, 64, |_| seen += 1);
+    /// }
+    /// assert_eq!(seen, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_visit_batch(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Poll<Visited> {
+        let ready = |w: &Watch, v: &Visited| v.events > 0 || v.end.is_some() || w.is_finished();
+        let visited = self.visit_batch(max, &mut f);
+        if ready(self, &visited) || max == 0 {
+            return Poll::Ready(visited);
+        }
+        self.arm(cx.waker());
+        // Look once more: whatever came before the fence is seen here, and
+        // whatever comes after it wakes the waker.
+        let visited = self.visit_batch(max, &mut f);
+        if ready(self, &visited) {
+            self.w.parked.store(false, Ordering::Relaxed);
+            return Poll::Ready(visited);
+        }
+        Poll::Pending
+    }
+
     /// Stops the watch: the next receive returns
     /// [`EndReason::Stopped`] (unless it had already ended for another
     /// reason), and the dispatcher forgets it.
@@ -1031,14 +1081,20 @@ impl Watch {
         }
     }
 
-    /// Registers `waker`, announces sleep, and looks once more.
-    fn prepare_park(&mut self, waker: &Waker) -> Step<WatchItem> {
+    /// Registers `waker` and announces sleep; the caller then looks once
+    /// more before sleeping.
+    fn arm(&self, waker: &Waker) {
         self.w.waker.register(waker);
         // Relaxed: the fence below orders it before the re-check.
         self.w.parked.store(true, Ordering::Relaxed);
         // SeqCst fence: orders the `parked` store before the re-check's
         // loads; pairs with the dispatcher's fence after its pushes.
         fence(Ordering::SeqCst);
+    }
+
+    /// Registers `waker`, announces sleep, and looks once more.
+    fn prepare_park(&mut self, waker: &Waker) -> Step<WatchItem> {
+        self.arm(waker);
         let step = self.step_owned();
         if !matches!(step, Step::Empty) {
             self.w.parked.store(false, Ordering::Relaxed);

@@ -223,22 +223,44 @@ fn changes_fan_out_to_a_thousand_watchers_exactly() {
         };
         let mut w = engine.watch(req).unwrap();
         let rec = received[i].clone();
+        // Half the watchers are read as streams, half through the
+        // readiness calls (`poll_visit_batch`): a wake lost by either
+        // stalls a watcher, and the liveness wait below fails.
+        let by_readiness = i % 2 == 1;
         tasks[i] = Some(rt.spawn(async move {
             let mut got = Vec::new();
+            let mut take = |ev: Event| {
+                if ev.is_initial_events_end() {
+                    let _ = rec.snapshot_rv.set(ev.resource_version().get());
+                }
+                got.push(Got {
+                    kind: ev.kind(),
+                    rv: ev.resource_version().get(),
+                    initial_events_end: ev.is_initial_events_end(),
+                    object: ev.into_object(),
+                });
+                rec.count.fetch_add(1, Ordering::Release);
+            };
+            if by_readiness {
+                loop {
+                    let visited = std::future::poll_fn(|cx| {
+                        w.poll_visit_batch(cx, 64, |ev| take(ev.to_event()))
+                    })
+                    .await;
+                    assert!(
+                        visited.events > 0 || visited.end.is_some(),
+                        "an empty Ready"
+                    );
+                    if let Some(reason) = visited.end {
+                        assert!(w.is_finished());
+                        assert!(w.next().await.is_none(), "nothing after the End");
+                        return (got, reason);
+                    }
+                }
+            }
             while let Some(item) = w.next().await {
                 match item {
-                    WatchItem::Event(ev) => {
-                        if ev.is_initial_events_end() {
-                            let _ = rec.snapshot_rv.set(ev.resource_version().get());
-                        }
-                        got.push(Got {
-                            kind: ev.kind(),
-                            rv: ev.resource_version().get(),
-                            initial_events_end: ev.is_initial_events_end(),
-                            object: ev.into_object(),
-                        });
-                        rec.count.fetch_add(1, Ordering::Release);
-                    }
+                    WatchItem::Event(ev) => take(ev),
                     WatchItem::End(reason) => {
                         assert!(w.next().await.is_none(), "nothing after the End");
                         return (got, reason);

@@ -7,16 +7,26 @@
 //! the scheduler, not the system), and the publisher runs on the calling
 //! thread, flat out or paced. The clock runs from the first publish until
 //! every watcher has received all it is owed (or ended).
+//!
+//! A consumer visits its watchers one of two ways. Polling: every watcher
+//! on every pass, for systems whose API has no wake-up per watcher (the
+//! per-watcher channels of the crossbeam cacher and the reference port,
+//! `try_recv` on tokio's receivers, disruptor's cursors). Readiness, for
+//! systems that have it ([`Subscriber::has_readiness`]; Herald's
+//! `poll_visit_batch`): each watcher gets a waker that puts it on its
+//! consumer's ready list, and the consumer visits only what is listed,
+//! sleeping when nothing is. `--no-readiness` polls every system.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use crate::system::{
     Check, Drained, Publisher, Spec, Stamps, Subscriber, System, Tally, histogram,
 };
-use crate::workload::{Filter, Workload};
+use crate::workload::Workload;
 
 /// Deliveries drained from one watcher before moving to the next.
 pub const BATCH: usize = 256;
@@ -62,6 +72,8 @@ pub struct RunOpts {
     /// Give up after this long (a system that loses a delivery would
     /// otherwise hang the run).
     pub timeout: Duration,
+    /// Use a system's readiness list when it has one (else poll).
+    pub readiness: bool,
 }
 
 impl Default for RunOpts {
@@ -74,6 +86,7 @@ impl Default for RunOpts {
             companions: Vec::new(),
             stalls: Vec::new(),
             timeout: Duration::from_secs(120),
+            readiness: true,
         }
     }
 }
@@ -128,12 +141,14 @@ pub fn run<S: System>(
     let stamps = Stamps::new(workload.changes.len());
     let threads = opts.threads.max(1);
     let mut shares: Vec<Vec<(usize, S::Sub, Tally)>> = (0..threads).map(|_| Vec::new()).collect();
-    let mut expected_filters: ahash::AHashMap<Filter, u64> = ahash::AHashMap::new();
+    let expected = workload.expected_each(&spec.filters, range.clone());
     let mut owed = 0;
-    for (w, (sub, filter)) in subs.into_iter().zip(&spec.filters).enumerate() {
-        let expected = *expected_filters
-            .entry(*filter)
-            .or_insert_with(|| workload.expected(filter, range.clone()));
+    for (w, ((sub, filter), expected)) in subs
+        .into_iter()
+        .zip(&spec.filters)
+        .zip(expected)
+        .enumerate()
+    {
         owed += expected;
         shares[w % threads].push((w, sub, Tally::new(*filter, expected, start_rv)));
     }
@@ -287,44 +302,82 @@ fn consume<S: Subscriber>(
         std::hint::spin_loop();
     }
     let t0 = began.lock().expect("set before go");
-    let mut open = share.iter().filter(|(_, _, t)| !t.done()).count();
+    let open = share.iter().filter(|(_, _, t)| !t.done()).count();
     let stalls: Vec<Stall> = opts
         .stalls
         .iter()
         .filter(|s| share.iter().any(|(w, _, _)| *w == s.watcher))
         .copied()
         .collect();
+    let checks = Checks {
+        check: &check,
+        silent: &silent,
+        companions: &opts.companions,
+    };
+    let readiness = opts.readiness && share.first().is_some_and(|(_, sub, _)| sub.has_readiness());
+    if readiness {
+        by_readiness(&mut share, &checks, &stalls, t0, abort, delivered, open);
+    } else {
+        by_polling(&mut share, &checks, &stalls, t0, abort, delivered, open);
+    }
+    let finished_at = t0.elapsed();
+    ConsumerOut {
+        tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
+        latency: check.hist.into_inner(),
+        finished_at,
+    }
+}
+
+/// The per-delivery checks: sampled ones for healthy watchers, silent
+/// ones for companions.
+struct Checks<'a> {
+    check: &'a Check<'a>,
+    silent: &'a Check<'a>,
+    companions: &'a [usize],
+}
+
+/// Whether watcher `w` is in one of its stalls at `now`.
+fn stalled(stalls: &[Stall], w: usize, now: Duration) -> bool {
+    stalls
+        .iter()
+        .any(|s| s.watcher == w && s.from <= now && now < s.until)
+}
+
+/// Books what one drain of watcher `w` found; returns whether the watcher
+/// is now done (received all it is owed, or ended).
+fn book(tally: &mut Tally, d: Drained, open: &mut usize) -> bool {
+    if d.ended && tally.received < tally.expected {
+        tally.ended_early = true;
+    }
+    let done = tally.done();
+    if done {
+        *open -= 1;
+    }
+    done
+}
+
+/// Visits every open watcher on every pass.
+fn by_polling<S: Subscriber>(
+    share: &mut [(usize, S, Tally)],
+    checks: &Checks<'_>,
+    stalls: &[Stall],
+    t0: Instant,
+    abort: &AtomicBool,
+    delivered: &AtomicU64,
+    mut open: usize,
+) {
     let mut idle_passes = 0u32;
     while open > 0 && !abort.load(Ordering::Relaxed) {
         let mut pass = 0usize;
         let now = (!stalls.is_empty()).then(|| t0.elapsed());
         for (w, sub, tally) in share.iter_mut() {
-            if tally.done() {
+            if tally.done() || now.is_some_and(|now| stalled(stalls, *w, now)) {
                 continue;
             }
-            if let Some(now) = now
-                && stalls
-                    .iter()
-                    .any(|s| s.watcher == *w && s.from <= now && now < s.until)
-            {
-                continue;
-            }
-            let c = if opts.companions.contains(w) {
-                &silent
-            } else {
-                &check
-            };
-            let Drained {
-                delivered: got,
-                ended,
-            } = sub.drain(BATCH, &mut |rv, len| tally.deliver(rv, len, c));
-            pass += got;
-            if ended && tally.received < tally.expected {
-                tally.ended_early = true;
-            }
-            if tally.done() {
-                open -= 1;
-            }
+            let c = checks.for_watcher(*w);
+            let d = sub.drain(BATCH, &mut |rv, len| tally.deliver(rv, len, c));
+            pass += d.delivered;
+            book(tally, d, &mut open);
         }
         if pass == 0 {
             idle_passes += 1;
@@ -340,10 +393,151 @@ fn consume<S: Subscriber>(
             delivered.fetch_add(pass as u64, Ordering::Relaxed);
         }
     }
-    let finished_at = t0.elapsed();
-    ConsumerOut {
-        tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
-        latency: check.hist.into_inner(),
-        finished_at,
+}
+
+impl Checks<'_> {
+    fn for_watcher(&self, w: usize) -> &Check<'_> {
+        if self.companions.contains(&w) {
+            self.silent
+        } else {
+            self.check
+        }
+    }
+}
+
+/// One consumer's ready list: the shares' slots whose wakers fired.
+struct ReadyList {
+    slots: parking_lot::Mutex<Vec<u32>>,
+    /// `slots` may be non-empty: the consumer's idle check, without the
+    /// lock.
+    any: AtomicBool,
+    consumer: std::thread::Thread,
+}
+
+/// One watcher's waker: lists its slot once until the consumer takes it.
+struct SlotWaker {
+    list: Arc<ReadyList>,
+    slot: u32,
+    /// Listed and not yet visited: a second wake adds nothing.
+    listed: AtomicBool,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if !self.listed.swap(true, Ordering::AcqRel) {
+            self.list.slots.lock().push(self.slot);
+            self.list.any.store(true, Ordering::Release);
+            // Cheap when the consumer is awake (a flag), and a wake that
+            // comes before it parks makes that park return at once.
+            self.list.consumer.unpark();
+        }
+    }
+}
+
+/// How long a readiness consumer with nothing listed yields before it
+/// sleeps (a sleeping consumer is woken through the scheduler, tens of
+/// microseconds here, so a short gap between changes should not put it
+/// to sleep).
+const IDLE_YIELDING: Duration = Duration::from_millis(2);
+
+/// Visits only the watchers whose wakers fired, sleeping when none has.
+fn by_readiness<S: Subscriber>(
+    share: &mut [(usize, S, Tally)],
+    checks: &Checks<'_>,
+    stalls: &[Stall],
+    t0: Instant,
+    abort: &AtomicBool,
+    delivered: &AtomicU64,
+    mut open: usize,
+) {
+    let list = Arc::new(ReadyList {
+        slots: parking_lot::Mutex::new(Vec::new()),
+        any: AtomicBool::new(false),
+        consumer: std::thread::current(),
+    });
+    let wakers: Vec<(Arc<SlotWaker>, Waker)> = (0..share.len())
+        .map(|k| {
+            let w = Arc::new(SlotWaker {
+                list: list.clone(),
+                slot: k as u32,
+                // Every watcher starts on the list.
+                listed: AtomicBool::new(true),
+            });
+            (w.clone(), Waker::from(w))
+        })
+        .collect();
+    let mut ready: Vec<u32> = (0..share.len() as u32).collect();
+    let mut next: Vec<u32> = Vec::new();
+    let mut deferred: Vec<u32> = Vec::new();
+    let mut idle_rounds = 0u32;
+    let mut idle_since = Instant::now();
+    while open > 0 && !abort.load(Ordering::Relaxed) {
+        if list.any.swap(false, Ordering::Acquire) {
+            ready.append(&mut list.slots.lock());
+        }
+        let listed = !ready.is_empty();
+        // Stalled watchers are looked at again each round.
+        ready.append(&mut deferred);
+        if !listed {
+            idle_rounds += 1;
+            // The polling consumers' back-off (spin briefly, then yield the
+            // core), then sleep until a wake: bounded, so an abort, or the
+            // end of a stall, is noticed.
+            if idle_rounds <= 64 {
+                if idle_rounds == 1 {
+                    idle_since = Instant::now();
+                }
+                std::hint::spin_loop();
+            } else if idle_since.elapsed() < IDLE_YIELDING {
+                std::thread::yield_now();
+            } else {
+                std::thread::park_timeout(Duration::from_millis(1));
+            }
+            if ready.is_empty() {
+                continue;
+            }
+        }
+        let now = (!stalls.is_empty()).then(|| t0.elapsed());
+        let mut pass = 0usize;
+        let mut visited = false;
+        for k in ready.drain(..) {
+            let (w, sub, tally) = &mut share[k as usize];
+            if tally.done() {
+                continue;
+            }
+            if now.is_some_and(|now| stalled(stalls, *w, now)) {
+                deferred.push(k);
+                continue;
+            }
+            visited = true;
+            let (flag, waker) = &wakers[k as usize];
+            // Before the visit: a wake during it lists the watcher again.
+            flag.listed.store(false, Ordering::Release);
+            let c = checks.for_watcher(*w);
+            let mut cx = Context::from_waker(waker);
+            let Poll::Ready(d) =
+                sub.poll_drain(&mut cx, BATCH, &mut |rv, len| tally.deliver(rv, len, c))
+            else {
+                // The waker is registered: the watcher is listed again
+                // once it has something.
+                continue;
+            };
+            pass += d.delivered;
+            if !book(tally, d, &mut open) && !flag.listed.swap(true, Ordering::AcqRel) {
+                // It may have more: visit it again on the next round.
+                next.push(k);
+            }
+        }
+        std::mem::swap(&mut ready, &mut next);
+        if visited {
+            idle_rounds = 0;
+        }
+        if pass > 0 {
+            delivered.fetch_add(pass as u64, Ordering::Relaxed);
+        }
     }
 }

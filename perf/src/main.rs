@@ -67,6 +67,11 @@ struct Args {
     /// smoke profile).
     #[arg(long)]
     check_filters: bool,
+    /// Poll every watcher of every system on every pass, Herald's too
+    /// (by default a system with a readiness list, Herald, has its
+    /// consumers visit only the watchers it woke).
+    #[arg(long)]
+    no_readiness: bool,
     /// Write the rows and targets as JSON to this file ("-": stdout, and
     /// the tables go to stderr).
     #[arg(long)]
@@ -131,6 +136,7 @@ fn run() -> anyhow::Result<bool> {
         profile.memory_watchers = n.max(1);
     }
     profile.check_filters |= args.check_filters;
+    profile.readiness &= !args.no_readiness;
     anyhow::ensure!(
         profile
             .fanout_watchers

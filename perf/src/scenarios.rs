@@ -151,6 +151,8 @@ pub struct Profile {
     pub threads: usize,
     /// Check every delivery against its filter.
     pub check_filters: bool,
+    /// Consumers use a system's readiness list when it has one.
+    pub readiness: bool,
 }
 
 impl Profile {
@@ -173,6 +175,7 @@ impl Profile {
             memory_watchers: 200,
             threads: 2,
             check_filters: true,
+            readiness: true,
         }
     }
 
@@ -195,6 +198,7 @@ impl Profile {
             memory_watchers: 10_000,
             threads: 2,
             check_filters: false,
+            readiness: true,
         }
     }
 
@@ -462,6 +466,7 @@ impl Runner<'_> {
         RunOpts {
             threads: self.profile.threads,
             check_filters: self.profile.check_filters,
+            readiness: self.profile.readiness,
             ..RunOpts::default()
         }
     }

@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use crate::workload::{Filter, Workload};
@@ -76,6 +77,28 @@ pub trait Subscriber: Send + 'static {
     /// filter applies the watcher's filter here and counts only what
     /// passes.
     fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained;
+
+    /// Whether [`poll_drain`](Subscriber::poll_drain) can report
+    /// `Pending`: the system keeps a readiness list (it wakes a watcher's
+    /// waker when the watcher has something), so its consumers visit only
+    /// the watchers that are ready.
+    fn has_readiness(&self) -> bool {
+        false
+    }
+
+    /// [`drain`](Subscriber::drain) for a readiness list: when nothing is
+    /// ready, arranges for `cx`'s waker to be woken once something is and
+    /// returns `Poll::Pending`. The default drains and reports `Ready`: a
+    /// system without readiness is visited on every pass (polled).
+    fn poll_drain<F: FnMut(u64, usize)>(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: &mut F,
+    ) -> Poll<Drained> {
+        let _ = cx;
+        Poll::Ready(self.drain(max, f))
+    }
 }
 
 /// A system under test.

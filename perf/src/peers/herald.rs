@@ -4,6 +4,7 @@
 //! count traffic) or [`Watch::recv_batch`] (owned events).
 
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use herald::{
     Change, Config, Engine, Object, SlowWatchers, Watch, WatchItem, WatchRequest, Writer,
@@ -86,6 +87,33 @@ pub struct HeraldSub {
 }
 
 impl Subscriber for HeraldSub {
+    fn has_readiness(&self) -> bool {
+        !self.owned
+    }
+
+    #[inline]
+    fn poll_drain<F: FnMut(u64, usize)>(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: &mut F,
+    ) -> Poll<Drained> {
+        if self.owned {
+            return Poll::Ready(self.drain(max, f));
+        }
+        self.watch
+            .poll_visit_batch(cx, max, |ev| {
+                f(
+                    ev.resource_version().get(),
+                    ev.object().map_or(0, |o| o.payload().len()),
+                )
+            })
+            .map(|v| Drained {
+                delivered: v.events,
+                ended: v.end.is_some() || self.watch.is_finished(),
+            })
+    }
+
     #[inline]
     fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained {
         if self.watch.is_finished() {
