@@ -72,6 +72,10 @@ struct Args {
     /// consumers visit only the watchers it woke).
     #[arg(long)]
     no_readiness: bool,
+    /// Run each throughput and latency case this many times and report
+    /// the median run (the machine is shared: one run can be an outlier).
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
     /// Write the rows and targets as JSON to this file ("-": stdout, and
     /// the tables go to stderr).
     #[arg(long)]
@@ -137,6 +141,8 @@ fn run() -> anyhow::Result<bool> {
     }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;
+    anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
+    profile.repeat = args.repeat;
     anyhow::ensure!(
         profile
             .fanout_watchers
@@ -190,8 +196,12 @@ fn run() -> anyhow::Result<bool> {
     };
 
     let machine = machine();
+    let runs = match profile.repeat {
+        1 => String::new(),
+        n => format!(", median of {n} runs per case"),
+    };
     say(&format!(
-        "herald-perf: profile {}, {} consumer threads, {}\n",
+        "herald-perf: profile {}, {} consumer threads{runs}, {}\n",
         profile.name, profile.threads, machine
     ));
 

@@ -153,6 +153,8 @@ pub struct Profile {
     pub check_filters: bool,
     /// Consumers use a system's readiness list when it has one.
     pub readiness: bool,
+    /// Runs per case; the row reports the median run.
+    pub repeat: usize,
 }
 
 impl Profile {
@@ -176,6 +178,7 @@ impl Profile {
             threads: 2,
             check_filters: true,
             readiness: true,
+            repeat: 1,
         }
     }
 
@@ -199,6 +202,7 @@ impl Profile {
             threads: 2,
             check_filters: false,
             readiness: true,
+            repeat: 1,
         }
     }
 
@@ -369,6 +373,17 @@ pub fn run_system(
     }
 }
 
+/// The median of a case's runs: by throughput when published flat out,
+/// by p99 latency when paced (the rate is fixed then).
+fn median_run(mut runs: Vec<RunResult>, pace: Pace) -> RunResult {
+    match pace {
+        Pace::FlatOut => runs.sort_by(|a, b| a.rate().total_cmp(&b.rate())),
+        Pace::Rate(_) => runs.sort_by_key(|r| r.latency.value_at_quantile(0.99)),
+    }
+    let mid = runs.len() / 2;
+    runs.swap_remove(mid)
+}
+
 /// Builds a system and returns the live bytes its watchers hold (total
 /// with `spec`, and with no watchers).
 fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> anyhow::Result<f64> {
@@ -489,7 +504,10 @@ impl Runner<'_> {
     ) -> Option<RunResult> {
         (self.on_start)(&format!("{} {case} {}", scenario.name(), system.name()));
         let changes = workload.changes.len() - spec.start;
-        match run_system(system, spec, workload, opts) {
+        let runs: anyhow::Result<Vec<RunResult>> = (0..self.profile.repeat.max(1))
+            .map(|_| run_system(system, spec, workload, opts))
+            .collect();
+        match runs.map(|runs| median_run(runs, opts.pace)) {
             Ok(r) => {
                 let row = Row::from_run(scenario, case, system, &r, spec.filters.len(), changes);
                 self.push(rows, row);
