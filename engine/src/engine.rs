@@ -24,14 +24,16 @@ use crate::error::{ConfigError, WatchError, WriteError};
 use crate::event::{Change, ChangeKind, Gone};
 use crate::filter::Filter;
 use crate::index::Routes;
+use crate::read::{VIEW_EVERY, View};
 use crate::ring::{Gated, Record, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::stats::{Counters, Stats};
-use crate::store::{Store, Stored};
+use crate::store::{State, Stored};
 use crate::sync::{
     Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, JoinHandle, Mutex, MutexGuard,
     OnceLock, Ordering, Thread, fence, park_timeout,
 };
 use crate::watcher::{Route, Start, Watch, WatchRequest, WatcherShared, WatcherSpec};
+use crate::{GetResponse, ListRequest, ListResponse, ReadAt, ReadError};
 use crate::{Object, ResourceVersion};
 
 /// Engine settings. The defaults are the reference's constants.
@@ -52,6 +54,7 @@ pub struct Config {
     pub(crate) history_window: Duration,
     pub(crate) history_max_bytes: Option<usize>,
     pub(crate) indexes: Vec<String>,
+    pub(crate) list_indexes: Vec<String>,
     pub(crate) too_large_timeout: Duration,
     pub(crate) tick: Duration,
     pub(crate) bookmark_frequency: Duration,
@@ -70,6 +73,7 @@ impl Default for Config {
             history_window: Duration::from_secs(75),
             history_max_bytes: None,
             indexes: Vec::new(),
+            list_indexes: Vec::new(),
             // seeds: cacher.go blockTimeout (waitUntilFreshAndBlock)
             too_large_timeout: Duration::from_secs(3),
             // seeds: cacher.go dispatchEvents (bookmark timer, jittered 25%)
@@ -124,6 +128,19 @@ impl Config {
     /// field selector requires an exact value of it are routed by that value.
     pub fn index(mut self, field: &str) -> Self {
         self.indexes.push(field.to_owned());
+        self
+    }
+
+    /// Adds a list index on a field: [`Engine::list`] with a field
+    /// selector that requires an exact value of it is served from the
+    /// index, not a scan. Separate from [`Config::index`], as the
+    /// reference's `Indexers` are from its trigger: the writer maintains a
+    /// list index on every change that moves an object between values,
+    /// which costs it (in the kubelet-shaped perf run, 100,000 nodes, one
+    /// change in ten a move, about a third of its rate), and a cache whose
+    /// watchers need routing may not serve lists by that field at all.
+    pub fn list_index(mut self, field: &str) -> Self {
+        self.list_indexes.push(field.to_owned());
         self
     }
 
@@ -227,9 +244,11 @@ impl Config {
                 return Err(ConfigError::ZeroDuration(what));
             }
         }
-        for (i, f) in self.indexes.iter().enumerate() {
-            if f.is_empty() || self.indexes[..i].contains(f) {
-                return Err(ConfigError::BadIndex(f.clone()));
+        for indexes in [&self.indexes, &self.list_indexes] {
+            for (i, f) in indexes.iter().enumerate() {
+                if f.is_empty() || indexes[..i].contains(f) {
+                    return Err(ConfigError::BadIndex(f.clone()));
+                }
             }
         }
         Ok(())
@@ -277,8 +296,11 @@ const STOPPED: u8 = 2;
 #[derive(Debug)]
 pub(crate) struct WriterState {
     pub(crate) ring: RingWriter,
-    /// key -> (object, the resource version of its last change).
-    pub(crate) store: Store,
+    /// key -> (object, the resource version of its last change), and the
+    /// field indexes.
+    pub(crate) store: State,
+    /// Changes since the last published view.
+    pub(crate) since_view: u32,
     pub(crate) rv: ResourceVersion,
     pub(crate) generation: u64,
 }
@@ -350,6 +372,13 @@ pub(crate) struct Shared {
     pub(crate) stop_requested: AtomicBool,
     pub(crate) routes: ArcSwap<Routes>,
     pub(crate) index_fields: std::sync::Arc<[Box<str>]>,
+    /// The list indexes' fields (`Config::list_index`).
+    pub(crate) list_fields: std::sync::Arc<[Box<str>]>,
+    /// The state as last published, for readers (see `read.rs`).
+    pub(crate) view: ArcSwap<View>,
+    /// A reader found the view stale: the writer publishes at its next
+    /// change (`Relaxed`: a missed or late request costs only a replay).
+    pub(crate) view_wanted: AtomicBool,
     pub(crate) counters: Counters,
     /// Watcher ids: unique is all that matters, so `Relaxed`.
     next_id: AtomicU64,
@@ -424,6 +453,28 @@ impl Shared {
             self.counters
                 .enqueued_to_received
                 .record(now.saturating_sub(enqueued));
+        }
+    }
+
+    /// Publishes the writer's state for readers (under the writer lock).
+    pub(crate) fn publish_view(&self, st: &mut WriterState) -> Arc<View> {
+        st.since_view = 0;
+        self.view_wanted.store(false, Ordering::Relaxed);
+        let view = Arc::new(View {
+            state: st.store.clone(),
+            rv: st.rv,
+            pos: st.ring.head(),
+            generation: st.generation,
+        });
+        self.view.store(view.clone());
+        view
+    }
+
+    pub(crate) fn lifecycle(&self) -> Lifecycle {
+        match self.lifecycle.load(Ordering::Acquire) {
+            PENDING => Lifecycle::Pending,
+            READY => Lifecycle::Ready,
+            _ => Lifecycle::Stopped,
         }
     }
 
@@ -576,13 +627,19 @@ impl Engine {
         });
         let index_fields: std::sync::Arc<[Box<str>]> =
             config.indexes.iter().map(|f| f.as_str().into()).collect();
+        let list_fields: std::sync::Arc<[Box<str>]> = config
+            .list_indexes
+            .iter()
+            .map(|f| f.as_str().into())
+            .collect();
         let counters = Counters::default();
         Counters::set(&counters.ring_capacity, ring_writer.capacity() as u64);
         let shared = Arc::new(Shared {
             ring,
             state: Mutex::new(WriterState {
                 ring: ring_writer,
-                store: Store::new(),
+                store: State::new(list_fields.clone()),
+                since_view: 0,
                 rv: ResourceVersion::ZERO,
                 generation: 0,
             }),
@@ -596,7 +653,15 @@ impl Engine {
             control_pending: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
             routes: ArcSwap::from_pointee(Routes::new(index_fields.clone())),
+            view: ArcSwap::from_pointee(View {
+                state: State::new(list_fields.clone()),
+                rv: ResourceVersion::ZERO,
+                pos: 0,
+                generation: 0,
+            }),
+            view_wanted: AtomicBool::new(false),
             index_fields,
+            list_fields,
             counters,
             next_id: AtomicU64::new(0),
             epoch: config.clock.now(),
@@ -746,11 +811,56 @@ impl Engine {
 
     /// The engine's lifecycle state.
     pub fn lifecycle(&self) -> Lifecycle {
-        match self.shared().lifecycle.load(Ordering::Acquire) {
-            PENDING => Lifecycle::Pending,
-            READY => Lifecycle::Ready,
-            _ => Lifecycle::Stopped,
-        }
+        self.shared().lifecycle()
+    }
+
+    /// Reads one object by key (`namespace/name`, or `name`), without
+    /// taking the writer's lock (see [`ReadAt`] for which state).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.apply(Change::added(Object::builder("ns", "b").build(), 6.into()))?;
+    /// let now = engine.get("ns/b", ReadAt::Any)?;
+    /// assert_eq!(now.resource_version.get(), 6);
+    /// assert_eq!(now.item.unwrap().resource_version.get(), 6);
+    /// // At version 5, "ns/b" did not exist yet.
+    /// assert!(engine.get("ns/b", ReadAt::Exact(5.into()))?.item.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
+        self.shared().get(key, at)
+    }
+
+    /// Lists objects: by key scope and selectors, served from a list index
+    /// ([`Config::list_index`]) when the field selector requires an exact
+    /// value of its field; at the present or at an exact version inside the history
+    /// window; in pages with continue tokens. Never takes the writer's
+    /// lock.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default().list_index("spec.nodeName"))?;
+    /// let pod = |name: &str, node: &str| {
+    ///     Object::builder("ns", name).field("spec.nodeName", node).build()
+    /// };
+    /// writer.replace([pod("a", "n1"), pod("b", "n2"), pod("c", "n1")], 10.into())?;
+    /// let on_n1 = engine.list(&ListRequest::new().fields("spec.nodeName=n1".parse()?))?;
+    /// let names: Vec<_> = on_n1.items.iter().map(|i| i.object.name()).collect();
+    /// assert_eq!(names, ["a", "c"]);
+    ///
+    /// // Pages: each names the version of the first.
+    /// let first = engine.list(&ListRequest::new().limit(2))?;
+    /// writer.apply(Change::deleted(pod("c", "n1"), 11.into()))?;
+    /// let token = first.continue_token.unwrap();
+    /// let rest = engine.list(&ListRequest::new().limit(2).continue_from(token))?;
+    /// assert_eq!(rest.items[0].object.name(), "c");
+    /// assert_eq!(rest.resource_version.get(), 10);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
+        self.shared().list(req)
     }
 
     /// The generation: 0 before the first list, then one more per `replace`.
@@ -824,7 +934,9 @@ impl Writer {
                 }
                 .into());
             }
-            let prev = st.store.get(object.key()).map(|e| e.object.clone());
+            let stored = st.store.get(object.key());
+            let prev_rv = stored.map(|e| e.rv);
+            let prev = stored.map(|e| e.object.clone());
             let prev = match kind {
                 // SEMANTICS 1: a deletion's previous object is its last state.
                 ChangeKind::Deleted => prev.or_else(|| Some(object.clone())),
@@ -835,22 +947,27 @@ impl Writer {
                 rv,
                 Some(object.clone()),
                 prev,
+                prev_rv,
                 st.generation,
                 shared.config.clock.now(),
                 dispatched,
             )?;
             match kind {
                 ChangeKind::Deleted => {
-                    st.store.remove(object.key());
+                    st.store.delete(object.key());
                 }
                 _ => {
-                    st.store.insert(Stored {
+                    st.store.put(Stored {
                         object: object.clone(),
                         rv,
                     });
                 }
             }
             st.rv = rv;
+            st.since_view += 1;
+            if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
+                shared.publish_view(st);
+            }
             shared.current_rv.store(rv.get(), Ordering::Release);
             Counters::add(&shared.counters.changes_received, 1);
             Ok(resize)
@@ -876,9 +993,9 @@ impl Writer {
         rv: ResourceVersion,
     ) -> Result<(), WriteError> {
         let shared = &*self.shared;
-        let mut store = Store::new();
+        let mut store = State::new(shared.list_fields.clone());
         for object in objects {
-            store.insert(Stored { object, rv });
+            store.put(Stored { object, rv });
         }
         shared.write(|st, dispatched| {
             match shared.lifecycle.load(Ordering::Acquire) {
@@ -899,6 +1016,7 @@ impl Writer {
                 rv,
                 None,
                 None,
+                None,
                 generation,
                 at,
                 dispatched,
@@ -907,6 +1025,7 @@ impl Writer {
             st.store = store.clone();
             st.rv = rv;
             st.generation = generation;
+            shared.publish_view(st);
             shared.current_rv.store(rv.get(), Ordering::Release);
             shared.lifecycle.store(READY, Ordering::Release);
             Counters::add(&shared.counters.relists, 1);

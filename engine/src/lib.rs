@@ -186,6 +186,7 @@ mod index;
 pub mod model;
 mod object;
 mod queue;
+mod read;
 mod ring;
 mod rv;
 mod selector;
@@ -203,6 +204,7 @@ pub use event::{
 pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
+pub use read::{Continue, GetResponse, Item, ListRequest, ListResponse, ReadAt, ReadError};
 pub use rv::{InvalidResourceVersion, ResourceVersion};
 pub use selector::{
     ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,

@@ -69,6 +69,7 @@ impl RingWriterModel {
                 ResourceVersion::new(pos + 1),
                 Some(object),
                 None,
+                None,
                 1,
                 self.at,
                 dispatched,

@@ -72,6 +72,10 @@ pub(crate) struct Record {
     pub(crate) object: Option<Object>,
     /// The state before the change, from the store.
     pub(crate) prev: Option<Object>,
+    /// The resource version of the store's entry before the change, `None`
+    /// if the key was absent: with `prev`, what undoes the change (a list
+    /// at an older version walks back from the present).
+    pub(crate) prev_rv: Option<ResourceVersion>,
     /// The generation this record belongs to (a relist marker carries the
     /// new generation).
     pub(crate) generation: u64,
@@ -182,6 +186,14 @@ pub(crate) struct Evicted;
 #[derive(Debug)]
 pub(crate) struct Ring {
     slots: ArcSwap<Slots>,
+    /// The oldest position inside the logical window: the writer's `tail`,
+    /// or the re-list marker while nothing after it has been evicted (a
+    /// list may then go back to the list's version, as a watch may start
+    /// from it). Records below it may still be readable in their chunk,
+    /// but a list must not serve a version that old. Written by the writer,
+    /// `Release`; a reader's `Acquire` load is a point in time at which
+    /// everything from it on was in the window.
+    tail: AtomicU64,
     /// One past the newest published position.
     head: CachePadded<AtomicU64>,
 }
@@ -198,8 +210,14 @@ impl Ring {
     fn new(physical: usize) -> Ring {
         Ring {
             slots: ArcSwap::from_pointee(Slots::with_capacity(physical)),
+            tail: AtomicU64::new(0),
             head: CachePadded::new(AtomicU64::new(0)),
         }
+    }
+
+    /// The oldest position inside the window (see the field).
+    pub(crate) fn tail(&self) -> u64 {
+        self.tail.load(Ordering::Acquire)
     }
 
     /// One past the newest published position.
@@ -388,6 +406,7 @@ impl RingWriter {
         rv: ResourceVersion,
         object: Option<Object>,
         prev: Option<Object>,
+        prev_rv: Option<ResourceVersion>,
         generation: u64,
         at: Instant,
         dispatched: u64,
@@ -425,6 +444,7 @@ impl RingWriter {
             kind,
             object,
             prev,
+            prev_rv,
             generation,
             at,
             bytes,
@@ -452,6 +472,8 @@ impl RingWriter {
             // A re-list empties the window: nothing before it is servable.
             self.servable_from = self.head;
             self.tail = self.head;
+            // The marker itself stays readable to lists (see the field).
+            self.ring.tail.store(pos, Ordering::Release);
             self.bytes = 0;
             self.list_rv = rv;
         } else {
@@ -475,6 +497,7 @@ impl RingWriter {
         let b = self.own(self.tail).bytes;
         self.bytes -= b;
         self.tail += 1;
+        self.ring.tail.store(self.tail, Ordering::Release);
     }
 
     fn may_grow(&self, now: Instant) -> bool {
@@ -606,6 +629,7 @@ mod tests {
             rv.into(),
             obj(rv),
             None,
+            None,
             1,
             at,
             u64::MAX,
@@ -684,6 +708,7 @@ mod tests {
                 rv.into(),
                 obj(rv),
                 None,
+                None,
                 1,
                 t,
                 dispatched,
@@ -721,8 +746,17 @@ mod tests {
         for rv in 1..=5 {
             change(&mut w, rv, t);
         }
-        w.append(RecordKind::Relist, 10.into(), None, None, 2, t, u64::MAX)
-            .unwrap();
+        w.append(
+            RecordKind::Relist,
+            10.into(),
+            None,
+            None,
+            None,
+            2,
+            t,
+            u64::MAX,
+        )
+        .unwrap();
         assert_eq!(w.len(), 0);
         assert_eq!(w.oldest_minus_one().get(), 10);
         assert_eq!(w.first_after(10.into()), w.head());

@@ -1,17 +1,54 @@
-//! The current state: key -> object, kept by the writer.
+//! The current state: key -> object, kept by the writer, with an index
+//! per configured field (value -> keys).
 //!
 //! A persistent ordered set (`imbl`) of [`Stored`] entries ordered by the
-//! object's key: a watch's snapshot is an O(1) clone taken under the writer
-//! lock and walked, in key order, outside it. Entries are keyed by the key
-//! inside the object itself, so a change costs no key allocation.
+//! object's key: a snapshot is an O(1) clone, walked in key order outside
+//! any lock, and a change costs O(log n) (path copying). Entries are keyed
+//! by the key inside the object itself, so a change costs no key
+//! allocation. The field indexes are persistent maps too, so they travel
+//! with every snapshot; a change that leaves an indexed value as it was
+//! (the common Modified) does not touch them.
 
 use std::borrow::Borrow;
 use std::cmp::Ordering;
+use std::ops::Bound;
+
+use std::sync::Arc;
 
 use crate::{Object, ResourceVersion};
 
-/// The state (persistent; clones share structure).
+/// The objects (persistent; clones share structure).
 pub(crate) type Store = imbl::OrdSet<Stored>;
+
+/// Entries in key order, from a bound on.
+pub(crate) type Range<'a> =
+    imbl::ordset::RangedIter<'a, Stored, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// One field index: an entry per object carrying a value of the field, in
+/// one ordered set; an index look-up is a range over one value. One set
+/// rather than a set per value: a B-tree node is about a kilobyte however
+/// few entries it holds, and a hundred thousand nodes with two pods each
+/// would pay that a hundred thousand times. An entry is one string,
+/// [`entry`], shared (`Arc`): one allocation and one comparison per step,
+/// where a pair of strings cost two of each, and copying a B-tree leaf
+/// (the first change after a snapshot shared it) counts references rather
+/// than allocating.
+type FieldIndex = imbl::OrdSet<Arc<str>>;
+
+/// An index entry: the value's length, `:`, the value, then the key. The
+/// length makes the value part a prefix no other value shares (a value
+/// may contain any character), so one value's entries are one range,
+/// ordered by key.
+fn entry(value: &str, key: &str) -> String {
+    let mut e = value_prefix(value);
+    e.push_str(key);
+    e
+}
+
+/// The prefix every entry of `value` starts with.
+fn value_prefix(value: &str) -> String {
+    format!("{}:{value}", value.len())
+}
 
 /// One object of the state and the resource version of its last change.
 /// Equality and order are the object's key only: a set of these is a map
@@ -20,6 +57,113 @@ pub(crate) type Store = imbl::OrdSet<Stored>;
 pub(crate) struct Stored {
     pub(crate) object: Object,
     pub(crate) rv: ResourceVersion,
+}
+
+/// The state: objects and their field indexes. Cloning is O(1).
+#[derive(Debug, Clone)]
+pub(crate) struct State {
+    objects: Store,
+    /// The indexed fields, in configuration order.
+    fields: Arc<[Box<str>]>,
+    indexes: Vec<FieldIndex>,
+}
+
+impl State {
+    pub(crate) fn new(fields: Arc<[Box<str>]>) -> State {
+        let indexes = fields.iter().map(|_| FieldIndex::new()).collect();
+        State {
+            objects: Store::new(),
+            fields,
+            indexes,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&Stored> {
+        self.objects.get(key)
+    }
+
+    /// Every entry, in key order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Stored> {
+        self.objects.iter()
+    }
+
+    /// The entries from `from` on, in key order.
+    pub(crate) fn range(&self, from: Bound<&str>) -> Range<'_> {
+        self.objects.range::<_, str>((from, Bound::Unbounded))
+    }
+
+    /// The number of the index on `field`, if one is configured.
+    pub(crate) fn index_of(&self, field: &str) -> Option<usize> {
+        self.fields.iter().position(|f| &**f == field)
+    }
+
+    /// The entries whose field of index `index` has `value`, with keys
+    /// after `after`, in key order: served from the index (O(log n) per
+    /// entry), not a scan.
+    pub(crate) fn iter_indexed<'a>(
+        &'a self,
+        index: usize,
+        value: &str,
+        after: Option<&'a str>,
+    ) -> impl Iterator<Item = &'a Stored> + 'a {
+        let prefix = value_prefix(value);
+        let from = entry(value, after.unwrap_or(""));
+        let from = match after {
+            Some(_) => Bound::Excluded(from.as_str()),
+            None => Bound::Included(from.as_str()),
+        };
+        let keys = self
+            .indexes
+            .get(index)
+            .map(|ix| ix.range::<_, str>((from, Bound::Unbounded)));
+        keys.into_iter()
+            .flatten()
+            .map_while(move |e| e.strip_prefix(prefix.as_str()))
+            .filter_map(|key| self.objects.get(key))
+    }
+
+    /// Inserts or replaces the entry for `stored`'s key; returns the entry
+    /// it replaced. One traversal of the map (the writer's hot path).
+    pub(crate) fn put(&mut self, stored: Stored) -> Option<Stored> {
+        if self.fields.is_empty() {
+            return self.objects.insert(stored);
+        }
+        let new = stored.object.clone();
+        let old = self.objects.insert(stored);
+        let key = new.key();
+        for (i, field) in self.fields.iter().enumerate() {
+            let before = old.as_ref().and_then(|o| o.object.field(field));
+            let after = new.field(field);
+            if before == after {
+                // The common Modified: the indexes stay as they are.
+                continue;
+            }
+            let ix = &mut self.indexes[i];
+            if let Some(v) = before {
+                ix.remove(entry(v, key).as_str());
+            }
+            if let Some(v) = after {
+                ix.insert(Arc::from(entry(v, key)));
+            }
+        }
+        old
+    }
+
+    /// Removes the entry for `key`; returns it.
+    pub(crate) fn delete(&mut self, key: &str) -> Option<Stored> {
+        let old = self.objects.remove(key)?;
+        for (i, field) in self.fields.iter().enumerate() {
+            if let Some(v) = old.object.field(field) {
+                self.indexes[i].remove(entry(v, key).as_str());
+            }
+        }
+        Some(old)
+    }
 }
 
 impl PartialEq for Stored {
@@ -81,5 +225,44 @@ mod tests {
         assert_eq!(keys, ["ns/a", "ns/b"]);
         assert!(s.remove("ns/a").is_some());
         assert!(s.get("ns/a").is_none());
+    }
+
+    #[test]
+    fn field_indexes_follow_puts_moves_and_deletes() {
+        let node = |name: &str, n: &str| Stored {
+            object: Object::builder("ns", name)
+                .field("spec.nodeName", n)
+                .build(),
+            rv: 1.into(),
+        };
+        let mut st = State::new(vec![Box::from("spec.nodeName")].into());
+        let ix = st.index_of("spec.nodeName").unwrap();
+        let on = |st: &State, n: &str, after: Option<&str>| -> Vec<String> {
+            st.iter_indexed(ix, n, after)
+                .map(|e| e.object.key().to_owned())
+                .collect()
+        };
+        st.put(node("a", "n1"));
+        st.put(node("b", "n1"));
+        st.put(node("c", "n2"));
+        let before = st.clone();
+        assert_eq!(on(&st, "n1", None), ["ns/a", "ns/b"]);
+        assert_eq!(on(&st, "n1", Some("ns/a")), ["ns/b"]);
+        // A move, an unchanged value, a delete.
+        st.put(node("a", "n2"));
+        st.put(node("b", "n1"));
+        assert!(st.delete("ns/c").is_some());
+        assert_eq!(on(&st, "n1", None), ["ns/b"]);
+        assert_eq!(on(&st, "n2", None), ["ns/a"]);
+        assert!(on(&st, "n3", None).is_empty());
+        // The clone taken before is a snapshot: untouched.
+        assert_eq!(on(&before, "n1", None), ["ns/a", "ns/b"]);
+        assert_eq!(on(&before, "n2", None), ["ns/c"]);
+        assert_eq!(st.len(), 2);
+        let keys: Vec<_> = st
+            .range(Bound::Excluded("ns/a"))
+            .map(|e| e.object.key())
+            .collect();
+        assert_eq!(keys, ["ns/b"]);
     }
 }

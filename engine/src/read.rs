@@ -1,0 +1,670 @@
+//! Reads from the cache: [`Engine::get`](crate::Engine::get) and
+//! [`Engine::list`](crate::Engine::list), at the present or at an exact
+//! resource version inside the history window, in pages.
+//!
+//! # Snapshots
+//!
+//! The writer keeps the state in persistent maps (`store.rs`): a clone is
+//! O(1) and a change costs O(log n) by path copying. A [`View`] — the
+//! state, the ring position and version it reflects — is published through
+//! an `ArcSwap`:
+//!
+//! - **the present**: load the view, then apply the ring's records from the
+//!   view's position up to the ring's head to a clone of its state;
+//! - **an exact version `R`** inside the window: from the present, undo the
+//!   records newer than `R`, newest first; each record carries the previous
+//!   object and the version of its entry (`prev_rv`), so an undo restores
+//!   the entry exactly. The cost is O(log n) per change between `R` and the
+//!   present, and nothing per change while no one reads the past.
+//!
+//! Publishing is on demand, because it is not free for the writer: once a
+//! view shares the writer's map, the writer's next change to each leaf
+//! copies it (64 entries, an `Arc` increment each), where an unshared map
+//! is changed in place. Publishing after every 32 changes, unasked, halved
+//! the writer's rate in the kubelet-shaped perf run. So a reader whose view
+//! is more than [`VIEW_EVERY`] records behind raises `view_wanted`, and the
+//! writer publishes at its next change (one `Relaxed` load per change
+//! otherwise). A view more than [`MAX_LAG`] records behind (a writer that
+//! has gone quiet, or has raced ahead) is not replayed: the reader takes
+//! the writer's lock for an O(1) clone and publishes that: a critical
+//! section of a few reference counts, never a walk, and the view it
+//! publishes serves every reader until the writer has moved [`MAX_LAG`]
+//! records on. A re-list always publishes.
+//!
+//! The current version is loaded before the ring's head: every change at
+//! or below it is then below the head, so the state read reflects at least
+//! that version (a progress notification may have moved it past the last
+//! change). A record the reader cannot use — overwritten by the writer
+//! meanwhile, or of a newer generation — sends it back to a fresh view; a
+//! record it needs to undo that has left the window makes the read `Gone`,
+//! exactly when a watch from `R` would be.
+//!
+//! # Pages
+//!
+//! A page ends with a [`Continue`] token naming the generation, the
+//! version the first page was read at and the last key served. The next
+//! page reads the same version exactly, from the key after, so a sequence
+//! of pages equals one list at that version however the cache moves in
+//! between; once the version leaves the window (or the cache re-lists) the
+//! token is [`ReadError::Gone`] (Kubernetes' "continue token too old").
+
+use std::fmt;
+use std::ops::Bound;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::engine::Shared;
+use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
+use crate::filter::{Filter, KeyScope};
+use crate::ring::{RecordKind, RecordRef};
+use crate::store::{State, Stored};
+use crate::sync::{Arc, Ordering};
+use crate::{FieldSelector, LabelSelector, Object, ResourceVersion};
+
+/// A reader asks the writer for a fresh [`View`] when the one it found is
+/// more than this many records behind; the writer publishes one once this
+/// many changes have passed since its last.
+pub(crate) const VIEW_EVERY: u32 = 32;
+
+/// A view more than this many records behind is not replayed: the reader
+/// clones the writer's state under its lock instead (see the module docs).
+const MAX_LAG: u64 = 256;
+
+/// A state as the writer published it.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    pub(crate) state: State,
+    /// The version of the last change applied to `state` (the list's at a
+    /// re-list).
+    pub(crate) rv: ResourceVersion,
+    /// The ring position after the last record `state` reflects.
+    pub(crate) pos: u64,
+    pub(crate) generation: u64,
+}
+
+/// Which state a read is served from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReadAt {
+    /// Whatever the cache has now (Kubernetes' `resourceVersion="0"`).
+    #[default]
+    Any,
+    /// The present, once the cache has reached this version (Kubernetes'
+    /// `resourceVersion=R`, match `NotOlderThan`): waits up to
+    /// [`Config::too_large_timeout`](crate::Config::too_large_timeout),
+    /// then [`ReadError::TooLargeResourceVersion`].
+    NotOlderThan(ResourceVersion),
+    /// The state exactly at this version (match `Exact`), anywhere in the
+    /// history window; a future version waits as `NotOlderThan` does.
+    Exact(ResourceVersion),
+}
+
+/// What to list. Built with chained setters.
+///
+/// ```
+/// use herald::{KeyScope, ListRequest, ReadAt};
+/// let req = ListRequest::new()
+///     .scope(KeyScope::prefix("team-a"))
+///     .fields("spec.nodeName=node-7".parse()?)
+///     .at(ReadAt::Exact(42.into()))
+///     .limit(500);
+/// # Ok::<(), herald::SelectorError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ListRequest {
+    scope: KeyScope,
+    labels: LabelSelector,
+    fields: FieldSelector,
+    at: ReadAt,
+    limit: usize,
+    continue_from: Option<Continue>,
+}
+
+impl ListRequest {
+    /// Every object, whatever the cache has now, in one page.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Which keys (default: all).
+    pub fn scope(mut self, scope: KeyScope) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// A label selector (default: everything).
+    pub fn labels(mut self, selector: LabelSelector) -> Self {
+        self.labels = selector;
+        self
+    }
+
+    /// A field selector (default: everything). An exact value of a field
+    /// with a list index ([`Config::list_index`](crate::Config::list_index))
+    /// is served from the index.
+    pub fn fields(mut self, selector: FieldSelector) -> Self {
+        self.fields = selector;
+        self
+    }
+
+    /// Which state to read (default [`ReadAt::Any`]). A continued list
+    /// reads its token's version and must leave this at the default.
+    pub fn at(mut self, at: ReadAt) -> Self {
+        self.at = at;
+        self
+    }
+
+    /// At most this many objects per page (0, the default: no limit).
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// The next page of an earlier list with the same scope and selectors.
+    pub fn continue_from(mut self, token: Continue) -> Self {
+        self.continue_from = Some(token);
+        self
+    }
+}
+
+/// One object as the cache holds it, with the version of its last change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// The object.
+    pub object: Object,
+    /// The resource version of its last change.
+    pub resource_version: ResourceVersion,
+}
+
+impl Item {
+    fn of(e: &Stored) -> Item {
+        Item {
+            object: e.object.clone(),
+            resource_version: e.rv,
+        }
+    }
+}
+
+/// What [`Engine::get`](crate::Engine::get) found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GetResponse {
+    /// The object, if the key exists in the state read.
+    pub item: Option<Item>,
+    /// The version of the state read.
+    pub resource_version: ResourceVersion,
+}
+
+/// One page of [`Engine::list`](crate::Engine::list).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListResponse {
+    /// The objects, in key order.
+    pub items: Vec<Item>,
+    /// The version of the state read (for every page of a list, the
+    /// first page's).
+    pub resource_version: ResourceVersion,
+    /// Set when more objects follow: pass it to
+    /// [`ListRequest::continue_from`].
+    pub continue_token: Option<Continue>,
+}
+
+/// A list's continue token: opaque, printable (`Display`) and parsed back
+/// (`FromStr`), as a server hands it to its client.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Continue {
+    generation: u64,
+    rv: ResourceVersion,
+    after: Box<str>,
+}
+
+impl Continue {
+    /// The version every page of the list is read at.
+    pub fn resource_version(&self) -> ResourceVersion {
+        self.rv
+    }
+}
+
+/// The token's format version.
+const TOKEN_PREFIX: &str = "h1";
+
+impl fmt::Display for Continue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{TOKEN_PREFIX}.{}.{}.", self.generation, self.rv)?;
+        for b in self.after.as_bytes() {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for Continue {
+    type Err = ReadError;
+
+    fn from_str(s: &str) -> Result<Self, ReadError> {
+        let bad = |why: &str| ReadError::InvalidContinue(format!("{why}: {s:?}"));
+        let mut parts = s.splitn(4, '.');
+        if parts.next() != Some(TOKEN_PREFIX) {
+            return Err(bad("not a Herald continue token"));
+        }
+        let mut number = || {
+            parts
+                .next()
+                .and_then(|p| p.parse::<u64>().ok())
+                .ok_or_else(|| bad("malformed"))
+        };
+        let generation = number()?;
+        let rv = ResourceVersion::new(number()?);
+        let hex = parts.next().ok_or_else(|| bad("malformed"))?;
+        if hex.len() % 2 != 0 {
+            return Err(bad("malformed key"));
+        }
+        let bytes = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("x"), 16))
+            .collect::<Result<Vec<u8>, _>>()
+            .map_err(|_| bad("malformed key"))?;
+        let after = String::from_utf8(bytes).map_err(|_| bad("malformed key"))?;
+        Ok(Continue {
+            generation,
+            rv,
+            after: after.into(),
+        })
+    }
+}
+
+/// A read that could not be served. Nothing is changed by a failed read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The cache has not been listed yet (retry once it is ready).
+    NotReady,
+    /// The engine has been stopped.
+    EngineStopped,
+    /// The version asked for (or the continue token's) is older than the
+    /// history the cache keeps, or before its last re-list.
+    Gone(Gone),
+    /// The cache did not reach the version asked for in time.
+    TooLargeResourceVersion(TooLargeResourceVersion),
+    /// A continue token that does not parse.
+    InvalidContinue(String),
+    /// A continued list names its version in the token: the request must
+    /// not name one too.
+    ContinueWithResourceVersion,
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::NotReady => f.write_str("the cache has not been listed yet"),
+            ReadError::EngineStopped => f.write_str("the engine is stopped"),
+            ReadError::Gone(g) => fmt::Display::fmt(g, f),
+            ReadError::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),
+            ReadError::InvalidContinue(why) => write!(f, "invalid continue token ({why})"),
+            ReadError::ContinueWithResourceVersion => {
+                f.write_str("a continued list must not name a resource version")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A state read, and the version it reflects.
+struct Read {
+    state: State,
+    rv: ResourceVersion,
+    generation: u64,
+}
+
+/// Why a replay must start over from a fresh view.
+struct Stale;
+
+/// How long one wait for a version sleeps before it looks again (the
+/// writer does not wake readers; see [`Shared::wait_for`]).
+const WAIT_STEP: Duration = Duration::from_millis(1);
+
+impl Shared {
+    /// The state at `at`.
+    fn read_state(&self, at: ReadAt) -> Result<Read, ReadError> {
+        match at {
+            ReadAt::Any => self.present(),
+            ReadAt::NotOlderThan(rv) => {
+                self.wait_for(rv)?;
+                self.present()
+            }
+            ReadAt::Exact(rv) => {
+                self.wait_for(rv)?;
+                self.exactly(rv, None)
+            }
+        }
+    }
+
+    /// Waits until the cache has reached `rv`, up to the too-large timeout
+    /// on the engine's clock. It looks again every [`WAIT_STEP`] (or when
+    /// the clock moves): readers cost the writer nothing.
+    fn wait_for(&self, rv: ResourceVersion) -> Result<(), ReadError> {
+        let clock = &self.config.clock;
+        let deadline = clock.now() + self.config.too_large_timeout;
+        loop {
+            self.check_readable()?;
+            let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+            if current >= rv {
+                return Ok(());
+            }
+            if clock.now() >= deadline {
+                return Err(ReadError::TooLargeResourceVersion(
+                    TooLargeResourceVersion::new(rv, current),
+                ));
+            }
+            clock.park_until(deadline, WAIT_STEP);
+        }
+    }
+
+    fn check_readable(&self) -> Result<(), ReadError> {
+        use crate::Lifecycle;
+        match self.lifecycle() {
+            Lifecycle::Pending => Err(ReadError::NotReady),
+            Lifecycle::Stopped => Err(ReadError::EngineStopped),
+            _ => Ok(()),
+        }
+    }
+
+    /// The present state (see [Snapshots](self#snapshots)).
+    fn present(&self) -> Result<Read, ReadError> {
+        loop {
+            self.check_readable()?;
+            if let Ok((read, _)) = self.replay_present() {
+                return Ok(read);
+            }
+        }
+    }
+
+    /// The latest view with the records after it applied; also returns the
+    /// ring position the result reflects.
+    fn replay_present(&self) -> Result<(Read, u64), Stale> {
+        // The version first, then the view and the head: see the module
+        // docs.
+        let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        let (view, head) = self.view_to_replay();
+        let mut state = view.state.clone();
+        let mut rv = view.rv;
+        let mut cursor = self.ring.cursor();
+        for pos in view.pos..head {
+            let rec = self.ring.read(&mut cursor, pos).map_err(|_| Stale)?;
+            if rec.generation != view.generation || rec.kind == RecordKind::Relist {
+                return Err(Stale);
+            }
+            redo(&mut state, &rec);
+            rv = rec.rv;
+        }
+        Ok((
+            Read {
+                state,
+                rv: rv.max(current),
+                generation: view.generation,
+            },
+            head,
+        ))
+    }
+
+    /// The view a read starts from and the ring's head, loaded after it
+    /// (see [Snapshots](self#snapshots)): the published one if it is close
+    /// enough to replay, else a fresh one cloned under the writer's lock.
+    fn view_to_replay(&self) -> (Arc<View>, u64) {
+        let view = self.view.load_full();
+        let head = self.ring.head();
+        let lag = head.saturating_sub(view.pos);
+        if view.pos >= self.ring.tail() && lag <= MAX_LAG {
+            if lag > u64::from(VIEW_EVERY) && !self.view_wanted.load(Ordering::Relaxed) {
+                self.view_wanted.store(true, Ordering::Relaxed);
+            }
+            return (view, head);
+        }
+        let view = {
+            let mut st = self.lock_state();
+            self.publish_view(&mut st)
+        };
+        (view, self.ring.head())
+    }
+
+    /// The state exactly at `rv` (already reached). With `generation`,
+    /// only in that generation (a continued list).
+    fn exactly(&self, rv: ResourceVersion, generation: Option<u64>) -> Result<Read, ReadError> {
+        loop {
+            self.check_readable()?;
+            let Ok((mut read, head)) = self.replay_present() else {
+                continue;
+            };
+            if generation.is_some_and(|g| g != read.generation) {
+                return Err(self.gone(rv));
+            }
+            let tail = self.ring.tail();
+            let mut cursor = self.ring.cursor();
+            let mut pos = head;
+            // The version of the last record undone: the state is now the
+            // one just before it.
+            let mut undone: Option<ResourceVersion> = None;
+            let mut stale = false;
+            while pos > 0 {
+                let rec = if pos > tail {
+                    self.ring.read(&mut cursor, pos - 1).ok()
+                } else {
+                    None
+                };
+                let Some(rec) = rec else {
+                    // Left the window. Versions increase with positions, so
+                    // the state is exactly at `rv` only if nothing between
+                    // the evicted record and the last undone one is missing.
+                    match undone {
+                        Some(u) if rv.get() + 1 >= u.get() => break,
+                        // Nothing to undo: the present is at or before `rv`.
+                        None if read.rv <= rv => break,
+                        _ => return Err(self.gone(rv)),
+                    }
+                };
+                if rec.rv <= rv {
+                    break;
+                }
+                if rec.generation != read.generation || rec.kind == RecordKind::Relist {
+                    if rec.generation != read.generation {
+                        // A re-list after the present was read: start over.
+                        stale = true;
+                        break;
+                    }
+                    // `rv` is before this generation's list.
+                    return Err(self.gone(rv));
+                }
+                undo(&mut read.state, &rec);
+                undone = Some(rec.rv);
+                pos -= 1;
+            }
+            if stale {
+                continue;
+            }
+            read.rv = rv;
+            return Ok(read);
+        }
+    }
+
+    fn gone(&self, rv: ResourceVersion) -> ReadError {
+        let oldest = self.lock_state().ring.oldest_minus_one();
+        ReadError::Gone(Gone::new(rv, oldest))
+    }
+
+    pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
+        if at == ReadAt::Any || matches!(at, ReadAt::NotOlderThan(_)) {
+            if let ReadAt::NotOlderThan(rv) = at {
+                self.wait_for(rv)?;
+            }
+            return self.get_present(key);
+        }
+        let read = self.read_state(at)?;
+        Ok(GetResponse {
+            item: read.state.get(key).map(Item::of),
+            resource_version: read.rv,
+        })
+    }
+
+    /// A get of the present without building it: the records after the
+    /// view, newest first, then the view's state.
+    fn get_present(&self, key: &str) -> Result<GetResponse, ReadError> {
+        loop {
+            self.check_readable()?;
+            let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+            let (view, head) = self.view_to_replay();
+            let mut cursor = self.ring.cursor();
+            let mut newest: Option<(ResourceVersion, Option<Item>)> = None;
+            let mut last_rv = view.rv;
+            let mut stale = false;
+            for pos in view.pos..head {
+                let Ok(rec) = self.ring.read(&mut cursor, pos) else {
+                    stale = true;
+                    break;
+                };
+                if rec.generation != view.generation || rec.kind == RecordKind::Relist {
+                    stale = true;
+                    break;
+                }
+                last_rv = rec.rv;
+                if rec.object.as_ref().is_some_and(|o| o.key() == key) {
+                    let item = match rec.kind {
+                        RecordKind::Change(ChangeKind::Deleted) => None,
+                        _ => rec.object.clone().map(|object| Item {
+                            object,
+                            resource_version: rec.rv,
+                        }),
+                    };
+                    newest = Some((rec.rv, item));
+                }
+            }
+            if stale {
+                continue;
+            }
+            let item = match newest {
+                Some((_, item)) => item,
+                None => view.state.get(key).map(Item::of),
+            };
+            return Ok(GetResponse {
+                item,
+                resource_version: last_rv.max(current),
+            });
+        }
+    }
+
+    pub(crate) fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
+        let (read, after) = match &req.continue_from {
+            Some(token) => {
+                if req.at != ReadAt::Any {
+                    return Err(ReadError::ContinueWithResourceVersion);
+                }
+                self.check_readable()?;
+                (
+                    self.exactly(token.rv, Some(token.generation))?,
+                    Some(&*token.after),
+                )
+            }
+            None => (self.read_state(req.at)?, None),
+        };
+        let filter = Filter::new(req.scope.clone(), req.labels.clone(), req.fields.clone());
+        let limit = if req.limit == 0 {
+            usize::MAX
+        } else {
+            req.limit
+        };
+        let mut items = Vec::new();
+        let mut more = false;
+        for e in candidates(&read.state, req, after).filter(|e| filter.admits(&e.object)) {
+            if items.len() == limit {
+                more = true;
+                break;
+            }
+            items.push(Item::of(e));
+        }
+        let continue_token = more.then(|| Continue {
+            generation: read.generation,
+            rv: read.rv,
+            after: items
+                .last()
+                .map_or_else(Box::default, |i: &Item| i.object.key().into()),
+        });
+        Ok(ListResponse {
+            items,
+            resource_version: read.rv,
+            continue_token,
+        })
+    }
+}
+
+/// The entries a list looks at, in key order, after `after`: those of a
+/// list index when the field selector requires an exact value of its
+/// field, of the key range when the scope is one key or a prefix, else
+/// all. The filter still decides.
+fn candidates<'a>(
+    state: &'a State,
+    req: &'a ListRequest,
+    after: Option<&'a str>,
+) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
+    let indexed = req.fields.terms().iter().find_map(|t| {
+        Some((
+            state.index_of(t.field())?,
+            req.fields.requires_exact(t.field())?,
+        ))
+    });
+    if let Some((index, value)) = indexed {
+        return Box::new(state.iter_indexed(index, value, after));
+    }
+    let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+    match &req.scope {
+        KeyScope::All => Box::new(state.range(from)),
+        KeyScope::Exact(key) => Box::new(
+            state
+                .get(key)
+                .filter(|e| after.is_none_or(|a| e.object.key() > a))
+                .into_iter(),
+        ),
+        KeyScope::Prefix(prefix) => {
+            let start = format!("{prefix}/");
+            let from = match after {
+                Some(a) if a >= start.as_str() => Bound::Excluded(a),
+                _ => Bound::Included(start.as_str()),
+            };
+            let range = state.range(from);
+            Box::new(range.take_while(move |e| e.object.key().starts_with(&start)))
+        }
+    }
+}
+
+/// Applies a change record to `state` (forward).
+fn redo(state: &mut State, rec: &RecordRef) {
+    let Some(object) = rec.object.as_ref() else {
+        return;
+    };
+    match rec.kind {
+        RecordKind::Change(ChangeKind::Deleted) => {
+            state.delete(object.key());
+        }
+        RecordKind::Change(_) => {
+            state.put(Stored {
+                object: object.clone(),
+                rv: rec.rv,
+            });
+        }
+        RecordKind::Relist => {}
+    }
+}
+
+/// Takes a change record back out of `state` (the state just after it).
+fn undo(state: &mut State, rec: &RecordRef) {
+    let Some(object) = rec.object.as_ref() else {
+        return;
+    };
+    match (rec.prev_rv, rec.prev.as_ref()) {
+        (Some(rv), Some(prev)) => {
+            state.put(Stored {
+                object: prev.clone(),
+                rv,
+            });
+        }
+        _ => {
+            state.delete(object.key());
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! Reads from the cache (SEMANTICS 7): Get and List at every kind of
+//! resource version, exact-version lists across the history window, pages
+//! across concurrent writes, expired and malformed tokens, index-served
+//! lists. The expected answers come from the sequential model in `common`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use common::*;
+use herald::*;
+
+const LIST_RV: u64 = 100;
+const INDEX: &str = "spec.nodeName";
+
+/// An engine with the initial list and `n` changes applied; the model of
+/// the same.
+fn setup(config: Config, n: usize, seed: u64) -> (Engine, Writer, Model) {
+    let mut rng = Rng::new(seed);
+    let mut live = BTreeMap::new();
+    workload(&mut rng, 0, 300, 300, 4, 8, &mut live);
+    let base: Vec<Object> = live.values().cloned().collect();
+    let changes = workload(&mut rng, LIST_RV, n, 400, 4, 8, &mut live);
+    let (engine, mut writer) = Engine::new(config).unwrap();
+    writer
+        .replace(base.iter().cloned(), LIST_RV.into())
+        .unwrap();
+    for c in &changes {
+        writer.apply(c.clone()).unwrap();
+    }
+    let model = Model::new(LIST_RV, &base, &changes);
+    (engine, writer, model)
+}
+
+fn big_history() -> Config {
+    Config::default()
+        .list_index(INDEX)
+        .history_bounds(100, 100_000)
+        .history_window(Duration::from_secs(3600))
+}
+
+/// (key, rv of the last change) pairs of a list answer.
+fn keys(items: &[Item]) -> Vec<(String, u64)> {
+    items
+        .iter()
+        .map(|i| (i.object.key().to_owned(), i.resource_version.get()))
+        .collect()
+}
+
+/// The model's answer to a list with `f` at `rv`.
+fn expected(model: &Model, f: &ModelFilter, rv: u64) -> Vec<(String, u64)> {
+    model
+        .state_at(rv)
+        .into_iter()
+        .filter(|(_, (o, _))| f.admits(o))
+        .map(|(k, (_, r))| (k, r))
+        .collect()
+}
+
+fn request(f: &ModelFilter) -> ListRequest {
+    ListRequest::new()
+        .scope(f.scope.clone())
+        .labels(f.labels.clone())
+        .fields(f.fields.clone())
+}
+
+fn filters() -> Vec<ModelFilter> {
+    let f = |scope: KeyScope, labels: &str, fields: &str| ModelFilter {
+        scope,
+        labels: labels.parse().unwrap(),
+        fields: fields.parse().unwrap(),
+    };
+    vec![
+        ModelFilter::everything(),
+        f(KeyScope::prefix("ns-1"), "", ""),
+        f(KeyScope::All, "app=web", ""),
+        f(KeyScope::All, "", "spec.nodeName=node-3"),
+        f(KeyScope::prefix("ns-2"), "tier!=a", "spec.nodeName=node-5"),
+        f(KeyScope::exact("ns-0/pod-8"), "", ""),
+        f(KeyScope::All, "", "metadata.namespace=ns-3"),
+    ]
+}
+
+#[test]
+fn lists_at_every_version_of_the_window_equal_the_model() {
+    let (engine, _writer, model) = setup(big_history(), 1_500, 7);
+    let last = model.changes.last().unwrap().1;
+    let rvs: Vec<u64> = (LIST_RV..=last).step_by(7).chain([last]).collect();
+    for f in filters() {
+        for &rv in &rvs {
+            let got = engine
+                .list(&request(&f).at(ReadAt::Exact(rv.into())))
+                .unwrap();
+            assert_eq!(got.resource_version.get(), rv);
+            assert_eq!(keys(&got.items), expected(&model, &f, rv), "{f:?} at {rv}");
+        }
+        // The present, by every kind of read that serves it.
+        for at in [ReadAt::Any, ReadAt::NotOlderThan(last.into())] {
+            let got = engine.list(&request(&f).at(at)).unwrap();
+            assert_eq!(got.resource_version.get(), last);
+            assert_eq!(keys(&got.items), expected(&model, &f, last), "{f:?} {at:?}");
+        }
+    }
+}
+
+#[test]
+fn the_list_version_and_those_before_the_first_change_are_listable() {
+    let (engine, mut writer) = Engine::new(Config::default().history_bounds(100, 100)).unwrap();
+    let a = Object::builder("ns", "a").build();
+    writer.replace([a.clone()], 10.into()).unwrap();
+    writer
+        .apply(Change::added(Object::builder("ns", "b").build(), 15.into()))
+        .unwrap();
+    for rv in 10..15 {
+        let got = engine
+            .list(&ListRequest::new().at(ReadAt::Exact(rv.into())))
+            .unwrap();
+        assert_eq!(keys(&got.items), [("ns/a".to_owned(), 10)], "at {rv}");
+    }
+    let got = engine
+        .list(&ListRequest::new().at(ReadAt::Exact(15.into())))
+        .unwrap();
+    assert_eq!(got.items.len(), 2);
+    // Before the list: gone.
+    let err = engine.list(&ListRequest::new().at(ReadAt::Exact(9.into())));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+}
+
+#[test]
+fn gets_at_every_kind_of_version_equal_the_model() {
+    let (engine, _writer, model) = setup(big_history(), 600, 11);
+    let last = model.changes.last().unwrap().1;
+    let some_keys: Vec<String> = (0..400)
+        .step_by(13)
+        .map(|k| format!("ns-{}/pod-{k}", k % 4))
+        .collect();
+    for rv in (LIST_RV..=last).step_by(29).chain([last]) {
+        let state = model.state_at(rv);
+        for key in &some_keys {
+            let got = engine.get(key, ReadAt::Exact(rv.into())).unwrap();
+            assert_eq!(got.resource_version.get(), rv);
+            let want = state.get(key).map(|(_, r)| *r);
+            assert_eq!(
+                got.item.map(|i| i.resource_version.get()),
+                want,
+                "{key}@{rv}"
+            );
+        }
+    }
+    let state = model.state_at(last);
+    for key in &some_keys {
+        for at in [ReadAt::Any, ReadAt::NotOlderThan(last.into())] {
+            let got = engine.get(key, at).unwrap();
+            assert_eq!(got.resource_version.get(), last);
+            let want = state.get(key).map(|(o, r)| (o.clone(), *r));
+            assert_eq!(
+                got.item.map(|i| (i.object, i.resource_version.get())),
+                want,
+                "{key} {at:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn index_served_lists_equal_scans() {
+    // The same changes into an engine with the index and one without.
+    let (indexed, _w1, model) = setup(big_history(), 800, 3);
+    let plain = Config::default()
+        .history_bounds(100, 100_000)
+        .history_window(Duration::from_secs(3600));
+    let (scanned, _w2, _) = setup(plain, 800, 3);
+    let last = model.changes.last().unwrap().1;
+    for n in 0..8 {
+        let sel: FieldSelector = format!("{INDEX}=node-{n}").parse().unwrap();
+        for at in [ReadAt::Any, ReadAt::Exact((last - 200).into())] {
+            let req = ListRequest::new().fields(sel.clone()).at(at);
+            let a = indexed.list(&req).unwrap();
+            let b = scanned.list(&req).unwrap();
+            assert_eq!(keys(&a.items), keys(&b.items), "node-{n} {at:?}");
+            assert!(!a.items.is_empty());
+        }
+    }
+    // A value nobody has.
+    let req = ListRequest::new().fields(format!("{INDEX}=node-99").parse().unwrap());
+    assert!(indexed.list(&req).unwrap().items.is_empty());
+}
+
+#[test]
+fn versions_outside_the_window_are_gone_or_too_large() {
+    let clock = ManualClock::new();
+    let config = Config::default()
+        .history_bounds(100, 100)
+        .too_large_timeout(Duration::from_secs(3))
+        .clock(clock.clone());
+    let (engine, _writer, model) = setup(config, 500, 5);
+    let last = model.changes.last().unwrap().1;
+    // The ring keeps the last 100 changes: the list version is long gone.
+    let err = engine.list(&ListRequest::new().at(ReadAt::Exact(LIST_RV.into())));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+    let err = engine.get("ns-0/pod-0", ReadAt::Exact(LIST_RV.into()));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+    // The oldest version a watch may start from is listable, one older is
+    // not.
+    let oldest = model.changes[model.changes.len() - 100].1 - 1;
+    let at = |rv: u64| engine.list(&ListRequest::new().at(ReadAt::Exact(rv.into())));
+    let got = at(oldest).unwrap();
+    assert_eq!(
+        keys(&got.items),
+        expected(&model, &ModelFilter::everything(), oldest)
+    );
+    let before = model.changes[model.changes.len() - 101].1;
+    if before < oldest {
+        assert!(matches!(at(before), Err(ReadError::Gone(_))));
+    }
+    // A future version waits, then fails on the engine's clock.
+    let future = ReadAt::NotOlderThan((last + 10).into());
+    let (engine2, clock2) = (engine.clone(), clock.clone());
+    let waiting = std::thread::spawn(move || engine2.get("ns-0/pod-0", future));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!waiting.is_finished());
+    clock2.advance(Duration::from_secs(3));
+    match waiting.join().unwrap() {
+        Err(ReadError::TooLargeResourceVersion(t)) => {
+            assert_eq!(
+                t.to_string(),
+                TooLargeResourceVersion::new((last + 10).into(), last.into()).to_string()
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_future_version_is_served_once_the_cache_reaches_it() {
+    let (engine, mut writer, model) = setup(big_history(), 50, 9);
+    let last = model.changes.last().unwrap().1;
+    let want = last + 5;
+    let reader = {
+        let engine = engine.clone();
+        std::thread::spawn(move || {
+            (
+                engine.list(&ListRequest::new().at(ReadAt::NotOlderThan(want.into()))),
+                engine.get("ns-0/new", ReadAt::Exact(want.into())),
+            )
+        })
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    let new = Object::builder("ns-0", "new").build();
+    writer.apply(Change::added(new, (last + 3).into())).unwrap();
+    writer.progress(want.into()).unwrap();
+    let (list, get) = reader.join().unwrap();
+    let list = list.unwrap();
+    assert_eq!(list.resource_version.get(), want);
+    assert!(list.items.iter().any(|i| i.object.key() == "ns-0/new"));
+    let get = get.unwrap();
+    assert_eq!(get.resource_version.get(), want);
+    assert_eq!(get.item.unwrap().resource_version.get(), last + 3);
+}
+
+#[test]
+fn pages_across_concurrent_writes_equal_the_list_at_their_version() {
+    let (engine, mut writer, model) = setup(big_history(), 200, 13);
+    let start = model.changes.last().unwrap().1;
+    // Writes go on while the pages are read.
+    let mut rng = Rng::new(99);
+    let mut live: BTreeMap<String, Object> = model
+        .state_at(start)
+        .into_iter()
+        .map(|(k, (o, _))| (k, o))
+        .collect();
+    let more = workload(&mut rng, start, 3_000, 400, 4, 8, &mut live);
+    let writes = std::thread::spawn(move || {
+        for c in more {
+            writer.apply(c).unwrap();
+        }
+        writer
+    });
+    for f in filters() {
+        let mut pages = 0;
+        let mut got = Vec::new();
+        let mut page = engine.list(&request(&f).limit(7)).unwrap();
+        let rv = page.resource_version;
+        loop {
+            pages += 1;
+            assert!(page.items.len() <= 7);
+            assert_eq!(
+                page.resource_version, rv,
+                "every page names the first's version"
+            );
+            got.extend(keys(&page.items));
+            let Some(token) = page.continue_token.take() else {
+                break;
+            };
+            assert_eq!(token.resource_version(), rv);
+            // The token survives printing and parsing, as a client's would.
+            let token: Continue = token.to_string().parse().unwrap();
+            page = engine
+                .list(&request(&f).limit(7).continue_from(token))
+                .unwrap();
+        }
+        let whole = engine.list(&request(&f).at(ReadAt::Exact(rv))).unwrap();
+        assert_eq!(got, keys(&whole.items), "{f:?}: {pages} pages at {rv}");
+    }
+    writes.join().unwrap();
+}
+
+#[test]
+fn expired_malformed_and_misused_tokens_are_typed_errors() {
+    let config = Config::default().history_bounds(100, 100);
+    let (engine, mut writer, model) = setup(config, 10, 17);
+    let last = model.changes.last().unwrap().1;
+    let first = engine.list(&ListRequest::new().limit(5)).unwrap();
+    let token = first.continue_token.unwrap();
+    // Misused: a continued list names its version through the token.
+    let err = engine.list(
+        &ListRequest::new()
+            .continue_from(token.clone())
+            .at(ReadAt::Exact(last.into())),
+    );
+    assert_eq!(err, Err(ReadError::ContinueWithResourceVersion));
+    // Malformed.
+    for bad in [
+        "",
+        "h1",
+        "h1.1.x.",
+        "h2.1.5.61",
+        "h1.1.5.6",
+        "h1.1.5.zz",
+        "h1.1.5.ff",
+    ] {
+        let err = bad.parse::<Continue>();
+        assert!(
+            matches!(err, Err(ReadError::InvalidContinue(_))),
+            "{bad:?}: {err:?}"
+        );
+    }
+    // Expired: the writer moves the version out of the window.
+    for i in 1..=150 {
+        let o = Object::builder("ns-9", &format!("x{i}")).build();
+        writer.apply(Change::added(o, (last + i).into())).unwrap();
+    }
+    let err = engine.list(&ListRequest::new().limit(5).continue_from(token));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+    // A re-list expires every token, even a young one.
+    let young = engine.list(&ListRequest::new().limit(5)).unwrap();
+    writer.replace([], (last + 500).into()).unwrap();
+    let err = engine.list(&ListRequest::new().continue_from(young.continue_token.unwrap()));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+    // And the version before the re-list is gone for exact reads.
+    let err = engine.get("ns-9/x1", ReadAt::Exact((last + 10).into()));
+    assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
+}
+
+#[test]
+fn list_indexes_are_validated_like_trigger_indexes() {
+    for bad in [
+        Config::default().list_index(""),
+        Config::default().list_index("a").list_index("a"),
+    ] {
+        assert!(matches!(Engine::new(bad), Err(ConfigError::BadIndex(_))));
+    }
+    // The same field may be both a trigger and a list index.
+    assert!(Engine::new(Config::default().index("a").list_index("a")).is_ok());
+}
+
+#[test]
+fn reads_before_the_list_and_after_the_stop_say_so() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    assert_eq!(engine.get("a", ReadAt::Any), Err(ReadError::NotReady));
+    assert_eq!(
+        engine.list(&ListRequest::new()).map(|l| l.items.len()),
+        Err(ReadError::NotReady)
+    );
+    writer
+        .replace([Object::builder("ns", "a").build()], 1.into())
+        .unwrap();
+    assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 1);
+    engine.stop();
+    assert_eq!(
+        engine.get("ns/a", ReadAt::Any),
+        Err(ReadError::EngineStopped)
+    );
+}
