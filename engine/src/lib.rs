@@ -187,9 +187,11 @@ pub mod model;
 mod object;
 mod queue;
 mod read;
+mod reflector;
 mod ring;
 mod rv;
 mod selector;
+mod source;
 mod stats;
 mod store;
 mod sync;
@@ -205,11 +207,13 @@ pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
 pub use read::{Continue, GetResponse, Item, ListRequest, ListResponse, ReadAt, ReadError};
+pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
 pub use rv::{InvalidResourceVersion, ResourceVersion};
 pub use selector::{
     ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
     LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,
 };
+pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
 pub use watcher::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
 

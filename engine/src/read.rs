@@ -91,8 +91,9 @@ pub enum ReadAt {
     Any,
     /// The present, once the cache has reached this version (Kubernetes'
     /// `resourceVersion=R`, match `NotOlderThan`): waits up to
-    /// [`Config::too_large_timeout`](crate::Config::too_large_timeout),
-    /// then [`ReadError::TooLargeResourceVersion`].
+    /// [`Config::too_large_timeout`](crate::Config::too_large_timeout)
+    /// (for the first list too), then
+    /// [`ReadError::TooLargeResourceVersion`] (or `NotReady`).
     NotOlderThan(ResourceVersion),
     /// The state exactly at this version (match `Exact`), anywhere in the
     /// history window; a future version waits as `NotOlderThan` does.
@@ -288,6 +289,8 @@ pub enum ReadError {
     /// A continued list names its version in the token: the request must
     /// not name one too.
     ContinueWithResourceVersion,
+    /// A consistent read could not learn the source's current revision.
+    Source(crate::SourceError),
 }
 
 impl fmt::Display for ReadError {
@@ -301,6 +304,7 @@ impl fmt::Display for ReadError {
             ReadError::ContinueWithResourceVersion => {
                 f.write_str("a continued list must not name a resource version")
             }
+            ReadError::Source(e) => write!(f, "consistent read: {e}"),
         }
     }
 }
@@ -344,15 +348,23 @@ impl Shared {
         let clock = &self.config.clock;
         let deadline = clock.now() + self.config.too_large_timeout;
         loop {
-            self.check_readable()?;
+            // A cache not yet listed is waited for too (it is about to
+            // be fresh); it is `NotReady` only if it stays so.
+            let pending = match self.check_readable() {
+                Err(ReadError::NotReady) => true,
+                Err(e) => return Err(e),
+                Ok(()) => false,
+            };
             let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
-            if current >= rv {
+            if !pending && current >= rv {
                 return Ok(());
             }
             if clock.now() >= deadline {
-                return Err(ReadError::TooLargeResourceVersion(
-                    TooLargeResourceVersion::new(rv, current),
-                ));
+                return Err(if pending {
+                    ReadError::NotReady
+                } else {
+                    ReadError::TooLargeResourceVersion(TooLargeResourceVersion::new(rv, current))
+                });
             }
             clock.park_until(deadline, WAIT_STEP);
         }

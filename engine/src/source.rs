@@ -1,0 +1,455 @@
+//! Upstream sources: the store a cache mirrors (SEMANTICS 9).
+//!
+//! A [`Source`] has etcd v3's shape (seeds/003): a list at a revision, a
+//! watch from a revision on with the previous state of each deleted
+//! object, progress notifications that carry the revision the store has
+//! reached, and a compaction error when the revision asked for is gone.
+//! The [`Reflector`](crate::Reflector) drives an engine's writer from one.
+//!
+//! [`MemorySource`] is the embedded default: an in-memory multi-version
+//! key-value store with revisions, watches, compaction and progress
+//! requests, for the main job, the examples and the tests. A real etcd
+//! source implements the same trait.
+//!
+//! The calls block (a source is driven by the reflector's own thread, and
+//! a C caller has no executor); an async client wraps its runtime inside.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use crate::{Change, ChangeKind, Object, ResourceVersion};
+
+/// A list of everything the source holds, at one revision.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The objects.
+    pub objects: Vec<Object>,
+    /// The revision the list reflects.
+    pub revision: ResourceVersion,
+}
+
+/// What a source watch delivers.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum SourceEvent {
+    /// One change, at its revision (a deletion carries the object's last
+    /// state, as etcd's previous value).
+    Change(Change),
+    /// The store has reached this revision; nothing before it is still to
+    /// come (etcd's progress notification).
+    Progress(ResourceVersion),
+}
+
+/// A source could not serve a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SourceError {
+    /// The revision asked for has been compacted away: list again.
+    Compacted {
+        /// The revision asked for.
+        requested: ResourceVersion,
+        /// The oldest revision still held.
+        compacted: ResourceVersion,
+    },
+    /// The store cannot be reached or failed; retry after a backoff.
+    Unavailable(String),
+}
+
+impl fmt::Display for SourceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceError::Compacted {
+                requested,
+                compacted,
+            } => write!(
+                f,
+                "revision {requested} has been compacted (the source holds {compacted} and later)"
+            ),
+            SourceError::Unavailable(why) => write!(f, "source unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for SourceError {}
+
+/// An upstream store with etcd v3's shape. Implementations are shared
+/// between the reflector and consistent readers, so every call takes
+/// `&self`.
+pub trait Source: Send + Sync + 'static {
+    /// Everything the source holds, at its current revision.
+    fn list(&self) -> Result<Listing, SourceError>;
+
+    /// The changes after `after` (from `after + 1` on), in revision order,
+    /// then live; [`SourceError::Compacted`] if `after` is older than the
+    /// source keeps.
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError>;
+
+    /// The source's current revision (what a consistent read must reach).
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError>;
+
+    /// Asks every open watch for a progress notification (etcd's
+    /// `RequestProgress`).
+    fn request_progress(&self) -> Result<(), SourceError>;
+}
+
+/// One open watch on a source.
+pub trait SourceWatch: Send {
+    /// The next event, waiting up to `timeout`: `Ok(None)` if none came.
+    /// An error ends the watch.
+    fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError>;
+}
+
+/// An in-memory multi-version store: revisions, prefix-free keys (one
+/// resource type), watches from any retained revision, compaction and
+/// progress requests. Clones share one store.
+///
+/// ```
+/// use herald::{MemorySource, Object, Source, SourceEvent};
+/// use std::time::Duration;
+/// let source = MemorySource::new();
+/// let rev = source.put(Object::builder("ns", "a").build());
+/// let mut watch = source.watch(rev)?;
+/// source.delete("ns/a");
+/// match watch.next(Duration::from_secs(1))? {
+///     Some(SourceEvent::Change(c)) => assert_eq!(c.object().name(), "a"),
+///     other => panic!("{other:?}"),
+/// }
+/// # Ok::<(), herald::SourceError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct MemorySource {
+    inner: Arc<Mutex<Store>>,
+}
+
+#[derive(Debug, Default)]
+struct Store {
+    revision: u64,
+    objects: BTreeMap<String, Object>,
+    /// Every change after `compacted`, in revision order.
+    log: VecDeque<(u64, ChangeKind, Object)>,
+    /// Revisions at or below this are gone from the log.
+    compacted: u64,
+    /// `Some` while the source refuses calls (a test's outage).
+    down: Option<String>,
+    watches: Vec<Weak<Feed>>,
+}
+
+/// One watch's queue, filled by the store, drained by the watch.
+#[derive(Debug, Default)]
+struct Feed {
+    queue: Mutex<FeedState>,
+    ready: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct FeedState {
+    events: VecDeque<SourceEvent>,
+    /// The store ended this watch (compaction past it, or an outage).
+    error: Option<SourceError>,
+}
+
+impl MemorySource {
+    /// An empty store at revision 0.
+    pub fn new() -> MemorySource {
+        MemorySource::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Store> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Creates or replaces the object under its key; returns the new
+    /// revision.
+    pub fn put(&self, object: Object) -> ResourceVersion {
+        let mut st = self.lock();
+        let kind = if st.objects.contains_key(object.key()) {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Added
+        };
+        st.objects.insert(object.key().to_owned(), object.clone());
+        st.record(kind, object)
+    }
+
+    /// Deletes the object under `key`; returns the new revision, or `None`
+    /// if there was none (the revision does not move).
+    pub fn delete(&self, key: &str) -> Option<ResourceVersion> {
+        let mut st = self.lock();
+        let object = st.objects.remove(key)?;
+        Some(st.record(ChangeKind::Deleted, object))
+    }
+
+    /// Advances the revision by `n` with no change to this store's keys:
+    /// writes to other resources, which share etcd's revision counter. A
+    /// watch sees nothing of them until a progress notification; a
+    /// consistent read must still reach them.
+    pub fn advance_revision(&self, n: u64) -> ResourceVersion {
+        let mut st = self.lock();
+        st.revision += n;
+        ResourceVersion::new(st.revision)
+    }
+
+    /// Forgets the history at and below `revision` (etcd's compaction):
+    /// watches from there on fail with [`SourceError::Compacted`]. Open
+    /// watches keep what they were already sent; end them with
+    /// [`MemorySource::fail_watches`] to play a compaction that overtook a
+    /// slow watch.
+    pub fn compact(&self, revision: ResourceVersion) {
+        let mut st = self.lock();
+        let rev = revision.get().min(st.revision);
+        while st.log.front().is_some_and(|(r, _, _)| *r <= rev) {
+            st.log.pop_front();
+        }
+        st.compacted = st.compacted.max(rev);
+    }
+
+    /// Ends every open watch with `error`, as a store that drops its
+    /// clients would.
+    pub fn fail_watches(&self, error: SourceError) {
+        let st = self.lock();
+        for feed in st.watches.iter().filter_map(Weak::upgrade) {
+            feed.fail(error.clone());
+        }
+    }
+
+    /// Makes every call fail with [`SourceError::Unavailable`] (and ends
+    /// open watches) until [`MemorySource::recover`].
+    pub fn go_down(&self, why: &str) {
+        let mut st = self.lock();
+        st.down = Some(why.to_owned());
+        for feed in st.watches.iter().filter_map(Weak::upgrade) {
+            feed.fail(SourceError::Unavailable(why.to_owned()));
+        }
+    }
+
+    /// Serves calls again after [`MemorySource::go_down`].
+    pub fn recover(&self) {
+        self.lock().down = None;
+    }
+
+    /// The number of watches open now.
+    pub fn open_watches(&self) -> usize {
+        self.lock()
+            .watches
+            .iter()
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+}
+
+impl Store {
+    fn check_up(&self) -> Result<(), SourceError> {
+        match &self.down {
+            Some(why) => Err(SourceError::Unavailable(why.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends a change at the next revision and feeds it to the watches.
+    fn record(&mut self, kind: ChangeKind, object: Object) -> ResourceVersion {
+        self.revision += 1;
+        let rev = ResourceVersion::new(self.revision);
+        self.log.push_back((self.revision, kind, object.clone()));
+        let event = SourceEvent::Change(change(kind, object, rev));
+        self.watches.retain(|w| w.strong_count() > 0);
+        for feed in self.watches.iter().filter_map(Weak::upgrade) {
+            feed.push(event.clone());
+        }
+        rev
+    }
+}
+
+fn change(kind: ChangeKind, object: Object, rv: ResourceVersion) -> Change {
+    match kind {
+        ChangeKind::Added => Change::added(object, rv),
+        ChangeKind::Modified => Change::modified(object, rv),
+        ChangeKind::Deleted => Change::deleted(object, rv),
+    }
+}
+
+impl Feed {
+    fn lock(&self) -> MutexGuard<'_, FeedState> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, event: SourceEvent) {
+        self.lock().events.push_back(event);
+        self.ready.notify_one();
+    }
+
+    fn fail(&self, error: SourceError) {
+        self.lock().error.get_or_insert(error);
+        self.ready.notify_one();
+    }
+}
+
+impl Source for MemorySource {
+    fn list(&self) -> Result<Listing, SourceError> {
+        let st = self.lock();
+        st.check_up()?;
+        Ok(Listing {
+            objects: st.objects.values().cloned().collect(),
+            revision: ResourceVersion::new(st.revision),
+        })
+    }
+
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        let mut st = self.lock();
+        st.check_up()?;
+        if after.get() < st.compacted {
+            return Err(SourceError::Compacted {
+                requested: after,
+                compacted: ResourceVersion::new(st.compacted),
+            });
+        }
+        let feed = Arc::new(Feed::default());
+        {
+            let mut q = feed.lock();
+            for (rev, kind, object) in st.log.iter().filter(|(r, _, _)| *r > after.get()) {
+                let rv = ResourceVersion::new(*rev);
+                q.events
+                    .push_back(SourceEvent::Change(change(*kind, object.clone(), rv)));
+            }
+        }
+        st.watches.push(Arc::downgrade(&feed));
+        Ok(Box::new(MemoryWatch { feed }))
+    }
+
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        let st = self.lock();
+        st.check_up()?;
+        Ok(ResourceVersion::new(st.revision))
+    }
+
+    fn request_progress(&self) -> Result<(), SourceError> {
+        let st = self.lock();
+        st.check_up()?;
+        let rev = ResourceVersion::new(st.revision);
+        for feed in st.watches.iter().filter_map(Weak::upgrade) {
+            // After every change already queued: the revision is reached.
+            feed.push(SourceEvent::Progress(rev));
+        }
+        Ok(())
+    }
+}
+
+/// A watch on a [`MemorySource`].
+#[derive(Debug)]
+struct MemoryWatch {
+    feed: Arc<Feed>,
+}
+
+impl SourceWatch for MemoryWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError> {
+        let deadline = Instant::now() + timeout;
+        let mut q = self.feed.lock();
+        loop {
+            if let Some(event) = q.events.pop_front() {
+                return Ok(Some(event));
+            }
+            if let Some(e) = &q.error {
+                return Err(e.clone());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            q = self
+                .feed
+                .ready
+                .wait_timeout(q, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(name: &str) -> Object {
+        Object::builder("ns", name).build()
+    }
+
+    fn next(w: &mut Box<dyn SourceWatch>) -> SourceEvent {
+        w.next(Duration::from_secs(5)).unwrap().expect("an event")
+    }
+
+    #[test]
+    fn watches_replay_from_any_retained_revision_then_follow() {
+        let s = MemorySource::new();
+        let r1 = s.put(obj("a"));
+        let r2 = s.put(obj("b"));
+        let r3 = s.put(obj("a"));
+        assert_eq!((r1.get(), r2.get(), r3.get()), (1, 2, 3));
+        let mut w = s.watch(r1).unwrap();
+        let SourceEvent::Change(c) = next(&mut w) else {
+            panic!()
+        };
+        assert_eq!(
+            (c.kind(), c.resource_version().get()),
+            (ChangeKind::Added, 2)
+        );
+        let SourceEvent::Change(c) = next(&mut w) else {
+            panic!()
+        };
+        assert_eq!(
+            (c.kind(), c.resource_version().get()),
+            (ChangeKind::Modified, 3)
+        );
+        // Live, and a deletion carries the last state.
+        assert_eq!(s.delete("ns/b").map(|r| r.get()), Some(4));
+        assert_eq!(s.delete("ns/b"), None);
+        let SourceEvent::Change(c) = next(&mut w) else {
+            panic!()
+        };
+        assert_eq!((c.kind(), c.object().name()), (ChangeKind::Deleted, "b"));
+        assert_eq!(w.next(Duration::from_millis(10)).unwrap(), None);
+        // Progress comes after what is queued.
+        s.put(obj("c"));
+        s.request_progress().unwrap();
+        assert!(matches!(next(&mut w), SourceEvent::Change(_)));
+        assert_eq!(next(&mut w), SourceEvent::Progress(5.into()));
+        let l = s.list().unwrap();
+        assert_eq!((l.objects.len(), l.revision.get()), (2, 5));
+    }
+
+    #[test]
+    fn compaction_refuses_old_watches_and_outages_end_open_ones() {
+        let s = MemorySource::new();
+        for i in 0..5 {
+            s.put(obj(&i.to_string()));
+        }
+        s.compact(3.into());
+        assert_eq!(
+            s.watch(2.into()).err(),
+            Some(SourceError::Compacted {
+                requested: 2.into(),
+                compacted: 3.into()
+            })
+        );
+        let mut w = s.watch(3.into()).unwrap();
+        assert!(matches!(next(&mut w), SourceEvent::Change(c) if c.resource_version().get() == 4));
+        assert_eq!(s.open_watches(), 1);
+        s.go_down("maintenance");
+        assert!(matches!(next_err(&mut w), SourceError::Unavailable(_)));
+        assert!(s.list().is_err() && s.current_revision().is_err());
+        s.recover();
+        assert_eq!(s.current_revision().unwrap().get(), 5);
+        drop(w);
+        assert_eq!(s.open_watches(), 0);
+    }
+
+    fn next_err(w: &mut Box<dyn SourceWatch>) -> SourceError {
+        loop {
+            match w.next(Duration::from_secs(5)) {
+                Err(e) => return e,
+                Ok(Some(_)) => continue,
+                Ok(None) => panic!("no error"),
+            }
+        }
+    }
+}

@@ -1,0 +1,231 @@
+//! The reflector (SEMANTICS 9): a cache kept in step with an in-memory
+//! MVCC source through lists, watches, compactions and outages; the
+//! backoff schedule on the manual clock; consistent reads and their
+//! coalesced progress requests.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::*;
+use herald::*;
+
+fn obj(name: &str, v: &str) -> Object {
+    Object::builder("ns", name).label("v", v).build()
+}
+
+/// (key, label v) of every object, in key order.
+fn contents(items: &[Item]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|i| {
+            (
+                i.object.key().to_owned(),
+                i.object.label("v").unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn source_contents(source: &MemorySource) -> Vec<(String, String)> {
+    let mut l: Vec<_> = source
+        .list()
+        .unwrap()
+        .objects
+        .iter()
+        .map(|o| (o.key().to_owned(), o.label("v").unwrap_or("").to_owned()))
+        .collect();
+    l.sort();
+    l
+}
+
+fn start(source: &MemorySource, config: ReflectorConfig) -> (Engine, Reflector) {
+    let (engine, writer) = Engine::new(Config::default()).unwrap();
+    let r = Reflector::spawn(Arc::new(source.clone()), engine.clone(), writer, config).unwrap();
+    (engine, r)
+}
+
+#[test]
+fn the_cache_converges_to_the_source_and_watchers_see_every_change() {
+    let source = MemorySource::new();
+    for i in 0..50 {
+        source.put(obj(&format!("o{i}"), "0"));
+    }
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    let first = reflector.consistent_list(&ListRequest::new()).unwrap();
+    assert_eq!(contents(&first.items), source_contents(&source));
+    let mut watch = engine
+        .watch(WatchRequest::new().resource_version(Some(first.resource_version)))
+        .unwrap();
+    for i in 0..50 {
+        if i % 3 == 0 {
+            source.delete(&format!("ns/o{i}"));
+        } else {
+            source.put(obj(&format!("o{i}"), "1"));
+        }
+    }
+    let now = reflector.consistent_list(&ListRequest::new()).unwrap();
+    assert_eq!(contents(&now.items), source_contents(&source));
+    assert_eq!(now.resource_version, source.current_revision().unwrap());
+    let (seen, end) = recv_events(&mut watch, 50);
+    assert!(end.is_none());
+    assert_eq!(seen.len(), 50);
+    assert!(seen.windows(2).all(|w| w[0].rv < w[1].rv));
+    let got = reflector.consistent_get("ns/o1").unwrap();
+    assert_eq!(got.item.unwrap().object.label("v"), Some("1"));
+    assert!(reflector.consistent_get("ns/o0").unwrap().item.is_none());
+    assert_eq!(reflector.stats().lists, 1);
+}
+
+#[test]
+fn a_compaction_relists_ends_watchers_and_the_cache_converges() {
+    let source = MemorySource::new();
+    for i in 0..10 {
+        source.put(obj(&format!("o{i}"), "0"));
+    }
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    reflector.consistent_list(&ListRequest::new()).unwrap();
+    let mut watch = engine.watch(WatchRequest::new()).unwrap();
+    // The store compacts past what the reflector's watch has been sent,
+    // and drops the watch: the reflector must list again.
+    source.put(obj("o1", "1"));
+    let rev = source.put(obj("o2", "1"));
+    source.compact(rev);
+    source.fail_watches(SourceError::Compacted {
+        requested: rev,
+        compacted: rev,
+    });
+    eventually("a re-list after the compaction", || {
+        reflector.stats().compactions >= 1 && reflector.stats().lists >= 2
+    });
+    assert_eq!(
+        reflector.stats().backoffs,
+        0,
+        "a compaction re-lists at once"
+    );
+    // Every watcher ends with a reason.
+    let (_, end) = recv_to_end(&mut watch);
+    assert_eq!(end, EndReason::Relisted);
+    source.put(obj("o3", "2"));
+    let now = reflector.consistent_list(&ListRequest::new()).unwrap();
+    assert_eq!(contents(&now.items), source_contents(&source));
+}
+
+#[test]
+fn failures_back_off_on_the_manual_clock_and_recover() {
+    let clock = ManualClock::new();
+    let source = MemorySource::new();
+    source.put(obj("a", "0"));
+    source.go_down("maintenance");
+    let config = ReflectorConfig {
+        backoff: BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        },
+        clock: Arc::new(clock.clone()),
+        ..ReflectorConfig::default()
+    };
+    let (engine, reflector) = start(&source, config);
+    // 800 ms, 1.6 s, 3.2 s: each retry comes only once the clock has
+    // moved by the whole delay.
+    for (failures, delay_ms) in (1..).zip([800u64, 1_600, 3_200]) {
+        eventually("a failed attempt", || {
+            reflector.stats().backoffs == failures
+        });
+        clock.advance(Duration::from_millis(delay_ms - 1));
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            reflector.stats().backoffs,
+            failures,
+            "retried early ({delay_ms} ms)"
+        );
+        clock.advance(Duration::from_millis(1));
+    }
+    eventually("the fourth failure", || reflector.stats().backoffs == 4);
+    assert!(reflector.last_error().unwrap().contains("maintenance"));
+    assert_eq!(engine.lifecycle(), Lifecycle::Pending);
+    source.recover();
+    clock.advance(Duration::from_millis(6_400));
+    eventually("the list after recovery", || {
+        engine.lifecycle() == Lifecycle::Ready
+    });
+    assert_eq!(reflector.stats().lists, 1);
+}
+
+#[test]
+fn backoff_jitter_stays_within_its_bounds_and_resets_after_health() {
+    let config = BackoffConfig {
+        seed: 42,
+        ..BackoffConfig::default()
+    };
+    let mut b = Backoff::new(config);
+    let t = std::time::Instant::now();
+    let mut base = 800u128;
+    for i in 0..10 {
+        let d = b.next_delay(t + Duration::from_secs(i)).as_millis();
+        assert!(
+            d >= base && d <= 2 * base,
+            "step {i}: {d} ms for base {base}"
+        );
+        base = (base * 2).min(30_000);
+    }
+    // Reset after 2 minutes without a failure.
+    let d = b.next_delay(t + Duration::from_secs(9 + 120)).as_millis();
+    assert!((800..=1_600).contains(&d), "{d}");
+}
+
+#[test]
+fn consistent_reads_wait_for_progress_and_share_its_requests() {
+    let source = MemorySource::new();
+    source.put(obj("a", "0"));
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    reflector.consistent_list(&ListRequest::new()).unwrap();
+    let before = reflector.stats().progress_requests;
+    // Writes elsewhere move the revision; no change reaches the watch, so
+    // only a progress notification lets the cache catch up.
+    let target = source.advance_revision(1_000);
+    let reflector = Arc::new(reflector);
+    let readers: Vec<_> = (0..16)
+        .map(|i| {
+            let r = reflector.clone();
+            std::thread::spawn(move || {
+                if i % 2 == 0 {
+                    r.consistent_list(&ListRequest::new())
+                        .map(|l| l.resource_version)
+                } else {
+                    r.consistent_get("ns/a").map(|g| g.resource_version)
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        assert!(r.join().unwrap().unwrap() >= target);
+    }
+    assert!(engine.resource_version() >= target);
+    let requests = reflector.stats().progress_requests - before;
+    assert!(
+        (1..=8).contains(&requests),
+        "16 waiting readers, {requests} progress requests"
+    );
+    // Nobody waits: no more requests.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(reflector.stats().progress_requests - before, requests);
+}
+
+#[test]
+fn stopping_returns_the_writer_and_an_engine_stop_ends_the_reflector() {
+    let source = MemorySource::new();
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    eventually("the first list", || engine.lifecycle() == Lifecycle::Ready);
+    let mut writer = reflector.stop().expect("the writer comes back");
+    writer.progress(5.into()).unwrap();
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    eventually("the first list", || engine.lifecycle() == Lifecycle::Ready);
+    engine.stop();
+    // The writer's calls now fail with `Stopped`: the reflector's thread
+    // returns rather than backing off forever, and hands the writer back.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(reflector.stats().backoffs, 0);
+    assert!(reflector.stop().is_some());
+}
