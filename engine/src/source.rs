@@ -156,6 +156,35 @@ impl MemorySource {
         MemorySource::default()
     }
 
+    /// A store that starts with `objects` at `revision`, as one restored
+    /// from a snapshot: the next change is at `revision + 1`, and watches
+    /// from before `revision` are compacted away.
+    ///
+    /// ```
+    /// use herald::{MemorySource, Object, Source};
+    /// let source = MemorySource::seeded([Object::builder("ns", "a").build()], 41.into());
+    /// assert_eq!(source.put(Object::builder("ns", "b").build()).get(), 42);
+    /// assert_eq!(source.list()?.objects.len(), 2);
+    /// assert!(source.watch(40.into()).is_err());
+    /// # Ok::<(), herald::SourceError>(())
+    /// ```
+    pub fn seeded(
+        objects: impl IntoIterator<Item = Object>,
+        revision: ResourceVersion,
+    ) -> MemorySource {
+        let source = MemorySource::new();
+        {
+            let mut st = source.lock();
+            st.objects = objects
+                .into_iter()
+                .map(|o| (o.key().to_owned(), o))
+                .collect();
+            st.revision = revision.get();
+            st.compacted = revision.get();
+        }
+        source
+    }
+
     fn lock(&self) -> MutexGuard<'_, Store> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -74,6 +74,9 @@ pub struct RunOpts {
     pub timeout: Duration,
     /// Use a system's readiness list when it has one (else poll).
     pub readiness: bool,
+    /// Feed Herald from its in-memory source through a reflector, rather
+    /// than through its writer directly.
+    pub herald_source: bool,
 }
 
 impl Default for RunOpts {
@@ -87,6 +90,7 @@ impl Default for RunOpts {
             stalls: Vec::new(),
             timeout: Duration::from_secs(120),
             readiness: true,
+            herald_source: false,
         }
     }
 }

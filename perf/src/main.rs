@@ -72,6 +72,11 @@ struct Args {
     /// consumers visit only the watchers it woke).
     #[arg(long)]
     no_readiness: bool,
+    /// Feed Herald from its embedded in-memory source through a reflector
+    /// in every scenario (by default Herald's writer is fed directly, and
+    /// fanout-all adds one case through the source).
+    #[arg(long)]
+    herald_source: bool,
     /// Run each throughput and latency case this many times and report
     /// the median run (the machine is shared: one run can be an outlier).
     #[arg(long, default_value_t = 1)]
@@ -143,6 +148,7 @@ fn run() -> anyhow::Result<bool> {
     profile.readiness &= !args.no_readiness;
     anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
     profile.repeat = args.repeat;
+    profile.herald_source = args.herald_source;
     anyhow::ensure!(
         profile
             .fanout_watchers

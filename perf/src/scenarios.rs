@@ -155,6 +155,8 @@ pub struct Profile {
     pub readiness: bool,
     /// Runs per case; the row reports the median run.
     pub repeat: usize,
+    /// Feed Herald from its in-memory source in every scenario.
+    pub herald_source: bool,
 }
 
 impl Profile {
@@ -179,6 +181,7 @@ impl Profile {
             check_filters: true,
             readiness: true,
             repeat: 1,
+            herald_source: false,
         }
     }
 
@@ -203,6 +206,7 @@ impl Profile {
             check_filters: false,
             readiness: true,
             repeat: 1,
+            herald_source: false,
         }
     }
 
@@ -363,7 +367,13 @@ pub fn run_system(
     opts: &RunOpts,
 ) -> anyhow::Result<RunResult> {
     match kind {
-        SystemKind::Herald => consume::run(&Herald::default(), spec, workload, opts),
+        SystemKind::Herald => {
+            let herald = Herald {
+                source: opts.herald_source,
+                ..Herald::default()
+            };
+            consume::run(&herald, spec, workload, opts)
+        }
         SystemKind::Reference => consume::run(&ReferencePort::default(), spec, workload, opts),
         SystemKind::TokioBroadcast => {
             consume::run(&TokioBroadcast::default(), spec, workload, opts)
@@ -420,6 +430,10 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
     }
 }
 
+/// The fanout-all case in which Herald is fed through its in-memory source
+/// and a reflector.
+pub const SOURCE_CASE: &str = "in-memory source + reflector";
+
 /// The memory scenario's case of watchers of everything (the target's
 /// case) starts with this.
 pub const MEMORY_ALL: &str = "all, ";
@@ -453,7 +467,9 @@ impl Runner<'_> {
         scenarios
             .iter()
             .map(|k| match k {
-                ScenarioKind::FanoutAll => p.fanout_watchers.len() * s + 1,
+                ScenarioKind::FanoutAll => {
+                    p.fanout_watchers.len() * s + 1 + usize::from(!p.herald_source)
+                }
                 ScenarioKind::FanoutIndexed => (p.indexed_nodes.len() + 1) * s,
                 ScenarioKind::SlowWatcherTax => p.tax_rates.len() * 6 * 2,
                 ScenarioKind::CatchUp => s,
@@ -482,6 +498,7 @@ impl Runner<'_> {
             threads: self.profile.threads,
             check_filters: self.profile.check_filters,
             readiness: self.profile.readiness,
+            herald_source: self.profile.herald_source,
             ..RunOpts::default()
         }
     }
@@ -560,6 +577,26 @@ impl Runner<'_> {
             &workload,
             &opts,
         );
+        // The embedded setup end to end: the publisher writes to the
+        // in-memory source, a reflector applies its watch to the engine.
+        if !self.profile.herald_source {
+            let changes = (p.fanout_deliveries / n).clamp(1_000, 1_000_000);
+            let workload = all_match(changes);
+            let spec = self::spec(vec![Filter::All; n], false, 1_000, changes + 1);
+            let opts = RunOpts {
+                herald_source: true,
+                ..self.opts()
+            };
+            self.one(
+                rows,
+                ScenarioKind::FanoutAll,
+                &format!("{n} watchers, {SOURCE_CASE}"),
+                SystemKind::Herald,
+                &spec,
+                &workload,
+                &opts,
+            );
+        }
     }
 
     fn fanout_indexed(&self, rows: &mut Vec<Row>) {

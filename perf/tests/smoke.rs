@@ -68,3 +68,49 @@ fn every_scenario_runs_and_every_delivery_is_right() {
     assert!(stdout.contains("### fanout-all") && stdout.contains("### targets"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every scenario again with Herald fed through its in-memory source and a
+/// reflector: the embedded setup end to end delivers exactly what the
+/// direct writer does.
+#[test]
+fn every_scenario_runs_through_the_in_memory_source() {
+    let dir = std::env::temp_dir().join(format!("herald-perf-source-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("source.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
+        .args([
+            "--profile",
+            "smoke",
+            "--strict",
+            "--herald-source",
+            "--systems",
+            "herald",
+            "--no-plots",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run herald-perf");
+    assert!(
+        out.status.success(),
+        "herald-perf failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows: Vec<_> = doc["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["scenario"] != "memory")
+        .collect();
+    assert!(rows.len() >= 10);
+    for r in rows {
+        assert_eq!(r["note"], "", "{r}");
+        assert_eq!(r["violations"], 0, "{r}");
+        assert_eq!(r["ended"], 0, "{r}");
+        assert_eq!(r["delivered"], r["owed"], "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

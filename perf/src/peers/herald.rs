@@ -2,12 +2,17 @@
 //! spec asks for one, its [`Writer`] as the publisher, each [`Watch`]
 //! drained with [`Watch::visit_batch`] (borrowed events, no reference
 //! count traffic) or [`Watch::recv_batch`] (owned events).
+//!
+//! With `source`, the publisher writes to a [`MemorySource`] instead, and a
+//! [`Reflector`] thread applies its watch to the engine: the embedded
+//! setup end to end (one more hop, and one more thread on the cores).
 
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use herald::{
-    Change, Config, Engine, Object, SlowWatchers, Watch, WatchItem, WatchRequest, Writer,
+    Change, Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, SlowWatchers, Watch,
+    WatchItem, WatchRequest, Writer,
 };
 
 use crate::system::{Drained, Publisher, Spec, Subscriber, System};
@@ -23,6 +28,8 @@ pub struct Herald {
     pub owned: bool,
     /// The slow-watcher policy.
     pub policy: SlowWatchers,
+    /// Feed the engine from an in-memory source through a reflector.
+    pub source: bool,
 }
 
 impl Default for Herald {
@@ -30,16 +37,25 @@ impl Default for Herald {
         Herald {
             owned: false,
             policy: SlowWatchers::Park,
+            source: false,
         }
     }
 }
 
-/// Herald's publisher: the writer and the pre-built changes.
+/// Herald's publisher: the writer (or the source) and the pre-built
+/// changes.
 pub struct HeraldPub {
     engine: Engine,
-    writer: Writer,
+    feed: Feed,
     objects: Vec<Object>,
     workload: Arc<Workload>,
+}
+
+/// Where the publisher writes.
+enum Feed {
+    Writer(Writer),
+    /// The source, and the reflector applying it (stopped on drop).
+    Source(MemorySource, Option<Reflector>),
 }
 
 impl std::fmt::Debug for HeraldPub {
@@ -52,9 +68,15 @@ impl Publisher for HeraldPub {
     #[inline]
     fn publish(&mut self, i: usize) {
         let rv = self.workload.changes[i].rv;
-        self.writer
-            .apply(Change::modified(self.objects[i].clone(), rv.into()))
-            .expect("the workload's versions increase");
+        match &mut self.feed {
+            Feed::Writer(writer) => writer
+                .apply(Change::modified(self.objects[i].clone(), rv.into()))
+                .expect("the workload's versions increase"),
+            Feed::Source(source, _) => {
+                let at = source.put(self.objects[i].clone());
+                debug_assert_eq!(at.get(), rv, "the source's revisions follow the workload's");
+            }
+        }
     }
 }
 
@@ -73,6 +95,10 @@ impl Drop for HeraldPub {
                 s.ring_capacity,
                 s.ring_grows
             );
+        }
+        if let Feed::Source(_, reflector) = &mut self.feed {
+            // Before the engine: its thread holds the writer.
+            reflector.take().map(Reflector::stop);
         }
         self.engine.stop();
     }
@@ -179,23 +205,48 @@ impl System for Herald {
             config = config.index(NODE_FIELD);
         }
         let (engine, mut writer) = Engine::new(config)?;
-        writer.replace(
-            workload
-                .initial
-                .iter()
-                .enumerate()
-                .map(|(k, &n)| pod(k as u32, n, workload)),
-            Workload::LIST_RV.into(),
-        )?;
+        let initial = workload
+            .initial
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| pod(k as u32, n, workload));
         // Pre-build, so the timed loop only clones a handle per change.
         let objects: Vec<Object> = workload
             .changes
             .iter()
             .map(|c| pod(c.key, c.node, workload))
             .collect();
-        for (i, c) in workload.changes[..spec.preloaded].iter().enumerate() {
-            writer.apply(Change::modified(objects[i].clone(), c.rv.into()))?;
-        }
+        let preloaded = &workload.changes[..spec.preloaded];
+        let feed = if self.source {
+            // The source starts at the list's revision, so its revisions
+            // are the workload's.
+            let source = MemorySource::seeded(initial, Workload::LIST_RV.into());
+            let reflector = Reflector::spawn(
+                Arc::new(source.clone()),
+                engine.clone(),
+                writer,
+                ReflectorConfig::default(),
+            )?;
+            let reached = |rv: u64| {
+                while engine.resource_version().get() < rv {
+                    std::thread::yield_now();
+                }
+            };
+            // Listed first, so the preloaded changes reach the engine as
+            // changes (its history), not as part of the list.
+            reached(Workload::LIST_RV);
+            for object in &objects[..preloaded.len()] {
+                source.put(object.clone());
+            }
+            reached(preloaded.last().map_or(Workload::LIST_RV, |c| c.rv));
+            Feed::Source(source, Some(reflector))
+        } else {
+            writer.replace(initial, Workload::LIST_RV.into())?;
+            for (i, c) in preloaded.iter().enumerate() {
+                writer.apply(Change::modified(objects[i].clone(), c.rv.into()))?;
+            }
+            Feed::Writer(writer)
+        };
         let from = spec.start_rv(workload);
         let mut subs = Vec::with_capacity(spec.filters.len());
         for filter in &spec.filters {
@@ -217,7 +268,7 @@ impl System for Herald {
         Ok((
             HeraldPub {
                 engine,
-                writer,
+                feed,
                 objects,
                 workload: workload.clone(),
             },
