@@ -454,7 +454,6 @@ impl Shared {
             // The version of the last record undone: the state is now the
             // one just before it.
             let mut undone: Option<ResourceVersion> = None;
-            let mut stale = false;
             while pos > 0 {
                 let rec = if pos > tail {
                     self.ring.read(&mut cursor, pos - 1).ok()
@@ -475,21 +474,15 @@ impl Shared {
                 if rec.rv <= rv {
                     break;
                 }
+                // Walking back from the present, the re-list marker of its
+                // generation comes before any older record: reaching it
+                // with `rv` still below means `rv` is before the list.
                 if rec.generation != read.generation || rec.kind == RecordKind::Relist {
-                    if rec.generation != read.generation {
-                        // A re-list after the present was read: start over.
-                        stale = true;
-                        break;
-                    }
-                    // `rv` is before this generation's list.
                     return Err(self.gone(rv));
                 }
                 undo(&mut read.state, &rec);
                 undone = Some(rec.rv);
                 pos -= 1;
-            }
-            if stale {
-                continue;
             }
             read.rv = rv;
             return Ok(read);
@@ -502,17 +495,20 @@ impl Shared {
     }
 
     pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
-        if at == ReadAt::Any || matches!(at, ReadAt::NotOlderThan(_)) {
-            if let ReadAt::NotOlderThan(rv) = at {
+        match at {
+            ReadAt::Any => self.get_present(key),
+            ReadAt::NotOlderThan(rv) => {
                 self.wait_for(rv)?;
+                self.get_present(key)
             }
-            return self.get_present(key);
+            ReadAt::Exact(_) => {
+                let read = self.read_state(at)?;
+                Ok(GetResponse {
+                    item: read.state.get(key).map(Item::of),
+                    resource_version: read.rv,
+                })
+            }
         }
-        let read = self.read_state(at)?;
-        Ok(GetResponse {
-            item: read.state.get(key).map(Item::of),
-            resource_version: read.rv,
-        })
     }
 
     /// A get of the present without building it: the records after the
