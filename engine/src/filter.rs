@@ -56,6 +56,36 @@ impl KeyScope {
     }
 }
 
+/// The scope and selector setters of a request ([`WatchRequest`],
+/// [`ListRequest`]), written once so the two cannot drift apart. The
+/// type must have `scope`, `labels` and `fields` fields.
+///
+/// [`WatchRequest`]: crate::WatchRequest
+/// [`ListRequest`]: crate::ListRequest
+macro_rules! selection_setters {
+    ($routed:literal) => {
+        /// Which keys (default: all).
+        pub fn scope(mut self, scope: $crate::KeyScope) -> Self {
+            self.scope = scope;
+            self
+        }
+
+        /// The label selector (default: everything).
+        pub fn labels(mut self, selector: $crate::LabelSelector) -> Self {
+            self.labels = selector;
+            self
+        }
+
+        /// The field selector (default: everything).
+        #[doc = $routed]
+        pub fn fields(mut self, selector: $crate::FieldSelector) -> Self {
+            self.fields = selector;
+            self
+        }
+    };
+}
+pub(crate) use selection_setters;
+
 /// The verdict of a filter on one change; encoded in the two low bits of a
 /// queue handle (see `watcher.rs`), so 0 is reserved for "nothing".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -127,25 +127,11 @@ impl ListRequest {
         Self::default()
     }
 
-    /// Which keys (default: all).
-    pub fn scope(mut self, scope: KeyScope) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// A label selector (default: everything).
-    pub fn labels(mut self, selector: LabelSelector) -> Self {
-        self.labels = selector;
-        self
-    }
-
-    /// A field selector (default: everything). An exact value of a field
-    /// with a list index ([`Config::list_index`](crate::Config::list_index))
-    /// is served from the index.
-    pub fn fields(mut self, selector: FieldSelector) -> Self {
-        self.fields = selector;
-        self
-    }
+    crate::filter::selection_setters!(
+        "An exact value of a field with a list index \
+         ([`Config::list_index`](crate::Config::list_index)) is served from \
+         the index."
+    );
 
     /// Which state to read (default [`ReadAt::Any`]). A continued list
     /// reads its token's version and must leave this at the default.

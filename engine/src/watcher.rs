@@ -113,24 +113,11 @@ impl WatchRequest {
         Self::default()
     }
 
-    /// Which keys to watch (default: all).
-    pub fn scope(mut self, scope: KeyScope) -> Self {
-        self.scope = scope;
-        self
-    }
-
-    /// The label selector (default: everything).
-    pub fn labels(mut self, selector: LabelSelector) -> Self {
-        self.labels = selector;
-        self
-    }
-
-    /// The field selector (default: everything). An exact requirement on an
-    /// indexed field routes the watcher through that index.
-    pub fn fields(mut self, selector: FieldSelector) -> Self {
-        self.fields = selector;
-        self
-    }
+    crate::filter::selection_setters!(
+        "An exact requirement on a field with a trigger index \
+         ([`Config::index`](crate::Config::index)) routes the watcher \
+         through that index."
+    );
 
     /// Where to start:
     /// - `None` (the wire form `""`) or `Some(0)`: the current state first,
