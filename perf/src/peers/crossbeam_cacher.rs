@@ -196,28 +196,16 @@ impl System for CrossbeamCacher {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::event::testkit::{self, WATCHERS};
+    use crate::peers::event::testkit;
 
     #[test]
     fn all_match_receives_everything() {
-        let w = testkit::all_workload();
-        testkit::run_clean(
-            &CrossbeamCacher::default(),
-            &testkit::spec(vec![Filter::All; WATCHERS], false),
-            &w,
-        );
+        testkit::all_match_is_clean(&CrossbeamCacher::default(), |s| s);
     }
 
     #[test]
     fn node_watchers_indexed_and_scanned() {
-        let w = testkit::node_workload();
-        for indexed in [false, true] {
-            testkit::run_clean(
-                &CrossbeamCacher::default(),
-                &testkit::spec(testkit::node_filters(), indexed),
-                &w,
-            );
-        }
+        testkit::node_filters_are_clean(&CrossbeamCacher::default(), |s| s);
     }
 
     #[test]

@@ -189,6 +189,26 @@ pub(crate) mod testkit {
         }
     }
 
+    /// `system` delivers every change to [`WATCHERS`] watchers of
+    /// everything, in order, and no watcher ends early (`build` adapts the
+    /// spec to the system's sizing).
+    pub(crate) fn all_match_is_clean<S: System>(system: &S, build: impl Fn(Spec) -> Spec) {
+        run_clean(
+            system,
+            &build(spec(vec![Filter::All; WATCHERS], false)),
+            &all_workload(),
+        );
+    }
+
+    /// `system` delivers exactly what each node filter admits, with and
+    /// without its index (`build` as above).
+    pub(crate) fn node_filters_are_clean<S: System>(system: &S, build: impl Fn(Spec) -> Spec) {
+        let w = node_workload();
+        for indexed in [false, true] {
+            run_clean(system, &build(spec(node_filters(), indexed)), &w);
+        }
+    }
+
     /// Every delivery checked and sampled, a short timeout.
     pub(crate) fn opts() -> RunOpts {
         RunOpts {

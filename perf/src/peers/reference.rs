@@ -604,32 +604,24 @@ mod tests {
     /// terminates watchers (the budget starts empty), which the stall test
     /// covers.
     fn roomy(filters: Vec<Filter>, indexed: bool) -> Spec {
+        with_room(testkit::spec(filters, indexed))
+    }
+
+    fn with_room(spec: Spec) -> Spec {
         Spec {
             queue: testkit::CHANGES,
-            ..testkit::spec(filters, indexed)
+            ..spec
         }
     }
 
     #[test]
     fn all_match_receives_everything() {
-        let w = testkit::all_workload();
-        testkit::run_clean(
-            &ReferencePort::default(),
-            &roomy(vec![Filter::All; WATCHERS], false),
-            &w,
-        );
+        testkit::all_match_is_clean(&ReferencePort::default(), with_room);
     }
 
     #[test]
     fn node_watchers_indexed_and_not() {
-        let w = testkit::node_workload();
-        for indexed in [false, true] {
-            testkit::run_clean(
-                &ReferencePort::default(),
-                &roomy(testkit::node_filters(), indexed),
-                &w,
-            );
-        }
+        testkit::node_filters_are_clean(&ReferencePort::default(), with_room);
     }
 
     #[test]

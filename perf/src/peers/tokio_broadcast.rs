@@ -129,29 +129,17 @@ impl System for TokioBroadcast {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::peers::event::testkit::{self, WATCHERS};
+    use crate::peers::event::testkit;
     use crate::workload::Filter;
 
     #[test]
     fn all_match_receives_everything() {
-        let w = testkit::all_workload();
-        testkit::run_clean(
-            &TokioBroadcast::default(),
-            &testkit::spec(vec![Filter::All; WATCHERS], false),
-            &w,
-        );
+        testkit::all_match_is_clean(&TokioBroadcast::default(), |s| s);
     }
 
     #[test]
     fn node_filters_are_applied_by_the_receiver() {
-        let w = testkit::node_workload();
-        for indexed in [false, true] {
-            testkit::run_clean(
-                &TokioBroadcast::default(),
-                &testkit::spec(testkit::node_filters(), indexed),
-                &w,
-            );
-        }
+        testkit::node_filters_are_clean(&TokioBroadcast::default(), |s| s);
     }
 
     #[test]
