@@ -168,8 +168,12 @@ struct Shared {
     source: Arc<dyn Source>,
     engine: Engine,
     config: ReflectorConfig,
+    /// Asked to stop. `Relaxed`: it publishes no data (the join does), and
+    /// the thread looks at it at least once per `poll`.
     stop: AtomicBool,
     /// Consistent reads waiting for the engine to reach a revision.
+    /// `Relaxed`: only a count; the thread reads it once per `poll`, so a
+    /// late read delays a progress request by at most that.
     waiters: AtomicUsize,
     counters: Counters,
     /// The last error, for diagnostics.
@@ -282,9 +286,9 @@ impl Reflector {
 
     /// Runs `read` counted as a waiter, so progress is requested meanwhile.
     fn waiting<T>(&self, read: impl FnOnce() -> T) -> T {
-        self.shared.waiters.fetch_add(1, Ordering::SeqCst);
+        self.shared.waiters.fetch_add(1, Ordering::Relaxed);
         let out = read();
-        self.shared.waiters.fetch_sub(1, Ordering::SeqCst);
+        self.shared.waiters.fetch_sub(1, Ordering::Relaxed);
         out
     }
 
@@ -295,7 +299,7 @@ impl Reflector {
     }
 
     fn stop_thread(&mut self) -> Option<Writer> {
-        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.stop.store(true, Ordering::Relaxed);
         self.thread.take().and_then(|t| t.join().ok())
     }
 }
@@ -308,7 +312,7 @@ impl Drop for Reflector {
 
 impl Shared {
     fn stopping(&self) -> bool {
-        self.stop.load(Ordering::SeqCst)
+        self.stop.load(Ordering::Relaxed)
     }
 
     fn note(&self, e: impl ToString) {
@@ -398,7 +402,7 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
         if shared.stopping() {
             return Round::Stop;
         }
-        if shared.waiters.load(Ordering::SeqCst) > 0 {
+        if shared.waiters.load(Ordering::Relaxed) > 0 {
             let now = clock.now();
             let due = last_request
                 .is_none_or(|t| now.saturating_duration_since(t) >= shared.config.progress_every);
@@ -413,7 +417,7 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
                 }
             }
         }
-        let wait = if shared.waiters.load(Ordering::SeqCst) > 0 {
+        let wait = if shared.waiters.load(Ordering::Relaxed) > 0 {
             shared.config.poll.min(shared.config.progress_every)
         } else {
             shared.config.poll
