@@ -37,12 +37,14 @@ pub(crate) fn next_bookmark(
     if waiting_for_initial_end {
         return Due::NextTick;
     }
-    let heartbeat = now + frequency;
+    // A heartbeat past the clock's range never comes (a frequency of
+    // `Duration::MAX` turns periodic bookmarks off).
+    let heartbeat = now.checked_add(frequency);
     let Some(deadline) = deadline else {
-        return Due::At(heartbeat);
+        return heartbeat.map_or(Due::Never, Due::At);
     };
     let due = match deadline.checked_sub(Duration::from_secs(2)) {
-        Some(pre_timeout) => heartbeat.min(pre_timeout),
+        Some(pre_timeout) => heartbeat.map_or(pre_timeout, |h| h.min(pre_timeout)),
         None => return Due::Never,
     };
     if due < now { Due::Never } else { Due::At(due) }
@@ -92,6 +94,18 @@ impl<T> Wheel<T> {
         self.slots[slot(bucket)].push((bucket, item));
         self.len += 1;
         true
+    }
+
+    /// Keeps only the items `keep` accepts, giving back the memory of slots
+    /// that emptied: O(items + slots).
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) {
+        for cell in &mut self.slots {
+            cell.retain(|(_, item)| keep(item));
+            if cell.capacity() > 2 * cell.len() + 8 {
+                cell.shrink_to_fit();
+            }
+        }
+        self.len = self.slots.iter().map(Vec::len).sum();
     }
 
     /// Moves every item whose bucket has begun by `now` into `out`.

@@ -33,9 +33,13 @@ impl TimeBudget {
     /// last take, capped.
     pub(crate) fn take_available(&mut self, now: Instant) -> Duration {
         let elapsed = now.saturating_duration_since(self.last);
-        // refill * elapsed-in-seconds, in nanoseconds, without overflow for
-        // any realistic span (u128).
-        let accrued = self.refill_per_second.as_nanos() * elapsed.as_nanos() / 1_000_000_000;
+        // refill * elapsed-in-seconds, in nanoseconds: u128 holds any
+        // realistic product; a hostile rate saturates (to the cap, below).
+        let accrued = self
+            .refill_per_second
+            .as_nanos()
+            .saturating_mul(elapsed.as_nanos())
+            / 1_000_000_000;
         let accrued = Duration::from_nanos(u64::try_from(accrued).unwrap_or(u64::MAX));
         self.budget = self.budget.saturating_add(accrued).min(self.cap);
         self.last = now;

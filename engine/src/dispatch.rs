@@ -50,7 +50,8 @@
 //! bookmark wheel, deadlines, the too-large wait and the budget.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use crate::bookmarks::{Wheel, next_bookmark};
@@ -68,6 +69,11 @@ use crate::{Clock, EndReason, ResourceVersion};
 /// dispatcher's cursor publication while amortising the wake-up fence.
 const BATCH: u64 = 256;
 
+/// Control requests taken up per loop, between batches: a flood of
+/// registrations and removals (a client churning watches) delays the
+/// changes by at most this much work per batch, never by the whole flood.
+const CONTROL_BUDGET: usize = 1024;
+
 /// How often a dispatcher waiting for a full queue looks again, in real
 /// time, should the consumer's wake have raced with its sleep.
 const POLL: Duration = Duration::from_millis(1);
@@ -80,55 +86,82 @@ const IDLE: Duration = Duration::from_secs(3600);
 /// enqueued histogram.
 const SAMPLE_MASK: u64 = 7;
 
+/// A request to the dispatcher (`Shared::control`).
+#[derive(Debug)]
+pub(crate) enum Request {
+    /// A new watch ([`Engine::watch`](crate::Engine::watch)).
+    Register(Arc<WatcherShared>),
+    /// A watch that has ended: forget it.
+    Unregister(Arc<WatcherShared>),
+    /// A parked watcher has caught up with the ring: feed it again.
+    Resume(Arc<WatcherShared>),
+}
+
+/// Where the dispatcher holds a watcher (`WatcherShared::place`), so that
+/// removing one is O(1): it is marked, counted, and left where it is until
+/// the next sweep (see [`Dispatcher::sweep_if_due`]).
+mod place {
+    /// Not taken up yet (or never: it ended first).
+    pub(super) const UNSEEN: u8 = 0;
+    /// Waiting for the first list, or for a re-list the dispatcher has
+    /// not reached (`Dispatcher::waiting_list`).
+    pub(super) const WAIT_LIST: u8 = 1;
+    /// Waiting for a future resource version (`Dispatcher::waiting_rv`).
+    pub(super) const WAIT_RV: u8 = 2;
+    /// In the routes: served.
+    pub(super) const ROUTED: u8 = 3;
+    /// Ended and forgotten; its entries go at the next sweep.
+    pub(super) const RETIRED: u8 = 4;
+}
+
+/// The dispatcher's thread. A panic inside it (a bug, or user code it
+/// calls, such as a [`Clock`]) is caught: the engine records it
+/// ([`Engine::failure`](crate::Engine::failure)), stops, and ends every
+/// watch with [`EndReason::EngineFailed`], so no receiver, writer or
+/// `stop` is left waiting for a thread that is gone.
 pub(crate) fn run(shared: Arc<Shared>) {
-    let routes = Routes::new(shared.index_fields.clone());
-    let read = shared.ring.cursor();
-    let clock = shared.config.clock.clone();
-    // The engine's creation, not this thread's start: the first tick, the
-    // wheel and the budget count from the moment `Engine::new` returned
-    // to its caller, whatever the thread's scheduling.
-    let now = shared.epoch;
-    let budget = match shared.config.slow_watchers {
-        SlowWatchers::Park => None,
-        SlowWatchers::TimeBudget {
-            refill_per_second,
-            cap,
-        } => Some(TimeBudget::new(refill_per_second, cap, now)),
+    let mut d = Dispatcher::new(shared);
+    let Err(panic) = catch_unwind(AssertUnwindSafe(|| d.run())) else {
+        return;
     };
-    let mut d = Dispatcher {
-        routes,
-        read,
-        cursor: 0,
-        generation: 0,
-        last_rv: ResourceVersion::ZERO,
-        pending: Vec::new(),
-        touched: Vec::new(),
-        batch_no: 0,
-        budget,
-        blocked: Vec::new(),
-        wheel: Wheel::new(now),
-        due: Vec::new(),
-        deadlines: BinaryHeap::new(),
-        retired_with_deadline: 0,
-        routes_dirty: false,
-        jitter: Jitter::new(now, &shared),
-        next_tick: now,
-        clock,
-        shared,
-    };
-    d.next_tick = now + d.jitter.tick(d.shared.config.tick);
-    d.run();
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the dispatcher panicked".to_owned());
+    let _ = d.shared.failure.set(message);
+    d.shared.request_stop();
+    // Ending watches calls no user code (no clock); should it fail all the
+    // same, the engine is already stopped and the control channel closed
+    // first, so nothing new waits on this thread.
+    let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
 }
 
 /// A watcher's deadline in the dispatcher's heap (earliest first).
 struct Deadline {
     at: Instant,
+    kind: DeadlineKind,
     w: Arc<WatcherShared>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum DeadlineKind {
+    /// The watch's own deadline (`WatchRequest::timeout`).
+    Watch,
+    /// The end of its wait for a future resource version
+    /// (`Config::too_large_timeout`), if it is still waiting then.
+    TooLarge,
+}
+
+impl Deadline {
+    fn key(&self) -> (Instant, DeadlineKind, u64) {
+        (self.at, self.kind, self.w.spec.id)
+    }
 }
 
 impl PartialEq for Deadline {
     fn eq(&self, other: &Self) -> bool {
-        (self.at, self.w.spec.id) == (other.at, other.w.spec.id)
+        self.key() == other.key()
     }
 }
 
@@ -142,7 +175,39 @@ impl PartialOrd for Deadline {
 
 impl Ord for Deadline {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.w.spec.id).cmp(&(other.at, other.w.spec.id))
+        self.key().cmp(&other.key())
+    }
+}
+
+/// A watcher waiting for a future resource version (lowest first).
+struct RvWaiter {
+    need: ResourceVersion,
+    w: Arc<WatcherShared>,
+}
+
+impl RvWaiter {
+    fn key(&self) -> (ResourceVersion, u64) {
+        (self.need, self.w.spec.id)
+    }
+}
+
+impl PartialEq for RvWaiter {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for RvWaiter {}
+
+impl PartialOrd for RvWaiter {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RvWaiter {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
     }
 }
 
@@ -157,7 +222,7 @@ impl Jitter {
         Jitter((addr ^ t.rotate_left(32)) | 1)
     }
 
-    /// `base` plus a uniform `[0, base / 4)`.
+    /// `base` plus a uniform `[0, base / 4)` (saturating).
     fn tick(&mut self, base: Duration) -> Duration {
         let mut x = self.0;
         x ^= x << 13;
@@ -170,7 +235,21 @@ impl Jitter {
         } else {
             u128::from(x) % quarter
         };
-        base + Duration::from_nanos(u64::try_from(extra).unwrap_or(0))
+        base.saturating_add(Duration::from_nanos(u64::try_from(extra).unwrap_or(0)))
+    }
+}
+
+/// `at + d`, or `None` (never) past the clock's range: every time rule
+/// saturates this way, so a `Duration::MAX` setting means "never" rather
+/// than a panic.
+pub(crate) fn later(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
+}
+
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
@@ -183,8 +262,21 @@ struct Dispatcher {
     cursor: u64,
     /// The generation of the records up to the cursor (0: not listed yet).
     generation: u64,
-    /// Watches waiting for the first list or a future resource version.
-    pending: Vec<Arc<WatcherShared>>,
+    /// Requests taken from `shared.control`, not yet applied (at most
+    /// [`CONTROL_BUDGET`] are applied per loop).
+    backlog: VecDeque<Request>,
+    /// Watches waiting for the first list, or for a re-list the dispatcher
+    /// has not reached.
+    waiting_list: Vec<Arc<WatcherShared>>,
+    /// Watches waiting for a future resource version, lowest first.
+    waiting_rv: BinaryHeap<Reverse<RvWaiter>>,
+    /// A re-list was dispatched: every waiting watch is looked at again.
+    readmit: bool,
+    /// Watches waiting (`WAIT_LIST`, `WAIT_RV`), routed (`ROUTED`), and
+    /// retired but still held somewhere (`RETIRED`, until the next sweep).
+    waiting: usize,
+    routed: usize,
+    retired: usize,
     /// Watchers pushed to in this batch, to wake.
     touched: Vec<Arc<WatcherShared>>,
     batch_no: u64,
@@ -203,36 +295,81 @@ struct Dispatcher {
     wheel: Wheel<(Arc<WatcherShared>, bool)>,
     /// Scratch: watchers whose bookmark came due.
     due: Vec<(Arc<WatcherShared>, bool)>,
-    /// Watchers with a deadline, earliest first.
+    /// Deadlines and too-large waits, earliest first.
     deadlines: BinaryHeap<Reverse<Deadline>>,
-    /// Heap entries of watchers that have been unregistered: compacted
-    /// when they are the majority.
-    retired_with_deadline: usize,
     /// `routes` changed and is not published yet.
     routes_dirty: bool,
     jitter: Jitter,
-    next_tick: Instant,
+    /// The next tick; `None` with a tick past the clock's range.
+    next_tick: Option<Instant>,
 }
 
 impl Dispatcher {
+    fn new(shared: Arc<Shared>) -> Dispatcher {
+        // The engine's creation, not this thread's start: the first tick,
+        // the wheel and the budget count from the moment `Engine::new`
+        // returned to its caller, whatever the thread's scheduling.
+        let now = shared.epoch;
+        let budget = match shared.config.slow_watchers {
+            SlowWatchers::Park => None,
+            SlowWatchers::TimeBudget {
+                refill_per_second,
+                cap,
+            } => Some(TimeBudget::new(refill_per_second, cap, now)),
+        };
+        let mut jitter = Jitter::new(now, &shared);
+        let next_tick = later(now, jitter.tick(shared.config.tick));
+        Dispatcher {
+            routes: Routes::new(shared.index_fields.clone()),
+            read: shared.ring.cursor(),
+            cursor: 0,
+            generation: 0,
+            last_rv: ResourceVersion::ZERO,
+            backlog: VecDeque::new(),
+            waiting_list: Vec::new(),
+            waiting_rv: BinaryHeap::new(),
+            readmit: false,
+            waiting: 0,
+            routed: 0,
+            retired: 0,
+            touched: Vec::new(),
+            batch_no: 0,
+            budget,
+            blocked: Vec::new(),
+            wheel: Wheel::new(now),
+            due: Vec::new(),
+            deadlines: BinaryHeap::new(),
+            routes_dirty: false,
+            jitter,
+            next_tick,
+            clock: shared.config.clock.clone(),
+            shared,
+        }
+    }
+
     fn run(&mut self) {
         loop {
             if self.shared.is_stopping() {
-                self.shutdown();
+                self.shutdown(EndReason::EngineStopped);
                 return;
             }
-            // Acquire: pairs with the Release in `watch`/`unregister`; the
-            // lists themselves are read under the control lock.
+            // Acquire: pairs with the Release in `send_control`; the list
+            // itself is read under the control lock.
             if self.shared.control_pending.swap(false, Ordering::Acquire) {
-                self.apply_control();
+                let taken = std::mem::take(&mut self.shared.lock_control().requests);
+                self.backlog.extend(taken);
             }
             let now = self.clock.now();
-            if !self.pending.is_empty() {
-                self.activate_pending(now);
+            if !self.backlog.is_empty() {
+                self.apply_control(now);
             }
+            self.admit_waiters(now);
             self.expire_deadlines(now);
+            self.sweep_if_due();
+            self.publish_routes_if_dirty();
+            self.update_gauges();
             let head = self.shared.ring.head();
-            if now >= self.next_tick {
+            if self.next_tick.is_some_and(|t| now >= t) {
                 // Catch up first, so a bookmark carries what the watchers
                 // (followers read the ring themselves) have already been
                 // served, not a version behind it.
@@ -245,153 +382,250 @@ impl Dispatcher {
                 self.dispatch_batch(head.min(self.cursor + BATCH));
                 continue;
             }
+            if !self.backlog.is_empty() || self.readmit {
+                continue;
+            }
             // The park token makes this race-free: a writer's `unpark`
             // after the checks above makes the park return at once; a
             // manual clock unparks us when it moves.
-            self.clock.park_until(self.wake_at(), IDLE);
+            let wake_at = self.wake_at().or_else(|| later(now, IDLE)).unwrap_or(now);
+            self.clock.park_until(wake_at, IDLE);
         }
     }
 
     /// The next time something is due: the tick, a deadline, the end of a
-    /// wait for a future resource version.
-    fn wake_at(&self) -> Instant {
-        let mut at = self.next_tick;
-        if let Some(Reverse(d)) = self.deadlines.peek() {
-            at = at.min(d.at);
-        }
-        let timeout = self.shared.config.too_large_timeout;
-        for w in &self.pending {
-            if w.spec.start.wait_for() > ResourceVersion::ZERO {
-                at = at.min(w.spec.created + timeout);
-            }
-        }
-        at
+    /// wait for a future resource version. `None`: nothing ever is.
+    fn wake_at(&self) -> Option<Instant> {
+        let deadline = self.deadlines.peek().map(|Reverse(d)| d.at);
+        earliest(self.next_tick, deadline)
     }
 
-    fn apply_control(&mut self) {
-        let (register, unregister, resume) = {
-            let mut c = self.shared.lock_control();
-            (
-                std::mem::take(&mut c.register),
-                std::mem::take(&mut c.unregister),
-                std::mem::take(&mut c.resume),
-            )
-        };
-        for w in &register {
-            if let Some(at) = w.spec.deadline {
-                self.deadlines.push(Reverse(Deadline { at, w: w.clone() }));
-            }
-        }
-        self.pending.extend(register);
-        for w in resume {
-            if !w.is_ended() && w.resume(self.cursor) {
-                Counters::add(&self.shared.counters.resumes, 1);
-            }
-        }
-        for w in unregister {
-            self.routes_dirty |= self.routes.remove(&w);
-            self.pending.retain(|p| p.spec.id != w.spec.id);
-            if w.spec.deadline.is_some() {
-                self.retired_with_deadline += 1;
-            }
-        }
-        if self.retired_with_deadline > self.deadlines.len() / 2 {
-            // Lazy deletion, compacted: ended watchers leave the heap.
-            self.deadlines.retain(|Reverse(d)| !d.w.is_ended());
-            self.retired_with_deadline = 0;
-        }
-        self.publish_routes_if_dirty();
-        self.update_gauges();
-    }
-
-    /// Ends every watch whose deadline has passed.
-    fn expire_deadlines(&mut self, now: Instant) {
-        while let Some(Reverse(d)) = self.deadlines.peek() {
-            if d.at > now {
+    /// Applies up to [`CONTROL_BUDGET`] requests, each in O(1) (amortised;
+    /// a registration's route may copy a bucket: see `index.rs`).
+    fn apply_control(&mut self, now: Instant) {
+        // Acquire: see `Shared::current_rv`.
+        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        let n = self.backlog.len().min(CONTROL_BUDGET);
+        for _ in 0..n {
+            let Some(request) = self.backlog.pop_front() else {
                 break;
+            };
+            match request {
+                Request::Register(w) => {
+                    Counters::sub(&self.shared.counters.registrations_queued, 1);
+                    if w.is_ended() {
+                        // Ended before it was taken up: nothing to hold.
+                        w.place.store(place::RETIRED, Ordering::Relaxed);
+                        continue;
+                    }
+                    if let Some(at) = w.spec.deadline {
+                        let kind = DeadlineKind::Watch;
+                        let w = w.clone();
+                        self.deadlines.push(Reverse(Deadline { at, kind, w }));
+                    }
+                    self.admit(w, now, current);
+                }
+                Request::Unregister(w) => self.retire(&w),
+                Request::Resume(w) => {
+                    if !w.is_ended() && w.resume(self.cursor) {
+                        Counters::add(&self.shared.counters.resumes, 1);
+                    }
+                }
             }
+        }
+        if self.backlog.is_empty() && self.backlog.capacity() > CONTROL_BUDGET {
+            // A flood is over: give its memory back.
+            self.backlog = VecDeque::new();
+        }
+    }
+
+    /// Moves `w` to `to`, keeping the counts.
+    fn move_to(&mut self, w: &WatcherShared, to: u8) {
+        // Relaxed: only this thread reads or writes `place`.
+        let from = w.place.swap(to, Ordering::Relaxed);
+        for (p, delta) in [(from, usize::wrapping_neg(1)), (to, 1)] {
+            let count = match p {
+                place::WAIT_LIST | place::WAIT_RV => &mut self.waiting,
+                place::ROUTED => &mut self.routed,
+                place::RETIRED => &mut self.retired,
+                _ => continue,
+            };
+            *count = count.wrapping_add(delta);
+        }
+    }
+
+    /// Forgets a watcher that has ended, in O(1): it is counted as retired
+    /// and skipped wherever it is still held, until the next sweep.
+    /// Idempotent.
+    fn retire(&mut self, w: &WatcherShared) {
+        // Relaxed: only this thread reads or writes `place`.
+        match w.place.load(Ordering::Relaxed) {
+            place::UNSEEN => w.place.store(place::RETIRED, Ordering::Relaxed),
+            place::RETIRED => {}
+            _ => self.move_to(w, place::RETIRED),
+        }
+    }
+
+    /// Decides what a registered (or re-examined) watch waits for, or
+    /// activates it.
+    fn admit(&mut self, w: Arc<WatcherShared>, now: Instant, current: ResourceVersion) {
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
+        if w.is_ended() {
+            self.retire(&w);
+            return;
+        }
+        let generation = match w.spec.generation {
+            // Not listed yet, or begun after a re-list the dispatcher has
+            // not reached: waits for it.
+            None if self.generation == 0 => return self.wait_for_list(w),
+            Some(g) if g > self.generation => return self.wait_for_list(w),
+            None => self.generation,
+            Some(g) if g < self.generation => {
+                w.end(EndReason::Relisted, counters);
+                self.retire(&w);
+                return;
+            }
+            Some(g) => g,
+        };
+        let need = w.spec.start.wait_for();
+        if need > current {
+            let too_large_at = later(w.spec.created, self.shared.config.too_large_timeout);
+            if too_large_at.is_some_and(|at| now >= at) {
+                let err = TooLargeResourceVersion::new(need, current);
+                w.end(EndReason::TooLargeResourceVersion(err), counters);
+                self.retire(&w);
+                return;
+            }
+            self.move_to(&w, place::WAIT_RV);
+            if let Some(at) = too_large_at {
+                let (kind, w) = (DeadlineKind::TooLarge, w.clone());
+                self.deadlines.push(Reverse(Deadline { at, kind, w }));
+            }
+            self.waiting_rv.push(Reverse(RvWaiter { need, w }));
+            return;
+        }
+        if w.spec.allow_bookmarks {
+            // Before the activation, which lets the consumer begin and so
+            // leave the waiting state: a watch that asked for an
+            // initial-events-end bookmark is always scheduled as waiting
+            // for it.
+            let frequency = self.shared.config.bookmark_frequency;
+            schedule_bookmark(&mut self.wheel, frequency, now, w.clone());
+        }
+        w.activate(self.cursor, generation);
+        self.move_to(&w, place::ROUTED);
+        self.routes.insert(w);
+        self.routes_dirty = true;
+    }
+
+    fn wait_for_list(&mut self, w: Arc<WatcherShared>) {
+        self.move_to(&w, place::WAIT_LIST);
+        self.waiting_list.push(w);
+    }
+
+    /// Activates the watches whose version the writer has reached, and
+    /// after a re-list looks at every waiting watch again: O(log n) per
+    /// watch that moves, nothing for those that still wait.
+    fn admit_waiters(&mut self, now: Instant) {
+        // Acquire: see `Shared::current_rv`.
+        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        if std::mem::take(&mut self.readmit) {
+            let listed = std::mem::take(&mut self.waiting_list);
+            let by_rv = std::mem::take(&mut self.waiting_rv);
+            let again = listed
+                .into_iter()
+                .filter(|w| w.place.load(Ordering::Relaxed) == place::WAIT_LIST)
+                .chain(
+                    by_rv
+                        .into_iter()
+                        .map(|Reverse(r)| r.w)
+                        .filter(|w| w.place.load(Ordering::Relaxed) == place::WAIT_RV),
+                );
+            for w in again.collect::<Vec<_>>() {
+                self.admit(w, now, current);
+            }
+        } else {
+            while self
+                .waiting_rv
+                .peek()
+                .is_some_and(|Reverse(r)| r.need <= current)
+            {
+                let Some(Reverse(r)) = self.waiting_rv.pop() else {
+                    break;
+                };
+                // Relaxed: only this thread reads or writes `place`.
+                if r.w.place.load(Ordering::Relaxed) == place::WAIT_RV {
+                    self.admit(r.w, now, current);
+                }
+            }
+        }
+    }
+
+    /// Ends every watch whose deadline has passed, and every wait for a
+    /// future version that has timed out.
+    fn expire_deadlines(&mut self, now: Instant) {
+        let shared = self.shared.clone();
+        let counters = &shared.counters;
+        while self.deadlines.peek().is_some_and(|Reverse(d)| d.at <= now) {
             let Some(Reverse(d)) = self.deadlines.pop() else {
                 break;
             };
-            if d.w.end(EndReason::Deadline, &self.shared.counters) {
-                self.retire(&d.w);
+            // Relaxed: only this thread reads or writes `place`.
+            let timed_out = |w: &WatcherShared| {
+                let too_large_at = later(w.spec.created, shared.config.too_large_timeout);
+                too_large_at.is_some_and(|at| at <= now)
+            };
+            match (d.kind, d.w.place.load(Ordering::Relaxed)) {
+                (_, place::RETIRED) => {}
+                // A wait for a version that has timed out too ends with
+                // TooLargeResourceVersion, whichever came first in the
+                // same pass (the reference waits before it registers the
+                // watcher, so its deadline cannot cut the wait short).
+                (DeadlineKind::Watch, p) if p != place::WAIT_RV || !timed_out(&d.w) => {
+                    d.w.end(EndReason::Deadline, counters);
+                    self.retire(&d.w);
+                }
+                (_, place::WAIT_RV) => {
+                    let current =
+                        ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+                    let err = TooLargeResourceVersion::new(d.w.spec.start.wait_for(), current);
+                    d.w.end(EndReason::TooLargeResourceVersion(err), counters);
+                    self.retire(&d.w);
+                }
+                // Activated (or waiting for a list) meanwhile.
+                _ => {}
             }
         }
-        self.publish_routes_if_dirty();
     }
 
-    /// Forgets a watcher the dispatcher has ended (its consumer's
-    /// unregistration, later, finds it gone).
-    fn retire(&mut self, w: &Arc<WatcherShared>) {
-        self.routes_dirty |= self.routes.remove(w);
+    /// Drops every entry of a retired watcher once they are at least half
+    /// of what the dispatcher holds: a sweep costs O(held), and at least
+    /// held / 2 retirements paid for it, so a removal costs O(1) amortised
+    /// and dropped watches never hold more memory than live ones.
+    fn sweep_if_due(&mut self) {
+        if self.retired == 0 || self.retired < self.waiting + self.routed {
+            return;
+        }
+        let kept = |w: &WatcherShared| w.place.load(Ordering::Relaxed) != place::RETIRED;
+        if self.routes.retain(|w| kept(w)) {
+            self.routes_dirty = true;
+        }
+        self.waiting_list.retain(|w| kept(w));
+        self.waiting_rv.retain(|Reverse(r)| kept(&r.w));
+        self.deadlines.retain(|Reverse(d)| kept(&d.w));
+        self.wheel.retain(|(w, _)| kept(w));
+        shrink(&mut self.waiting_list);
+        shrink_heap(&mut self.waiting_rv);
+        shrink_heap(&mut self.deadlines);
+        self.retired = 0;
     }
 
     fn publish_routes_if_dirty(&mut self) {
         if self.routes_dirty {
             self.routes_dirty = false;
             self.publish_routes();
-            self.update_gauges();
         }
-    }
-
-    fn activate_pending(&mut self, now: Instant) {
-        if self.generation == 0 {
-            return; // Not listed yet: everyone waits.
-        }
-        // Acquire: see `Shared::current_rv`.
-        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
-        let timeout = self.shared.config.too_large_timeout;
-        let counters = &self.shared.counters;
-        let mut activated = false;
-        let mut i = 0;
-        while i < self.pending.len() {
-            let w = &self.pending[i];
-            let keep = 'decide: {
-                if w.is_ended() {
-                    break 'decide false;
-                }
-                let generation = match w.spec.generation {
-                    None => self.generation,
-                    Some(g) if g < self.generation => {
-                        w.end(EndReason::Relisted, counters);
-                        break 'decide false;
-                    }
-                    // Begun after a re-list the dispatcher has not reached.
-                    Some(g) if g > self.generation => break 'decide true,
-                    Some(g) => g,
-                };
-                let need = w.spec.start.wait_for();
-                if need > current {
-                    if now.saturating_duration_since(w.spec.created) >= timeout {
-                        let err = TooLargeResourceVersion::new(need, current);
-                        w.end(EndReason::TooLargeResourceVersion(err), counters);
-                        break 'decide false;
-                    }
-                    break 'decide true;
-                }
-                if w.spec.allow_bookmarks {
-                    // Before the activation, which lets the consumer begin
-                    // and so leave the waiting state: a watch that asked
-                    // for an initial-events-end bookmark is always
-                    // scheduled as waiting for it.
-                    let frequency = self.shared.config.bookmark_frequency;
-                    schedule_bookmark(&mut self.wheel, frequency, now, w.clone());
-                }
-                w.activate(self.cursor, generation);
-                self.routes.insert(w.clone());
-                activated = true;
-                false
-            };
-            if keep {
-                i += 1;
-            } else {
-                self.pending.swap_remove(i);
-            }
-        }
-        if activated {
-            self.publish_routes();
-        }
-        self.update_gauges();
     }
 
     fn publish_routes(&self) {
@@ -400,8 +634,11 @@ impl Dispatcher {
 
     fn update_gauges(&self) {
         let c = &self.shared.counters;
-        Counters::set(&c.watchers_pending, self.pending.len() as u64);
-        Counters::set(&c.watchers_active, self.routes.len() as u64);
+        // Registrations still in the backlog are counted by
+        // `registrations_queued` until `apply_control` takes them up.
+        Counters::set(&c.watchers_pending, self.waiting as u64);
+        Counters::set(&c.watchers_active, self.routed as u64);
+        Counters::set(&c.watchers_retiring, self.retired as u64);
     }
 
     fn dispatch_batch(&mut self, end: u64) {
@@ -609,21 +846,25 @@ impl Dispatcher {
     }
 
     /// A re-list marker: every live watcher ends with `Relisted`.
+    /// Every waiting watch is looked at again at the next loop: those of
+    /// the new generation start, those of an older one end `Relisted`.
     fn relist(&mut self, generation: u64) {
         self.flush_wakes();
-        let counters = &self.shared.counters;
-        for w in self.routes.iter() {
-            w.end(EndReason::Relisted, counters);
+        let shared = self.shared.clone();
+        let old = std::mem::replace(&mut self.routes, Routes::new(shared.index_fields.clone()));
+        for w in old.iter() {
+            w.end(EndReason::Relisted, &shared.counters);
+            self.retire(w);
         }
-        self.routes = Routes::new(self.shared.index_fields.clone());
         self.publish_routes();
         self.generation = generation;
+        self.readmit = true;
         self.update_gauges();
     }
 
     /// About once a second: bookmarks that came due, idle shrinking.
     fn tick(&mut self, now: Instant) {
-        self.next_tick = now + self.jitter.tick(self.shared.config.tick);
+        self.next_tick = later(now, self.jitter.tick(self.shared.config.tick));
         self.send_bookmarks(now);
         if let Ok(mut st) = self.shared.state.try_lock() {
             if st.ring.shrink_if_idle(now, self.cursor).is_some() {
@@ -685,25 +926,38 @@ impl Dispatcher {
         }
     }
 
-    fn shutdown(&mut self) {
-        let (register, unregister) = {
+    /// Ends every watch the dispatcher holds or has been asked to hold
+    /// with `reason`, closes the control channel (new watches then fail
+    /// with `EngineStopped`) and drops everything. Calls no user code.
+    fn shutdown(&mut self, reason: EndReason) {
+        let queued = {
             let mut c = self.shared.lock_control();
             c.closed = true;
-            (
-                std::mem::take(&mut c.register),
-                std::mem::take(&mut c.unregister),
-            )
+            std::mem::take(&mut c.requests)
         };
-        drop(unregister);
+        self.backlog.extend(queued);
         let counters = &self.shared.counters;
-        for w in self.routes.iter().chain(&self.pending).chain(&register) {
-            w.end(EndReason::EngineStopped, counters);
+        for request in self.backlog.drain(..) {
+            if let Request::Register(w) = request {
+                Counters::sub(&counters.registrations_queued, 1);
+                w.end(reason.clone(), counters);
+            }
         }
-        self.pending.clear();
-        self.deadlines.clear();
-        self.wheel = Wheel::new(self.clock.now());
+        let waiting = self.waiting_rv.drain().map(|Reverse(r)| r.w);
+        for w in self
+            .routes
+            .iter()
+            .chain(&self.waiting_list)
+            .chain(&waiting.collect::<Vec<_>>())
+        {
+            w.end(reason.clone(), counters);
+        }
+        self.waiting_list = Vec::new();
+        self.deadlines = BinaryHeap::new();
+        self.wheel.retain(|_| false);
         self.routes = Routes::new(self.shared.index_fields.clone());
         self.publish_routes();
+        (self.waiting, self.routed, self.retired) = (0, 0, 0);
         self.update_gauges();
     }
 }
@@ -723,4 +977,18 @@ fn schedule_bookmark(
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Gives back the memory of a vector that a sweep left mostly empty.
+fn shrink<T>(v: &mut Vec<T>) {
+    if v.capacity() > 2 * v.len() + 8 {
+        v.shrink_to_fit();
+    }
+}
+
+/// [`shrink`] for a heap.
+fn shrink_heap<T: Ord>(h: &mut BinaryHeap<T>) {
+    if h.capacity() > 2 * h.len() + 8 {
+        h.shrink_to_fit();
+    }
 }

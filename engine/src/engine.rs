@@ -19,7 +19,7 @@
 use std::time::{Duration, Instant};
 
 use crate::clock::{Clock, SystemClock};
-use crate::dispatch;
+use crate::dispatch::{self, Request};
 use crate::error::{ConfigError, WatchError, WriteError};
 use crate::event::{Change, ChangeKind, Gone};
 use crate::filter::Filter;
@@ -124,6 +124,13 @@ impl SlowWatchers {
 }
 
 impl Config {
+    /// The largest history bound [`Config::history_bounds`] accepts: 2^30
+    /// changes, ten thousand times the reference's upper bound. The ring's
+    /// slot array for `lower` is allocated up front (a pointer per 32
+    /// changes), and a position must stay far from `u64`'s end; a bound
+    /// past this is a mistake, not a wish.
+    pub const MAX_HISTORY: usize = 1 << 30;
+
     /// Adds a trigger index on a field (e.g. `spec.nodeName`). Watches whose
     /// field selector requires an exact value of it are routed by that value.
     pub fn index(mut self, field: &str) -> Self {
@@ -145,7 +152,15 @@ impl Config {
     }
 
     /// The history ring's capacity bounds, in changes (reference 100 and
-    /// 102,400). The ring starts at `lower`.
+    /// 102,400). The ring starts at `lower`. `1 <= lower <= upper <=`
+    /// [`Config::MAX_HISTORY`], or [`Engine::new`] refuses the
+    /// configuration.
+    ///
+    /// ```
+    /// use herald::{Config, ConfigError, Engine};
+    /// let huge = Config::default().history_bounds(100, usize::MAX);
+    /// assert!(matches!(Engine::new(huge), Err(ConfigError::HistoryBounds { .. })));
+    /// ```
     pub fn history_bounds(mut self, lower: usize, upper: usize) -> Self {
         self.history_lower = lower;
         self.history_upper = upper;
@@ -168,6 +183,8 @@ impl Config {
 
     /// How long a watch from a future resource version waits for the cache
     /// before ending with `TooLargeResourceVersion` (reference 3 s).
+    /// `Duration::MAX` waits for ever. Every duration setting saturates
+    /// the same way: a time past the clock's range is never.
     pub fn too_large_timeout(mut self, timeout: Duration) -> Self {
         self.too_large_timeout = timeout;
         self
@@ -228,7 +245,10 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        if self.history_lower == 0 || self.history_lower > self.history_upper {
+        if self.history_lower == 0
+            || self.history_lower > self.history_upper
+            || self.history_upper > Config::MAX_HISTORY
+        {
             return Err(ConfigError::HistoryBounds {
                 lower: self.history_lower,
                 upper: self.history_upper,
@@ -305,13 +325,12 @@ pub(crate) struct WriterState {
     pub(crate) generation: u64,
 }
 
-/// Registrations and removals on their way to the dispatcher.
+/// Registrations, removals and resumes on their way to the dispatcher, in
+/// the order they were made (a watch's removal never overtakes its
+/// registration).
 #[derive(Debug, Default)]
 pub(crate) struct Control {
-    pub(crate) register: Vec<Arc<WatcherShared>>,
-    pub(crate) unregister: Vec<Arc<WatcherShared>>,
-    /// Parked watchers that have caught up with the ring.
-    pub(crate) resume: Vec<Arc<WatcherShared>>,
+    pub(crate) requests: Vec<Request>,
     /// Set by the dispatcher when it exits: nothing more will be served.
     pub(crate) closed: bool,
 }
@@ -385,6 +404,9 @@ pub(crate) struct Shared {
     /// When the engine was created, on its clock: time zero for the
     /// latency stamps and the dispatcher's tick, wheel and budget.
     pub(crate) epoch: Instant,
+    /// Why the dispatcher failed (its panic's message), set once before
+    /// the engine stops; see [`Engine::failure`].
+    pub(crate) failure: OnceLock<String>,
 }
 
 impl Shared {
@@ -478,18 +500,30 @@ impl Shared {
         }
     }
 
+    /// Marks the engine stopped (final), tells the dispatcher, and wakes
+    /// a writer waiting for it.
+    pub(crate) fn request_stop(&self) {
+        {
+            let _st = self.lock_state();
+            self.lifecycle.store(STOPPED, Ordering::Release);
+        }
+        self.stop_requested.store(true, Ordering::Release);
+        self.wake_dispatcher();
+        self.wake_writer_if_waiting();
+    }
+
     pub(crate) fn is_stopping(&self) -> bool {
         self.stop_requested.load(Ordering::Acquire)
     }
 
-    /// Queues the removal of a watcher (idempotent).
+    /// Queues the removal of an ended watcher (idempotent).
     pub(crate) fn unregister(&self, w: &Arc<WatcherShared>) {
-        self.send_control(|c| c.unregister.push(w.clone()));
+        self.send_control(|c| c.requests.push(Request::Unregister(w.clone())));
     }
 
     /// Asks the dispatcher to feed a parked watcher again.
     pub(crate) fn request_resume(&self, w: &Arc<WatcherShared>) {
-        self.send_control(|c| c.resume.push(w.clone()));
+        self.send_control(|c| c.requests.push(Request::Resume(w.clone())));
     }
 
     /// Hands a request to the dispatcher; returns false once it has exited.
@@ -589,21 +623,26 @@ impl Drop for Handle {
     }
 }
 
+/// Stops the engine and returns once its dispatcher has exited (so every
+/// watch has its end), whoever else is stopping it at the same time.
 fn stop(shared: &Shared, dispatcher: &Mutex<Option<JoinHandle<()>>>) {
+    shared.request_stop();
+    // The dispatcher itself (user code it calls, such as a clock, may stop
+    // the engine) must not wait for its own exit.
+    if shared
+        .dispatcher
+        .get()
+        .is_some_and(|t| t.id() == crate::sync::current().id())
     {
-        let _st = shared.lock_state();
-        shared.lifecycle.store(STOPPED, Ordering::Release);
+        return;
     }
-    shared.stop_requested.store(true, Ordering::Release);
-    shared.wake_dispatcher();
-    shared.wake_writer_if_waiting();
-    let handle = dispatcher.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(h) = handle {
-        if h.thread().id() != crate::sync::current().id() {
-            // The dispatcher contains no panicking paths on valid state; if
-            // it did panic, stopping must still complete.
-            let _ = h.join();
-        }
+    // Joined under the lock: a concurrent caller waits on the lock until
+    // the join is done, then finds the handle taken.
+    let mut handle = dispatcher.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = handle.take() {
+        // A panic inside the dispatcher is caught in `dispatch::run`, which
+        // then ends every watch; the thread itself returns normally.
+        let _ = h.join();
     }
 }
 
@@ -665,6 +704,7 @@ impl Engine {
             counters,
             next_id: AtomicU64::new(0),
             epoch: config.clock.now(),
+            failure: OnceLock::new(),
             config,
         });
         let for_thread = shared.clone();
@@ -691,6 +731,18 @@ impl Engine {
     /// here; what can only be known later (the cache never reaching a future
     /// version, falling out of history, a re-list) ends the watch with a
     /// reason instead.
+    ///
+    /// # When a watch begins
+    ///
+    /// The start is checked here, but *resolved* at the watch's first
+    /// receive: the snapshot of an initial list is the state then, and a
+    /// watch from version `R` replays from the ring then. A watch created at
+    /// `R` and first read after the writer has pushed `R + 1` out of the
+    /// history ends with [`EndReason::Gone`](crate::EndReason::Gone), as a
+    /// Kubernetes watch whose client connects late does. Pinning the
+    /// history for every created watch would let an unread handle hold the
+    /// ring (and the writer) back; read a watch promptly, or size the
+    /// history ([`Config::history_bounds`]) for the delay.
     ///
     /// ```
     /// # use herald::*;
@@ -780,12 +832,17 @@ impl Engine {
                 start,
                 generation,
                 created,
-                deadline: req.timeout.map(|t| created + t),
+                // Past the clock's range: no deadline.
+                deadline: req.timeout.and_then(|t| created.checked_add(t)),
                 allow_bookmarks: req.allow_bookmarks,
             },
             queue,
         ));
-        if !shared.send_control(|c| c.register.push(w.clone())) {
+        // Counted before the request can be taken (the dispatcher counts
+        // it down when it takes the registration up).
+        Counters::add(&shared.counters.registrations_queued, 1);
+        if !shared.send_control(|c| c.requests.push(Request::Register(w.clone()))) {
+            Counters::sub(&shared.counters.registrations_queued, 1);
             return Err(WatchError::EngineStopped);
         }
         Counters::add(&shared.counters.watches_started, 1);
@@ -812,6 +869,23 @@ impl Engine {
     /// The engine's lifecycle state.
     pub fn lifecycle(&self) -> Lifecycle {
         self.shared().lifecycle()
+    }
+
+    /// Why the engine stopped on its own, if it did: its dispatcher
+    /// failed (a panic, for instance in a user-supplied
+    /// [`Clock`](crate::Clock)). The engine is then stopped, every watch
+    /// ended with [`EndReason::EngineFailed`](crate::EndReason::EngineFailed),
+    /// and this holds the panic's message. `None` for a healthy or
+    /// normally stopped engine.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, _writer) = Engine::new(Config::default())?;
+    /// assert_eq!(engine.failure(), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn failure(&self) -> Option<String> {
+        self.shared().failure.get().cloned()
     }
 
     /// Reads one object by key (`namespace/name`, or `name`), without

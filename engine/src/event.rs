@@ -212,6 +212,11 @@ pub enum EndReason {
     EngineStopped,
     /// The cache did not reach the requested resource version in time.
     TooLargeResourceVersion(TooLargeResourceVersion),
+    /// The engine's dispatcher failed (a panic, for instance in a
+    /// user-supplied [`Clock`](crate::Clock)); the engine has stopped and
+    /// [`Engine::failure`](crate::Engine::failure) says why. Watch a
+    /// healthy engine again.
+    EngineFailed,
 }
 
 impl fmt::Display for EndReason {
@@ -224,6 +229,7 @@ impl fmt::Display for EndReason {
             EndReason::Relisted => f.write_str("cache re-listed; watch again"),
             EndReason::EngineStopped => f.write_str("engine stopped"),
             EndReason::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),
+            EndReason::EngineFailed => f.write_str("engine failed"),
         }
     }
 }

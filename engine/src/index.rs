@@ -77,10 +77,6 @@ impl Routes {
         }
     }
 
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
         match &w.spec.route {
             Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
@@ -104,30 +100,39 @@ impl Routes {
         self.len += 1;
     }
 
-    /// Removes the watcher with `w.spec.id`; returns whether it was present.
-    pub(crate) fn remove(&mut self, w: &WatcherShared) -> bool {
-        let removed = match &w.spec.route {
-            Route::All => remove_id(std::sync::Arc::make_mut(&mut self.all), w.spec.id),
-            Route::Follow => remove_id(std::sync::Arc::make_mut(&mut self.followers), w.spec.id),
-            Route::Indexed(i, value) => {
-                bucket_remove(&mut self.by_value[*i as usize], value, w.spec.id)
+    /// Keeps only the watchers `keep` accepts; returns whether any went.
+    /// O(watchers): the dispatcher calls it to sweep retired watchers once
+    /// they are half of what it holds, so a removal costs O(1) amortised
+    /// (one at a time, a removal from the "all" bucket would copy it).
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&WatcherShared) -> bool) -> bool {
+        let before = self.len;
+        let mut kept_in = |bucket: &mut Bucket| {
+            if !bucket.iter().all(|w| keep(w)) {
+                let v: Vec<_> = bucket.iter().filter(|w| keep(w)).cloned().collect();
+                *bucket = std::sync::Arc::new(v);
             }
-            Route::Selected(selected) => {
-                let (field, value) = &**selected;
-                match self.selected.iter().position(|(f, _)| f == field) {
-                    None => false,
-                    Some(at) => {
-                        let removed = bucket_remove(&mut self.selected[at].1, value, w.spec.id);
-                        if self.selected[at].1.is_empty() {
-                            self.selected.swap_remove(at);
-                        }
-                        removed
-                    }
+            bucket.len()
+        };
+        let mut len = kept_in(&mut self.all) + kept_in(&mut self.followers);
+        for map in self
+            .by_value
+            .iter_mut()
+            .chain(self.selected.iter_mut().map(|(_, m)| m))
+        {
+            let mut rebuilt = IndexMap::with_hasher(map.hasher().clone());
+            for (value, bucket) in map.iter() {
+                let mut bucket = bucket.clone();
+                let n = kept_in(&mut bucket);
+                if n > 0 {
+                    rebuilt.insert(value.clone(), bucket);
+                    len += n;
                 }
             }
-        };
-        self.len -= usize::from(removed);
-        removed
+            *map = rebuilt;
+        }
+        self.selected.retain(|(_, m)| !m.is_empty());
+        self.len = len;
+        len != before
     }
 
     /// Every registered watcher.
@@ -184,29 +189,4 @@ fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
     let mut bucket = map.get(value).cloned().unwrap_or_default();
     std::sync::Arc::make_mut(&mut bucket).push(w);
     map.insert(value.into(), bucket);
-}
-
-fn bucket_remove(map: &mut IndexMap, value: &str, id: u64) -> bool {
-    match map.get(value).cloned() {
-        None => false,
-        Some(mut bucket) => {
-            let removed = remove_id(std::sync::Arc::make_mut(&mut bucket), id);
-            if bucket.is_empty() {
-                map.remove(value);
-            } else {
-                map.insert(value.into(), bucket);
-            }
-            removed
-        }
-    }
-}
-
-fn remove_id(v: &mut Vec<Arc<WatcherShared>>, id: u64) -> bool {
-    match v.iter().position(|w| w.spec.id == id) {
-        Some(i) => {
-            v.swap_remove(i);
-            true
-        }
-        None => false,
-    }
 }

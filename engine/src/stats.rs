@@ -36,12 +36,20 @@ pub(crate) struct Counters {
     pub(crate) budget_returned_ns: AtomicU64,
     pub(crate) applied_to_enqueued: AtomicHistogram,
     pub(crate) enqueued_to_received: AtomicHistogram,
-    ends: [AtomicU64; 7],
+    pub(crate) watchers_retiring: AtomicU64,
+    /// Registrations queued for the dispatcher (counted into
+    /// `watchers_pending`).
+    pub(crate) registrations_queued: AtomicU64,
+    ends: [AtomicU64; 8],
 }
 
 impl Counters {
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn sub(c: &AtomicU64, n: u64) {
+        c.fetch_sub(n, Ordering::Relaxed);
     }
 
     pub(crate) fn set(c: &AtomicU64, v: u64) {
@@ -57,6 +65,7 @@ impl Counters {
             EndReason::Relisted => 4,
             EndReason::EngineStopped => 5,
             EndReason::TooLargeResourceVersion(_) => 6,
+            EndReason::EngineFailed => 7,
         };
         self.ends[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -71,6 +80,7 @@ impl Counters {
             relisted: g(&self.ends[4]),
             engine_stopped: g(&self.ends[5]),
             too_large_resource_version: g(&self.ends[6]),
+            engine_failed: g(&self.ends[7]),
         };
         Stats {
             changes_received: g(&self.changes_received),
@@ -84,8 +94,9 @@ impl Counters {
             resumes: g(&self.resumes),
             writer_gated_waits: g(&self.writer_gated_waits),
             watches_started: g(&self.watches_started),
-            watchers_pending: g(&self.watchers_pending),
+            watchers_pending: g(&self.watchers_pending) + g(&self.registrations_queued),
             watchers_active: g(&self.watchers_active),
+            watchers_retiring: g(&self.watchers_retiring),
             watchers_ended: ends.total(),
             terminations: ends,
             ring_capacity: g(&self.ring_capacity),
@@ -142,10 +153,18 @@ pub struct Stats {
     pub writer_gated_waits: u64,
     /// Watches created.
     pub watches_started: u64,
-    /// Watches waiting to start (for the first list, or for a future RV).
+    /// Watches registered and waiting to start (for the first list, or
+    /// for a future RV), those whose registration the dispatcher has not
+    /// taken up yet included.
     pub watchers_pending: u64,
-    /// Watches registered with the dispatcher.
+    /// Watches the dispatcher serves (live or parked), not ended.
     pub watchers_active: u64,
+    /// Ended watches whose memory the dispatcher still holds: their
+    /// removal is queued, or waits for the next sweep of its tables
+    /// (amortised: a sweep runs once the ended ones outnumber the rest,
+    /// so at most as many as `watchers_pending + watchers_active`, plus
+    /// what ended since the dispatcher last looked).
+    pub watchers_retiring: u64,
     /// Watches ended, for any reason.
     pub watchers_ended: u64,
     /// Ended watches by reason.
@@ -197,6 +216,8 @@ pub struct Terminations {
     pub engine_stopped: u64,
     /// [`EndReason::TooLargeResourceVersion`].
     pub too_large_resource_version: u64,
+    /// [`EndReason::EngineFailed`].
+    pub engine_failed: u64,
 }
 
 impl Terminations {
@@ -219,5 +240,6 @@ impl Terminations {
             + self.relisted
             + self.engine_stopped
             + self.too_large_resource_version
+            + self.engine_failed
     }
 }

@@ -80,8 +80,8 @@ use crate::queue::Queue;
 use crate::ring::{ReadCursor, Record, RecordKind, RecordRef};
 use crate::stats::Counters;
 use crate::sync::{
-    Arc, AtomicBool, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceLock, Ordering, Thread,
-    ThreadId, fence, park, park_timeout,
+    Arc, AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceLock, Ordering,
+    Thread, ThreadId, fence, park, park_timeout,
 };
 use crate::{EndReason, FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion};
 
@@ -283,6 +283,9 @@ pub(crate) struct WatcherShared {
     /// module docs); clearing it is `Relaxed` because a stale `true` only
     /// costs one spurious wake.
     parked: AtomicBool,
+    /// Dispatcher-private: where the dispatcher holds this watcher
+    /// (`dispatch::Place`). `Relaxed`: no other thread reads it.
+    pub(crate) place: AtomicU8,
     waker: AtomicWaker,
     /// Dispatcher-private: the batch in which it last pushed to this watcher.
     pub(crate) touched: AtomicU64,
@@ -343,6 +346,7 @@ impl WatcherShared {
             active_generation: AtomicU64::new(0),
             end: OnceLock::new(),
             parked: AtomicBool::new(false),
+            place: AtomicU8::new(0),
             waker: AtomicWaker::new(),
             touched: AtomicU64::new(u64::MAX),
             producer_waiting: AtomicBool::new(false),
@@ -554,6 +558,9 @@ pub struct Watch {
     sample_in: u32,
     /// [`Route::Follow`]: reads the ring up to its head, not its queue.
     follower: bool,
+    /// The dispatcher has been asked to forget this watch (once is
+    /// enough: a second request would only cost it a control round).
+    unregistered: bool,
     /// Boxed on first use, so that an idle watch stays small.
     occasional: Option<Box<Occasional>>,
 }
@@ -794,6 +801,7 @@ impl Watch {
             park_seen: NOT_ATTACHED,
             resume_requested: false,
             follower,
+            unregistered: false,
             next_pos: 0,
             generation: 0,
             cursor,
@@ -841,7 +849,8 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<WatchItem, RecvTimeoutError> {
-        self.recv_deadline(Some(Instant::now() + timeout))
+        // A timeout past the clock's range (`Duration::MAX`) is no timeout.
+        self.recv_deadline(Instant::now().checked_add(timeout))
     }
 
     /// Returns the next item if one is ready, without blocking.
@@ -1016,6 +1025,13 @@ impl Watch {
     /// reason), and the dispatcher forgets it.
     pub fn stop(&mut self) {
         if self.w.end(EndReason::Stopped, &self.engine.counters) {
+            self.unregister();
+        }
+    }
+
+    /// Asks the dispatcher to forget this (ended) watch, once.
+    fn unregister(&mut self) {
+        if !std::mem::replace(&mut self.unregistered, true) {
             self.engine.unregister(&self.w);
         }
     }
@@ -1220,11 +1236,12 @@ impl Watch {
             if let Some(end) = end {
                 let (reason, drain) = &**end;
                 if self.drained || !drain {
+                    let reason = reason.clone();
                     self.phase = Phase::Done;
                     // Ended by anyone: the dispatcher may forget it now
                     // rather than when the handle drops.
-                    self.engine.unregister(&self.w);
-                    return Ok(Step::Item(Raw::End(reason.clone())));
+                    self.unregister();
+                    return Ok(Step::Item(Raw::End(reason)));
                 }
             }
             let step = match self.phase {
@@ -1579,7 +1596,7 @@ impl Drop for Watch {
     fn drop(&mut self) {
         if self.phase != Phase::Done {
             self.w.end(EndReason::Stopped, &self.engine.counters);
-            self.engine.unregister(&self.w);
+            self.unregister();
         }
     }
 }
