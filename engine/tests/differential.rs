@@ -239,6 +239,13 @@ enum Op {
         start: StartSpec,
         timeout: Option<u8>,
     },
+    /// `n` watches like `Watch`'s, each dropped at once (churn).
+    Churn {
+        n: u8,
+        filter: FilterSpec,
+        start: StartSpec,
+        timeout: Option<u8>,
+    },
     Read {
         watch: u8,
         max: u8,
@@ -271,6 +278,18 @@ impl fmt::Debug for Op {
                 timeout,
             } => {
                 write!(f, "watch {:?} start={start:?}", filter.filter())?;
+                if let Some(t) = timeout {
+                    write!(f, " timeout={t}s")?;
+                }
+                Ok(())
+            }
+            Op::Churn {
+                n,
+                filter,
+                start,
+                timeout,
+            } => {
+                write!(f, "churn {n} x watch {:?} start={start:?}", filter.filter())?;
                 if let Some(t) = timeout {
                     write!(f, " timeout={t}s")?;
                 }
@@ -419,6 +438,18 @@ fn op() -> impl Strategy<Value = Op> {
                 Op::Watch { filter, start, timeout }
             }
         ),
+        3 => (
+            1..40u8,
+            filter_spec(),
+            start_spec(),
+            prop::option::weighted(0.3, 1..20u8)
+        )
+            .prop_map(|(n, filter, start, timeout)| Op::Churn {
+                n,
+                filter,
+                start,
+                timeout
+            }),
         25 => (
             any::<u8>(),
             1..20u8,
@@ -714,24 +745,7 @@ impl Harness {
                 timeout,
             } => {
                 OPS.fetch_add(1, Ordering::Relaxed);
-                let mut spec = WatchSpec::new(filter.filter());
-                spec.timeout = timeout.map(|t| Duration::from_secs(u64::from(t)));
-                match *start {
-                    StartSpec::Unset => {}
-                    StartSpec::Zero => spec.resource_version = Some(0),
-                    StartSpec::Initial(at) => {
-                        spec.send_initial_events = true;
-                        spec.allow_bookmarks = true;
-                        spec.resource_version =
-                            at.map(|d| rv.saturating_add_signed(i64::from(d)).max(1));
-                    }
-                    StartSpec::InitialNoBookmarks => spec.send_initial_events = true,
-                    StartSpec::Back(n) => {
-                        spec.resource_version = Some(rv.saturating_sub(u64::from(n)).max(1));
-                    }
-                    StartSpec::Future(n) => spec.resource_version = Some(rv + u64::from(n)),
-                    StartSpec::Ancient => spec.resource_version = Some(1),
-                }
+                let spec = watch_spec(filter, *start, *timeout, rv);
                 let e = self.engine.watch(spec.request());
                 let m = self.model.watch(&spec);
                 match (e, m) {
@@ -758,6 +772,25 @@ impl Harness {
                         ));
                     }
                 }
+            }
+            Op::Churn {
+                n,
+                filter,
+                start,
+                timeout,
+            } => {
+                // Watches the model never hears of: made and dropped (some
+                // after one receive), they must change nothing for anyone.
+                OPS.fetch_add(1, Ordering::Relaxed);
+                let spec = watch_spec(filter, *start, *timeout, rv);
+                for i in 0..*n {
+                    if let Ok(mut w) = self.engine.watch(spec.request()) {
+                        if i % 3 == 0 {
+                            let _ = w.try_recv();
+                        }
+                    }
+                }
+                cover("churned watches".into(), u64::from(*n));
             }
             Op::Read { watch, max, how } => {
                 OPS.fetch_add(1, Ordering::Relaxed);
@@ -1061,6 +1094,28 @@ fn env_usize(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// The watch an operation asks for, at the engine's version `rv`.
+fn watch_spec(filter: &FilterSpec, start: StartSpec, timeout: Option<u8>, rv: u64) -> WatchSpec {
+    let mut spec = WatchSpec::new(filter.filter());
+    spec.timeout = timeout.map(|t| Duration::from_secs(u64::from(t)));
+    match start {
+        StartSpec::Unset => {}
+        StartSpec::Zero => spec.resource_version = Some(0),
+        StartSpec::Initial(at) => {
+            spec.send_initial_events = true;
+            spec.allow_bookmarks = true;
+            spec.resource_version = at.map(|d| rv.saturating_add_signed(i64::from(d)).max(1));
+        }
+        StartSpec::InitialNoBookmarks => spec.send_initial_events = true,
+        StartSpec::Back(n) => {
+            spec.resource_version = Some(rv.saturating_sub(u64::from(n)).max(1));
+        }
+        StartSpec::Future(n) => spec.resource_version = Some(rv + u64::from(n)),
+        StartSpec::Ancient => spec.resource_version = Some(1),
+    }
+    spec
 }
 
 /// Formats a failing case: one operation per line.

@@ -48,6 +48,7 @@ const CONSUMERS: usize = if cfg!(miri) { 2 } else { 3 };
 const CHANGES: u64 = if cfg!(miri) { 300 } else { 12_000 };
 const RING: usize = if cfg!(miri) { 64 } else { 1024 };
 const LIVENESS: Duration = Duration::from_secs(60);
+const CHURNERS: usize = if cfg!(miri) { 1 } else { 2 };
 
 /// splitmix64, so a seed reproduces a run's choices (not its schedule).
 struct Rng(u64);
@@ -488,6 +489,17 @@ fn thousands_of_watchers_real_threads() {
         })
         .collect();
 
+    // Churn (issue 14): two threads create watches of every kind and drop
+    // them at once or soon, beside the writer; the verified watchers must
+    // not notice (beyond time), and the dispatcher must keep up.
+    let churning = Arc::new(AtomicBool::new(true));
+    let churners: Vec<_> = (0..CHURNERS)
+        .map(|_| {
+            let (engine, churning, seed) = (engine.clone(), churning.clone(), rng.next());
+            std::thread::spawn(move || churn(&engine, &churning, seed))
+        })
+        .collect();
+
     // The writer (this thread).
     let mut generation = 1;
     for i in 0..CHANGES {
@@ -537,7 +549,27 @@ fn thousands_of_watchers_real_threads() {
             .unwrap();
         model.apply(kind, o, rv).unwrap();
     }
+    churning.store(false, Ordering::Relaxed);
+    let churned: u64 = churners
+        .into_iter()
+        .map(|c| c.join().expect("churner panicked"))
+        .sum();
     drain_everything(&shared, model.positions());
+    // Everything the churn dropped is released, and the gauges count the
+    // verified watchers still open (not ended, nothing pending).
+    let held = || {
+        let s = engine.stats();
+        (s.watchers_active + s.watchers_pending, s.watchers_retiring)
+    };
+    let limit = Instant::now() + LIVENESS;
+    while held().1 > held().0 {
+        assert!(
+            Instant::now() < limit,
+            "retired watches never swept: {:?}",
+            held()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     engine.stop();
     shared.stopped.store(true, Ordering::Release);
     let mut all: Vec<Watcher> = consumers
@@ -563,7 +595,7 @@ fn thousands_of_watchers_real_threads() {
             .or_default() += 1;
     }
     eprintln!(
-        "stress: {} watchers, {} changes, {deliveries} events, ends {ends:?}, {} failures, {:.1?}",
+        "stress: {} watchers ({churned} more churned), {} changes, {deliveries} events, ends {ends:?}, {} failures, {:.1?}",
         all.len(),
         CHANGES,
         failures.len(),
@@ -580,6 +612,47 @@ fn thousands_of_watchers_real_threads() {
             .collect::<Vec<_>>()
             .join("\n")
     );
+}
+
+/// A churner: watches of every kind (from the state, from the current
+/// version, from a future one, with initial events and a short deadline),
+/// each dropped at once, after a receive, or a little later. Returns how
+/// many it made.
+fn churn(engine: &Engine, churning: &AtomicBool, seed: u64) -> u64 {
+    let mut rng = Rng(seed);
+    let mut held: Vec<Watch> = Vec::new();
+    let mut made = 0;
+    while churning.load(Ordering::Relaxed) {
+        let f = filter(&mut rng).request();
+        let rv = engine.resource_version().get();
+        let req = match rng.below(4) {
+            0 => f,
+            1 => f.resource_version(Some(rv.into())),
+            2 => f.resource_version(Some((rv + 1 + rng.below(50)).into())),
+            _ => f
+                .send_initial_events(true)
+                .allow_bookmarks(true)
+                .timeout(Duration::from_millis(1 + rng.below(50))),
+        };
+        match engine.watch(req) {
+            Ok(mut w) => {
+                if rng.chance(3) {
+                    let _ = w.try_recv();
+                }
+                if rng.chance(8) {
+                    held.push(w);
+                }
+            }
+            // The version left the ring meanwhile, or the engine stopped.
+            Err(WatchError::Gone(_) | WatchError::EngineStopped) => {}
+            Err(e) => panic!("churn: {e}"),
+        }
+        if held.len() > 64 || rng.chance(32) {
+            held.clear();
+        }
+        made += 1;
+    }
+    made
 }
 
 /// One watcher's stream and End against the model.
