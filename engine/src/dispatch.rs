@@ -462,7 +462,15 @@ impl Dispatcher {
         match w.place.load(Ordering::Relaxed) {
             place::UNSEEN => w.place.store(place::RETIRED, Ordering::Relaxed),
             place::RETIRED => {}
-            _ => self.move_to(w, place::RETIRED),
+            _ => {
+                self.move_to(w, place::RETIRED);
+                if self.budget.is_none() && w.is_spilling() {
+                    // Ended, so nothing more is pushed to it (this thread
+                    // is the only pusher): its overflow goes back to the
+                    // engine's budget now.
+                    w.discard_spill(&self.shared.counters.overflow_handles);
+                }
+            }
         }
     }
 
@@ -723,7 +731,12 @@ impl Dispatcher {
     fn push_full(&mut self, w: &Arc<WatcherShared>, handle: u64) {
         if self.budget.is_some() {
             self.blocked.push((w.clone(), handle));
-        } else if w.overflow(handle, self.shared.config.spill_limit) {
+        } else if w.overflow(
+            handle,
+            self.shared.config.spill_limit,
+            &self.shared.counters.overflow_handles,
+            self.shared.config.spill_budget,
+        ) {
             Counters::add(&self.shared.counters.spilled, 1);
             self.mark_touched(w);
         } else {

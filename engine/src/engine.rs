@@ -60,6 +60,7 @@ pub struct Config {
     pub(crate) bookmark_frequency: Duration,
     pub(crate) slow_watchers: SlowWatchers,
     pub(crate) spill_limit: usize,
+    pub(crate) spill_budget: u64,
     pub(crate) clock: std::sync::Arc<dyn Clock>,
 }
 
@@ -82,6 +83,7 @@ impl Default for Config {
             bookmark_frequency: Duration::from_secs(60),
             slow_watchers: SlowWatchers::default(),
             spill_limit: DEFAULT_SPILL_LIMIT,
+            spill_budget: DEFAULT_SPILL_BUDGET,
             clock: std::sync::Arc::new(SystemClock),
         }
     }
@@ -231,6 +233,28 @@ impl Config {
         self
     }
 
+    /// Under [`SlowWatchers::Park`]: how many change handles (8 bytes
+    /// each) all the overflows of the engine may hold together (default
+    /// 4 Mi handles, 32 MiB; [`Stats::overflow_handles`](crate::Stats::overflow_handles)
+    /// says how many they hold). Once they hold that many, a selective
+    /// watcher whose queue is full is parked instead of spilling: a parked
+    /// watcher holds nothing beyond its queue and feeds itself from the
+    /// history ring, so it loses nothing and ends only if the writer laps
+    /// it (`Gone`). A stalled consumer therefore costs at most its queue
+    /// plus its share of this budget, and ten thousand of them cost this
+    /// budget, not ten thousand overflows. Handles come back to the budget
+    /// when a consumer takes its overflow, is parked, or ends.
+    ///
+    /// ```
+    /// use herald::Config;
+    /// // 1 MiB of overflow for the whole engine.
+    /// let config = Config::default().spill_budget(128 * 1024);
+    /// ```
+    pub fn spill_budget(mut self, handles: u64) -> Self {
+        self.spill_budget = handles;
+        self
+    }
+
     /// The clock every time rule reads (default [`SystemClock`]); tests use
     /// a [`ManualClock`](crate::ManualClock).
     ///
@@ -291,6 +315,9 @@ impl Config {
 
 /// [`Config::spill_limit`]'s default.
 const DEFAULT_SPILL_LIMIT: usize = 4096;
+
+/// [`Config::spill_budget`]'s default: 4 Mi handles, 32 MiB.
+const DEFAULT_SPILL_BUDGET: u64 = 4 << 20;
 
 /// The smallest watcher queue (the reference's 10). One under loom, so
 /// that a model fills a queue with a single change.

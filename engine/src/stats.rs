@@ -37,6 +37,8 @@ pub(crate) struct Counters {
     pub(crate) applied_to_enqueued: AtomicHistogram,
     pub(crate) enqueued_to_received: AtomicHistogram,
     pub(crate) watchers_retiring: AtomicU64,
+    /// Handles in every watcher's overflow (`Config::spill_budget`).
+    pub(crate) overflow_handles: AtomicU64,
     /// Registrations queued for the dispatcher (counted into
     /// `watchers_pending`).
     pub(crate) registrations_queued: AtomicU64,
@@ -97,6 +99,7 @@ impl Counters {
             watchers_pending: g(&self.watchers_pending) + g(&self.registrations_queued),
             watchers_active: g(&self.watchers_active),
             watchers_retiring: g(&self.watchers_retiring),
+            overflow_handles: g(&self.overflow_handles),
             watchers_ended: ends.total(),
             terminations: ends,
             ring_capacity: g(&self.ring_capacity),
@@ -165,6 +168,9 @@ pub struct Stats {
     /// so at most as many as `watchers_pending + watchers_active`, plus
     /// what ended since the dispatcher last looked).
     pub watchers_retiring: u64,
+    /// Change handles held in selective watchers' overflows now (8 bytes
+    /// each), at most [`Config::spill_budget`](crate::Config::spill_budget).
+    pub overflow_handles: u64,
     /// Watches ended, for any reason.
     pub watchers_ended: u64,
     /// Ended watches by reason.

@@ -374,7 +374,20 @@ impl WatcherShared {
     /// the overflow meanwhile and made room, else in the overflow. Returns
     /// false if the watcher is to be parked instead (it admits everything,
     /// or the overflow holds `limit` handles already).
-    pub(crate) fn overflow(&self, handle: u64, limit: usize) -> bool {
+    ///
+    /// `held` counts the handles in every overflow of the engine (changed
+    /// only under each watcher's `spill` lock, so exact); past `budget` a
+    /// full queue parks the watcher, which holds no more memory than its
+    /// queue: the engine's overflow memory is bounded by configuration
+    /// ([`Config::spill_budget`](crate::Config::spill_budget)), not by the
+    /// number of stalled consumers.
+    pub(crate) fn overflow(
+        &self,
+        handle: u64,
+        limit: usize,
+        held: &std::sync::atomic::AtomicU64,
+        budget: u64,
+    ) -> bool {
         if self.spec.filter.is_everything() {
             return false;
         }
@@ -392,18 +405,25 @@ impl WatcherShared {
             // Release: pairs with the consumer's Acquire in `take_spill`.
             self.spilling.store(true, Ordering::Release);
         }
-        if spill.len() >= limit {
+        // Relaxed: a statistic and a budget; only this thread (the
+        // dispatcher) adds to it, so the check below is never stale.
+        if spill.len() >= limit || held.load(Ordering::Relaxed) >= budget {
             return false;
         }
         spill.push(handle);
+        held.fetch_add(1, Ordering::Relaxed);
         true
     }
 
     /// Consumer, on a park: forgets the overflow (the park's replay
     /// re-derives it; the dispatcher does not touch it while parked).
-    fn discard_spill(&self) {
+    /// Dispatcher, on retiring an ended watcher: gives its overflow back
+    /// to the budget. Either way the memory is freed.
+    pub(crate) fn discard_spill(&self, held: &std::sync::atomic::AtomicU64) {
         let mut spill = self.lock_spill();
-        spill.clear();
+        // Relaxed: see `overflow`.
+        held.fetch_sub(spill.len() as u64, Ordering::Relaxed);
+        *spill = Vec::new();
         self.spilling.store(false, Ordering::Relaxed);
     }
 
@@ -1373,7 +1393,7 @@ impl Watch {
                         o.spilled.clear();
                         o.spilled_at = 0;
                     }
-                    self.w.discard_spill();
+                    self.w.discard_spill(&self.engine.counters.overflow_handles);
                     // A discarded bookmark marker is no longer in flight
                     // (Release: see the field).
                     self.w.bookmark_pending.store(false, Ordering::Release);
@@ -1502,7 +1522,13 @@ impl Watch {
         }
         {
             let mut spill = w.lock_spill();
-            o.spilled.append(&mut spill);
+            // Taken whole (its buffer freed after the copy, not kept at
+            // its high-water mark), and given back to the budget.
+            let taken = std::mem::take(&mut *spill);
+            let held = &self.engine.counters.overflow_handles;
+            // Relaxed: see `WatcherShared::overflow`.
+            held.fetch_sub(taken.len() as u64, Ordering::Relaxed);
+            o.spilled.extend_from_slice(&taken);
             w.spilling.store(false, Ordering::Relaxed);
         }
         self.next_spilled()
@@ -1513,7 +1539,14 @@ impl Watch {
     fn next_spilled(&mut self) -> Option<u64> {
         let o = self.occasional.as_deref_mut()?;
         let handle = o.spilled.get(o.spilled_at).copied();
-        o.spilled_at += usize::from(handle.is_some());
+        if handle.is_some() {
+            o.spilled_at += 1;
+        } else if o.spilled_at > 0 {
+            // Served: free the buffer rather than keep its high-water mark
+            // for the watch's life (once per overflow taken).
+            o.spilled = Vec::new();
+            o.spilled_at = 0;
+        }
         handle
     }
 

@@ -355,3 +355,53 @@ impl Clock for SharedClock {
         self.0.park_until(deadline, at_most)
     }
 }
+
+// Decided (issue 14): stalled selective watchers held up to `spill_limit`
+// handles each, without bound in their number (10k: +325 MiB). The
+// overflows now share one budget; past it a full queue parks, which holds
+// nothing more, and every watcher still gets exactly what it is owed.
+#[test]
+fn stalled_watchers_share_one_overflow_budget() {
+    let (engine, mut writer) = Engine::new(
+        Config::default()
+            .spill_limit(1_000)
+            .spill_budget(100)
+            .history_bounds(4_096, 4_096),
+    )
+    .unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let mut stalled: Vec<Watch> = (0..20)
+        .map(|_| {
+            engine
+                .watch(
+                    WatchRequest::new()
+                        .labels("app=web".parse().unwrap())
+                        .resource_version(Some(1.into())),
+                )
+                .unwrap()
+        })
+        .collect();
+    eventually("registered", || engine.stats().watchers_active == 20);
+    let mut peak = 0;
+    for rv in 2..502u64 {
+        let o = Object::builder("ns", &format!("p{rv}"))
+            .label("app", "web")
+            .build();
+        writer.apply(Change::added(o, rv.into())).unwrap();
+        peak = peak.max(engine.stats().overflow_handles);
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched >= 501);
+    let stats = engine.stats();
+    assert!(peak <= 100, "overflow held {peak} handles, budget 100");
+    assert!(stats.parks > 0, "past the budget, full queues park");
+    for w in &mut stalled {
+        let (seen, end) = recv_events(w, 500);
+        assert_eq!(end, None);
+        let rvs: Vec<u64> = seen.iter().map(|s| s.rv).collect();
+        assert_eq!(rvs, (2..502).collect::<Vec<_>>());
+    }
+    drop(stalled);
+    eventually("the overflow budget is back", || {
+        engine.stats().overflow_handles == 0
+    });
+}
