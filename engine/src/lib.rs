@@ -93,7 +93,7 @@
 //!
 //! | | [`SlowWatchers::Park`] (default) | [`SlowWatchers::TimeBudget`] (the reference) |
 //! | --- | --- | --- |
-//! | full queue | a selective watcher's handles go to an ordered overflow (up to [`Config::spill_limit`]); past it, the watcher is parked at the first change it missed, feeds itself from the ring, and is resumed once it has caught up. A watcher of everything has no queue to fill: it follows the ring itself | the dispatcher waits for it, out of a shared budget (starts at 0, 50 ms more per second, at most 100 ms, unused time returned) |
+//! | full queue | a selective watcher's handles go to an ordered overflow (up to [`Config::spill_limit`], and while all overflows together hold less than [`Config::spill_budget`]); past either, the watcher is parked at the first change it missed, feeds itself from the ring, and is resumed once it has caught up. A watcher of everything has no queue to fill: it follows the ring itself | the dispatcher waits for it, out of a shared budget (starts at 0, 50 ms more per second, at most 100 ms, unused time returned) |
 //! | the dispatcher | never waits | waits up to the budget per round; every other watcher waits with it |
 //! | the slow watcher ends | only with [`EndReason::Gone`], when the change it missed has left the ring | with [`EndReason::TooSlow`] once the budget is spent and one more try fails (after draining, if it holds an undelivered initial-events-end bookmark) |
 //! | cost to others | none | up to the budget's worth of latency per blocked round |
@@ -124,10 +124,28 @@
 //! (jittered). A watch with a deadline ends with [`EndReason::Deadline`].
 //! All of it reads the engine's [`Clock`]: tests drive a [`ManualClock`].
 //!
+//! ## Memory and hostile callers
+//!
+//! What the engine holds is bounded by configuration, not by what callers
+//! do: the history by [`Config::history_bounds`] (at most
+//! [`Config::MAX_HISTORY`]) and [`Config::history_max_bytes`], the
+//! overflows of stalled watchers by [`Config::spill_budget`], and a
+//! dropped watch is released in O(1) amortised (the dispatcher marks it and
+//! sweeps its tables once dropped watches are half of what it holds, so
+//! they never outnumber live ones; [`Stats::watchers_retiring`]). The
+//! dispatcher takes at most 1,024 registrations and removals between two
+//! batches of changes, so a client churning watches delays changes by
+//! that much work, never by its whole flood. Every duration saturates:
+//! `Duration::MAX` means "never" (no tick, no bookmark, no deadline, no
+//! timeout), never a panic. If the dispatcher panics anyway (a bug, or a
+//! user [`Clock`] that panics), the engine stops, every watch ends with
+//! [`EndReason::EngineFailed`], and [`Engine::failure`] says why.
+//!
 //! ## Metrics
 //!
 //! [`Engine::stats`] reports terminations by reason, parks and resumes,
-//! budget rounds, budget taken and returned, bookmarks sent, and two
+//! budget rounds, budget taken and returned, bookmarks sent, the watches
+//! pending, active and retiring, the handles in overflows, and two
 //! latency [`Histogram`]s a server can export as Prometheus buckets:
 //! change applied -> enqueued, and enqueued -> received.
 //!
@@ -137,7 +155,8 @@
 //! [`Stopped`](EndReason::Stopped) (by its owner),
 //! [`Gone`](EndReason::Gone), [`Relisted`](EndReason::Relisted) (a later
 //! `replace`), [`EngineStopped`](EndReason::EngineStopped),
-//! [`TooLargeResourceVersion`](EndReason::TooLargeResourceVersion), ...
+//! [`TooLargeResourceVersion`](EndReason::TooLargeResourceVersion),
+//! [`EngineFailed`](EndReason::EngineFailed), ...
 //! After it, [`Watch::recv`] returns `None`. An end takes effect at once:
 //! changes queued for the watch but not yet received are not delivered
 //! (what was received is still a gap-free prefix), except the graceful
