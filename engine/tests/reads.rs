@@ -383,3 +383,68 @@ fn reads_before_the_list_and_after_the_stop_say_so() {
         Err(ReadError::EngineStopped)
     );
 }
+
+/// Issue 14, finding 7: a list index files an object without the field
+/// under `""`, as a field selector reads it, so `spec.nodeName=` served
+/// from the index equals a scan at the present and at past versions.
+#[test]
+fn index_served_lists_equal_scans_for_the_empty_value_and_missing_fields() {
+    let pod = |k: u64, node: u64| {
+        let b = Object::builder("ns", &format!("pod-{k}"));
+        match node {
+            0 => b,
+            1 => b.field(INDEX, ""),
+            n => b.field(INDEX, &format!("node-{n}")),
+        }
+        .build()
+    };
+    let history = |c: Config| {
+        c.history_bounds(1_000, 1_000)
+            .history_window(Duration::from_secs(3600))
+    };
+    let (indexed, mut w1) = Engine::new(history(Config::default().list_index(INDEX))).unwrap();
+    let (scanned, mut w2) = Engine::new(history(Config::default())).unwrap();
+    let base: Vec<Object> = (0..40).map(|k| pod(k, k % 4)).collect();
+    for w in [&mut w1, &mut w2] {
+        w.replace(base.iter().cloned(), LIST_RV.into()).unwrap();
+    }
+    let mut rng = Rng::new(21);
+    let mut live: BTreeMap<u64, Object> = (0..40).zip(base).collect();
+    let mut rv = LIST_RV;
+    for _ in 0..300 {
+        rv += 1;
+        let k = rng.below(50);
+        let o = pod(k, rng.below(4));
+        let change = match live.get(&k) {
+            None => Change::added(o.clone(), rv.into()),
+            Some(old) if rng.below(6) == 0 => Change::deleted(old.clone(), rv.into()),
+            Some(_) => Change::modified(o.clone(), rv.into()),
+        };
+        if change.kind() == ChangeKind::Deleted {
+            live.remove(&k);
+        } else {
+            live.insert(k, o);
+        }
+        for w in [&mut w1, &mut w2] {
+            w.apply(change.clone()).unwrap();
+        }
+    }
+    let reads = [ReadAt::Any]
+        .into_iter()
+        .chain((LIST_RV..=rv).step_by(37).map(|r| ReadAt::Exact(r.into())));
+    for at in reads {
+        for value in ["", "node-2", "node-3", "node-9"] {
+            let req = ListRequest::new()
+                .fields(format!("{INDEX}={value}").parse().unwrap())
+                .at(at);
+            let a = indexed.list(&req).unwrap();
+            let b = scanned.list(&req).unwrap();
+            assert_eq!(keys(&a.items), keys(&b.items), "{value:?} {at:?}");
+            if value.is_empty() {
+                // Some without the field, some with it empty.
+                assert!(a.items.iter().any(|i| i.object.field(INDEX).is_none()));
+                assert!(a.items.iter().any(|i| i.object.field(INDEX) == Some("")));
+            }
+        }
+    }
+}
