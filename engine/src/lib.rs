@@ -175,6 +175,7 @@ mod bookmarks;
 mod budget;
 mod clock;
 mod dispatch;
+mod echo;
 mod engine;
 mod error;
 mod event;

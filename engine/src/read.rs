@@ -53,6 +53,7 @@ use std::ops::Bound;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::echo::Echo;
 use crate::engine::Shared;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
 use crate::filter::{Filter, KeyScope};
@@ -226,7 +227,7 @@ impl FromStr for Continue {
     type Err = ReadError;
 
     fn from_str(s: &str) -> Result<Self, ReadError> {
-        let bad = |why: &str| ReadError::InvalidContinue(format!("{why}: {s:?}"));
+        let bad = |why: &str| ReadError::InvalidContinue(format!("{why}: {}", Echo::new(s)));
         let mut parts = s.splitn(4, '.');
         if parts.next() != Some(TOKEN_PREFIX) {
             return Err(bad("not a Herald continue token"));
@@ -270,7 +271,8 @@ pub enum ReadError {
     Gone(Gone),
     /// The cache did not reach the version asked for in time.
     TooLargeResourceVersion(TooLargeResourceVersion),
-    /// A continue token that does not parse.
+    /// A continue token that does not parse: why, and at most its first
+    /// 64 bytes.
     InvalidContinue(String),
     /// A continued list names its version in the token: the request must
     /// not name one too.

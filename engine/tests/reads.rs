@@ -448,3 +448,34 @@ fn index_served_lists_equal_scans_for_the_empty_value_and_missing_fields() {
         }
     }
 }
+
+/// Issue 14, finding 10: an error repeats at most a bounded start of the
+/// input it rejects (here 1 MB of it), as `InvalidResourceVersion` does.
+#[test]
+fn errors_repeat_a_bounded_part_of_hostile_input() {
+    const MB: usize = 1 << 20;
+    let bounded = |msg: String| {
+        assert!(msg.len() < 512, "{} bytes: {}...", msg.len(), &msg[..200]);
+    };
+    for token in [
+        "x".repeat(MB),
+        format!("h1.{}", "9".repeat(MB)),
+        format!("h2.{}", "0".repeat(MB)),
+        format!("h1.1.2.{}zz", "61".repeat(MB / 2)),
+        format!("{}.", "é".repeat(MB / 2)),
+    ] {
+        match token.parse::<Continue>() {
+            Err(e) => bounded(e.to_string()),
+            Ok(t) => panic!("parsed {} bytes as {}", token.len(), t.resource_version()),
+        }
+    }
+    bounded(
+        "1".repeat(MB)
+            .parse::<ResourceVersion>()
+            .unwrap_err()
+            .to_string(),
+    );
+    let name = "f".repeat(MB);
+    let dup = Config::default().list_index(&name).list_index(&name);
+    bounded(Engine::new(dup).map(|_| ()).unwrap_err().to_string());
+}
