@@ -385,6 +385,9 @@ pub(crate) struct Shared {
     /// When the engine was created, on its clock: time zero for the
     /// latency stamps and the dispatcher's tick, wheel and budget.
     pub(crate) epoch: Instant,
+    /// This engine's random id, carried by its continue tokens so it
+    /// refuses another engine's (`read.rs`).
+    pub(crate) engine_id: u64,
 }
 
 impl Shared {
@@ -665,6 +668,7 @@ impl Engine {
             counters,
             next_id: AtomicU64::new(0),
             epoch: config.clock.now(),
+            engine_id: crate::read::engine_id(),
             config,
         });
         let for_thread = shared.clone();

@@ -479,3 +479,91 @@ fn errors_repeat_a_bounded_part_of_hostile_input() {
     let dup = Config::default().list_index(&name).list_index(&name);
     bounded(Engine::new(dup).map(|_| ()).unwrap_err().to_string());
 }
+
+/// A token's text with its `i`-th dot-separated part from the end
+/// replaced: the version is second to last, the generation third.
+fn forge(token: &Continue, from_end: usize, with: &str) -> Continue {
+    let text = token.to_string();
+    let mut parts: Vec<&str> = text.split('.').collect();
+    let i = parts.len() - from_end;
+    parts[i] = with;
+    parts.join(".").parse().unwrap()
+}
+
+/// Issue 14, finding 6: a forged token naming a version the engine has
+/// not reached (or a re-list it has not made) is refused as invalid; it
+/// was served, the present labelled with the forged version.
+#[test]
+fn tokens_naming_a_state_the_engine_has_not_reached_are_invalid() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    let objs: Vec<Object> = (0..43)
+        .map(|i| Object::builder("ns", &format!("pod-{i:02}")).build())
+        .collect();
+    writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+    let token = engine
+        .list(&ListRequest::new().limit(5))
+        .unwrap()
+        .continue_token
+        .unwrap();
+    assert_eq!(token.resource_version().get(), 10);
+    let future = forge(&token, 2, "1000000");
+    assert_eq!(future.resource_version().get(), 1_000_000);
+    // Before and after a delete (43 items, then 42, both "at 1000000").
+    for delete in [true, false] {
+        let err = engine.list(&ListRequest::new().continue_from(future.clone()));
+        match err {
+            Err(ReadError::InvalidContinue(e)) => assert!(e.to_string().contains("1000000")),
+            other => panic!("{:?}", other.map(|l| (l.items.len(), l.resource_version))),
+        }
+        if delete {
+            let gone = objs[42].clone();
+            writer.apply(Change::deleted(gone, 11.into())).unwrap();
+        }
+    }
+    // The version reached is served; one above it is not.
+    let reached = forge(&token, 2, "11");
+    let page = engine
+        .list(&ListRequest::new().continue_from(reached))
+        .unwrap();
+    assert_eq!((page.items.len(), page.resource_version.get()), (37, 11));
+    let err = engine.list(&ListRequest::new().continue_from(forge(&token, 2, "12")));
+    assert!(matches!(err, Err(ReadError::InvalidContinue(_))), "{err:?}");
+    // A re-list the engine has not made.
+    let err = engine.list(&ListRequest::new().continue_from(forge(&token, 3, "7")));
+    assert!(matches!(err, Err(ReadError::InvalidContinue(_))), "{err:?}");
+}
+
+/// Issue 14, finding 6: a token carries its engine's id, and another
+/// engine refuses it, even one holding the same objects at the same
+/// versions; both still serve their own.
+#[test]
+fn tokens_from_another_engine_are_refused() {
+    let objs: Vec<Object> = (0..10)
+        .map(|i| Object::builder("ns", &format!("pod-{i}")).build())
+        .collect();
+    let engines: Vec<(Engine, Writer)> = (0..2)
+        .map(|_| {
+            let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+            writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+            (engine, writer)
+        })
+        .collect();
+    let token = |e: &Engine| {
+        e.list(&ListRequest::new().limit(3))
+            .unwrap()
+            .continue_token
+            .unwrap()
+    };
+    let (a, b) = (&engines[0].0, &engines[1].0);
+    let (ta, tb) = (token(a), token(b));
+    assert_ne!(ta.to_string(), tb.to_string());
+    for (engine, own, foreign) in [(a, &ta, &tb), (b, &tb, &ta)] {
+        let err = engine.list(&ListRequest::new().continue_from(foreign.clone()));
+        assert_eq!(err, Err(ReadError::ForeignContinue));
+        assert!(err.unwrap_err().to_string().contains("another engine"));
+        let page = engine
+            .list(&ListRequest::new().continue_from(own.clone()))
+            .unwrap();
+        assert_eq!(page.items.len(), 7);
+    }
+}
