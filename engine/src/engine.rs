@@ -434,6 +434,9 @@ pub(crate) struct Shared {
     /// Why the dispatcher failed (its panic's message), set once before
     /// the engine stops; see [`Engine::failure`].
     pub(crate) failure: OnceLock<String>,
+    /// This engine's random id, carried by its continue tokens so it
+    /// refuses another engine's (`read.rs`).
+    pub(crate) engine_id: u64,
 }
 
 impl Shared {
@@ -732,6 +735,7 @@ impl Engine {
             next_id: AtomicU64::new(0),
             epoch: config.clock.now(),
             failure: OnceLock::new(),
+            engine_id: crate::read::engine_id(),
             config,
         });
         let for_thread = shared.clone();

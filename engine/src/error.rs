@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::echo::Echo;
 use crate::{Gone, ResourceVersion};
 
 /// A change, re-list or progress the writer refused. The engine is unchanged.
@@ -87,7 +88,8 @@ pub enum ConfigError {
     },
     /// A duration setting is zero.
     ZeroDuration(&'static str),
-    /// An indexed field name is empty or listed twice.
+    /// An indexed field name is empty or listed twice. The message shows
+    /// at most the name's first 64 bytes.
     BadIndex(String),
     /// The dispatcher thread could not be spawned.
     Spawn(std::io::Error),
@@ -102,7 +104,11 @@ impl fmt::Display for ConfigError {
             ),
             ConfigError::ZeroDuration(what) => write!(f, "{what} must be greater than zero"),
             ConfigError::BadIndex(name) => {
-                write!(f, "indexed field {name:?} is empty or listed twice")
+                write!(
+                    f,
+                    "indexed field {} is empty or listed twice",
+                    Echo::new(name)
+                )
             }
             ConfigError::Spawn(e) => write!(f, "could not spawn the dispatcher thread: {e}"),
         }

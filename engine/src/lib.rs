@@ -194,6 +194,7 @@ mod bookmarks;
 mod budget;
 mod clock;
 mod dispatch;
+mod echo;
 mod engine;
 mod error;
 mod event;
@@ -225,7 +226,10 @@ pub use event::{
 pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Object, ObjectBuilder};
-pub use read::{Continue, GetResponse, Item, ListRequest, ListResponse, ReadAt, ReadError};
+pub use read::{
+    Continue, GetResponse, InvalidContinue, Item, ListRequest, ListResponse, MalformedContinue,
+    ReadAt, ReadError,
+};
 pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
 pub use rv::{InvalidResourceVersion, ResourceVersion};
 pub use selector::{

@@ -41,8 +41,9 @@
 //!
 //! # Pages
 //!
-//! A page ends with a [`Continue`] token naming the generation, the
-//! version the first page was read at and the last key served. The next
+//! A page ends with a [`Continue`] token naming the engine, the
+//! generation, the version the first page was read at and the last key
+//! served (its [format and rules](Continue#format)). The next
 //! page reads the same version exactly, from the key after, so a sequence
 //! of pages equals one list at that version however the cache moves in
 //! between; once the version leaves the window (or the cache re-lists) the
@@ -53,6 +54,7 @@ use std::ops::Bound;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::echo::Echo;
 use crate::engine::Shared;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
 use crate::filter::{Filter, KeyScope};
@@ -193,10 +195,64 @@ pub struct ListResponse {
     pub continue_token: Option<Continue>,
 }
 
-/// A list's continue token: opaque, printable (`Display`) and parsed back
-/// (`FromStr`), as a server hands it to its client.
+/// A list's continue token: printable (`Display`) and parsed back
+/// (`FromStr`), as a server hands it to its client and takes it back.
+///
+/// # Format
+///
+/// `h2.<engine>.<generation>.<version>.<key>`, in ASCII:
+///
+/// - `h2`: the format's version (Herald's first format, `h1`, had no
+///   engine and is refused as malformed);
+/// - `<engine>`: the issuing engine's id, 16 lowercase hex digits, drawn
+///   at random by [`Engine::new`](crate::Engine::new);
+/// - `<generation>`: the number of re-lists the engine had made (see
+///   [`Engine::generation`](crate::Engine::generation)), decimal;
+/// - `<version>`: the version every page of the list is read at, decimal;
+/// - `<key>`: the last key served, its UTF-8 bytes in lowercase hex.
+///
+/// Each part has exactly one spelling (no sign, no leading zero, no
+/// capital hex), so a token that parses prints back as the same text.
+///
+/// # Rules
+///
+/// A token is served only by the engine that issued it, and only as that
+/// engine could have issued it:
+///
+/// - text that does not parse is [`InvalidContinue::Malformed`];
+/// - another engine's token (another process, a replica, an engine since
+///   restarted: its generations and key order mean nothing here) is
+///   [`ReadError::ForeignContinue`];
+/// - a version above the one the engine has reached, or a generation it
+///   has not, is [`InvalidContinue::VersionNotReached`] or
+///   [`InvalidContinue::GenerationNotReached`]: only a forged or corrupted
+///   token names one (the engine's version and generation never go back),
+///   and serving it would label the present with a version it is not at;
+/// - a version that has left the history window, or a generation before
+///   the last re-list, is [`ReadError::Gone`] (Kubernetes' "continue token
+///   too old"): list again from the start.
+///
+/// The key is not checked against anything: a client may skip keys, and
+/// the selectors still decide what each page holds.
+///
+/// ```
+/// use herald::*;
+/// let (engine, mut writer) = Engine::new(Config::default())?;
+/// let obj = |n: &str| Object::builder("ns", n).build();
+/// writer.replace([obj("a"), obj("b"), obj("c")], 10.into())?;
+/// let page = engine.list(&ListRequest::new().limit(2))?;
+/// let token = page.continue_token.unwrap();
+/// let text = token.to_string();
+/// assert!(text.starts_with("h2.") && text.ends_with(".1.10.6e732f62")); // "ns/b"
+/// let token: Continue = text.parse()?;
+/// let next = engine.list(&ListRequest::new().limit(2).continue_from(token))?;
+/// assert_eq!(next.items[0].object.name(), "c");
+/// assert_eq!(next.continue_token, None);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Continue {
+    engine: u64,
     generation: u64,
     rv: ResourceVersion,
     after: Box<str>,
@@ -204,17 +260,40 @@ pub struct Continue {
 
 impl Continue {
     /// The version every page of the list is read at.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # let (engine, mut writer) = Engine::new(Config::default())?;
+    /// # writer.replace([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 7.into())?;
+    /// let page = engine.list(&ListRequest::new().limit(1))?;
+    /// assert_eq!(page.continue_token.unwrap().resource_version().get(), 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn resource_version(&self) -> ResourceVersion {
         self.rv
     }
 }
 
 /// The token's format version.
-const TOKEN_PREFIX: &str = "h1";
+const TOKEN_PREFIX: &str = "h2";
+
+/// A random id for a new engine, for its continue tokens. Random, not a
+/// counter: an engine in another process, or in this one after a restart,
+/// must not share it. `RandomState` draws its SipHash keys from the
+/// operating system once per thread and steps them for each new state, so
+/// two engines hash `0` to different values whatever thread makes them.
+pub(crate) fn engine_id() -> u64 {
+    use std::hash::BuildHasher;
+    std::collections::hash_map::RandomState::new().hash_one(0u64)
+}
 
 impl fmt::Display for Continue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{TOKEN_PREFIX}.{}.{}.", self.generation, self.rv)?;
+        write!(
+            f,
+            "{TOKEN_PREFIX}.{:016x}.{}.{}.",
+            self.engine, self.generation, self.rv
+        )?;
         for b in self.after.as_bytes() {
             write!(f, "{b:02x}")?;
         }
@@ -222,34 +301,63 @@ impl fmt::Display for Continue {
     }
 }
 
+/// A decimal in its one spelling: digits only, no leading zero but `0`.
+fn canonical_decimal(s: &str) -> Option<u64> {
+    let digits = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (s.len() > 1 && s.starts_with('0')) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// A lowercase hex digit's value.
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        _ => None,
+    }
+}
+
 impl FromStr for Continue {
     type Err = ReadError;
 
+    /// Parses a token in the [format](Continue#format) above; anything
+    /// else is [`InvalidContinue::Malformed`].
     fn from_str(s: &str) -> Result<Self, ReadError> {
-        let bad = |why: &str| ReadError::InvalidContinue(format!("{why}: {s:?}"));
-        let mut parts = s.splitn(4, '.');
-        if parts.next() != Some(TOKEN_PREFIX) {
-            return Err(bad("not a Herald continue token"));
-        }
-        let mut number = || {
-            parts
-                .next()
-                .and_then(|p| p.parse::<u64>().ok())
-                .ok_or_else(|| bad("malformed"))
+        let bad = |why| {
+            ReadError::InvalidContinue(InvalidContinue::Malformed(MalformedContinue::new(why, s)))
         };
-        let generation = number()?;
-        let rv = ResourceVersion::new(number()?);
-        let hex = parts.next().ok_or_else(|| bad("malformed"))?;
+        let mut parts = s.splitn(5, '.');
+        if parts.next() != Some(TOKEN_PREFIX) {
+            return Err(bad("not a Herald continue token of this format"));
+        }
+        let engine = parts
+            .next()
+            .filter(|p| p.len() == 16 && p.bytes().all(|b| hex_digit(b).is_some()))
+            .and_then(|p| u64::from_str_radix(p, 16).ok())
+            .ok_or_else(|| bad("malformed engine id"))?;
+        let generation = parts
+            .next()
+            .and_then(canonical_decimal)
+            .ok_or_else(|| bad("malformed generation"))?;
+        let rv = parts
+            .next()
+            .and_then(canonical_decimal)
+            .map(ResourceVersion::new)
+            .ok_or_else(|| bad("malformed resource version"))?;
+        let hex = parts.next().ok_or_else(|| bad("no key"))?.as_bytes();
         if hex.len() % 2 != 0 {
             return Err(bad("malformed key"));
         }
-        let bytes = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("x"), 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map_err(|_| bad("malformed key"))?;
+        let bytes = hex
+            .chunks_exact(2)
+            .map(|pair| Some(hex_digit(pair[0])? << 4 | hex_digit(pair[1])?))
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| bad("malformed key"))?;
         let after = String::from_utf8(bytes).map_err(|_| bad("malformed key"))?;
         Ok(Continue {
+            engine,
             generation,
             rv,
             after: after.into(),
@@ -257,7 +365,116 @@ impl FromStr for Continue {
     }
 }
 
+/// A continue token this engine refuses as one it could not have issued
+/// ([`ReadError::InvalidContinue`]); see the [rules](Continue#rules).
+///
+/// ```
+/// use herald::*;
+/// let err = "h2.nope".parse::<Continue>().unwrap_err();
+/// match err {
+///     ReadError::InvalidContinue(InvalidContinue::Malformed(m)) => assert_eq!(m.input(), "h2.nope"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidContinue {
+    /// The text is not a token in the [format](Continue#format).
+    Malformed(MalformedContinue),
+    /// The token names a version above the one the engine has reached.
+    VersionNotReached {
+        /// The token's version.
+        token: ResourceVersion,
+        /// The engine's version when the token was checked.
+        reached: ResourceVersion,
+    },
+    /// The token names a re-list the engine has not made.
+    GenerationNotReached {
+        /// The token's generation.
+        token: u64,
+        /// The engine's generation when the token was checked.
+        reached: u64,
+    },
+}
+
+impl fmt::Display for InvalidContinue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidContinue::Malformed(m) => fmt::Display::fmt(m, f),
+            InvalidContinue::VersionNotReached { token, reached } => write!(
+                f,
+                "it names resource version {token}, which the cache has not reached (it is at {reached})"
+            ),
+            InvalidContinue::GenerationNotReached { token, reached } => write!(
+                f,
+                "it names generation {token}, which the cache has not reached (it is at {reached})"
+            ),
+        }
+    }
+}
+
+/// Text that is not a continue token: what is wrong with it, and its start.
+///
+/// ```
+/// use herald::*;
+/// let long = format!("h1.{}", "7".repeat(1 << 20));
+/// let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = long.parse::<Continue>() else {
+///     panic!()
+/// };
+/// assert_eq!(m.input().len(), 64);
+/// assert_eq!(m.reason(), "not a Herald continue token of this format");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedContinue {
+    reason: &'static str,
+    input: Echo,
+}
+
+impl MalformedContinue {
+    fn new(reason: &'static str, input: &str) -> MalformedContinue {
+        MalformedContinue {
+            reason,
+            input: Echo::new(input),
+        }
+    }
+
+    /// What is wrong with the text.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "h2.00000000000000zz.0.0.".parse::<Continue>() else { panic!() };
+    /// assert_eq!(m.reason(), "malformed engine id");
+    /// ```
+    pub fn reason(&self) -> &str {
+        self.reason
+    }
+
+    /// The rejected text (at most its first 64 bytes).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "abc".parse::<Continue>() else { panic!() };
+    /// assert_eq!(m.input(), "abc");
+    /// ```
+    pub fn input(&self) -> &str {
+        self.input.head()
+    }
+}
+
+impl fmt::Display for MalformedContinue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason, self.input)
+    }
+}
+
 /// A read that could not be served. Nothing is changed by a failed read.
+///
+/// ```
+/// use herald::*;
+/// let (engine, _writer) = Engine::new(Config::default())?;
+/// assert_eq!(engine.get("ns/a", ReadAt::Any), Err(ReadError::NotReady));
+/// # Ok::<(), ConfigError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReadError {
@@ -270,8 +487,26 @@ pub enum ReadError {
     Gone(Gone),
     /// The cache did not reach the version asked for in time.
     TooLargeResourceVersion(TooLargeResourceVersion),
-    /// A continue token that does not parse.
-    InvalidContinue(String),
+    /// A continue token that does not parse, or that names a state the
+    /// engine has never been in (forged or corrupted).
+    InvalidContinue(InvalidContinue),
+    /// A continue token issued by another engine (a replica, or this
+    /// engine's predecessor before a restart): its versions and
+    /// generations are not this engine's. List again from the start.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let obj = |n: &str| Object::builder("ns", n).build();
+    /// let (a, mut wa) = Engine::new(Config::default())?;
+    /// let (b, mut wb) = Engine::new(Config::default())?;
+    /// wa.replace([obj("x"), obj("y")], 5.into())?;
+    /// wb.replace([obj("x"), obj("y")], 5.into())?;
+    /// let token = a.list(&ListRequest::new().limit(1))?.continue_token.unwrap();
+    /// let err = b.list(&ListRequest::new().continue_from(token));
+    /// assert_eq!(err, Err(ReadError::ForeignContinue));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ForeignContinue,
     /// A continued list names its version in the token: the request must
     /// not name one too.
     ContinueWithResourceVersion,
@@ -286,7 +521,10 @@ impl fmt::Display for ReadError {
             ReadError::EngineStopped => f.write_str("the engine is stopped"),
             ReadError::Gone(g) => fmt::Display::fmt(g, f),
             ReadError::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),
-            ReadError::InvalidContinue(why) => write!(f, "invalid continue token ({why})"),
+            ReadError::InvalidContinue(why) => write!(f, "invalid continue token: {why}"),
+            ReadError::ForeignContinue => f.write_str(
+                "the continue token was issued by another engine: list again from the start",
+            ),
             ReadError::ContinueWithResourceVersion => {
                 f.write_str("a continued list must not name a resource version")
             }
@@ -332,7 +570,8 @@ impl Shared {
     /// the clock moves): readers cost the writer nothing.
     fn wait_for(&self, rv: ResourceVersion) -> Result<(), ReadError> {
         let clock = &self.config.clock;
-        let deadline = clock.now() + self.config.too_large_timeout;
+        // A timeout past the clock's range (`Duration::MAX`) waits for ever.
+        let deadline = crate::dispatch::later(clock.now(), self.config.too_large_timeout);
         loop {
             // A cache not yet listed is waited for too (it is about to
             // be fresh); it is `NotReady` only if it stays so.
@@ -345,14 +584,16 @@ impl Shared {
             if !pending && current >= rv {
                 return Ok(());
             }
-            if clock.now() >= deadline {
+            let now = clock.now();
+            if deadline.is_some_and(|d| now >= d) {
                 return Err(if pending {
                     ReadError::NotReady
                 } else {
                     ReadError::TooLargeResourceVersion(TooLargeResourceVersion::new(rv, current))
                 });
             }
-            clock.park_until(deadline, WAIT_STEP);
+            let until = deadline.or_else(|| crate::dispatch::later(now, WAIT_STEP));
+            clock.park_until(until.unwrap_or(now), WAIT_STEP);
         }
     }
 
@@ -431,8 +672,18 @@ impl Shared {
             let Ok((mut read, head)) = self.replay_present() else {
                 continue;
             };
-            if generation.is_some_and(|g| g != read.generation) {
-                return Err(self.gone(rv));
+            match generation {
+                // Generations only grow: a later one is forged.
+                Some(g) if g > read.generation => {
+                    return Err(ReadError::InvalidContinue(
+                        InvalidContinue::GenerationNotReached {
+                            token: g,
+                            reached: read.generation,
+                        },
+                    ));
+                }
+                Some(g) if g != read.generation => return Err(self.gone(rv)),
+                _ => {}
             }
             let tail = self.ring.tail();
             let mut cursor = self.ring.cursor();
@@ -543,6 +794,29 @@ impl Shared {
         }
     }
 
+    /// Refuses a token this engine could not have issued (see the
+    /// [rules](Continue#rules)); a generation it has not reached is
+    /// caught by [`Shared::exactly`], which knows the generation it read.
+    fn check_token(&self, token: &Continue) -> Result<(), ReadError> {
+        if token.engine != self.engine_id {
+            return Err(ReadError::ForeignContinue);
+        }
+        // The version only grows (changes, progress and re-lists move it
+        // forward), and every token this engine issued names one it had
+        // reached: a greater one is forged. Without this check the read
+        // below finds nothing to undo and labels the present with it.
+        let reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        if token.rv > reached {
+            return Err(ReadError::InvalidContinue(
+                InvalidContinue::VersionNotReached {
+                    token: token.rv,
+                    reached,
+                },
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
         let (read, after) = match &req.continue_from {
             Some(token) => {
@@ -550,6 +824,7 @@ impl Shared {
                     return Err(ReadError::ContinueWithResourceVersion);
                 }
                 self.check_readable()?;
+                self.check_token(token)?;
                 (
                     self.exactly(token.rv, Some(token.generation))?,
                     Some(&*token.after),
@@ -573,6 +848,7 @@ impl Shared {
             items.push(Item::of(e));
         }
         let continue_token = more.then(|| Continue {
+            engine: self.engine_id,
             generation: read.generation,
             rv: read.rv,
             after: items

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::echo::Echo;
+
 /// A resource version: the position of a change in the upstream store's
 /// history. Strictly increases with every applied change.
 ///
@@ -103,32 +105,41 @@ impl FromStr for ResourceVersion {
 /// assert_eq!(err.to_string(), "invalid resource version: \"12a\"");
 /// assert_eq!(err.input(), "12a");
 /// ```
+///
+/// The error keeps and shows at most the first 64 bytes of hostile input:
+///
+/// ```
+/// # use herald::ResourceVersion;
+/// let err = "9".repeat(1 << 20).parse::<ResourceVersion>().unwrap_err();
+/// assert_eq!(err.input().len(), 64);
+/// assert!(err.to_string().ends_with("... (1048576 bytes)"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InvalidResourceVersion {
-    input: Box<str>,
+    input: Echo,
 }
 
 impl InvalidResourceVersion {
     fn new(input: &str) -> Self {
-        // Bound what we keep of hostile input.
-        let mut end = input.len().min(64);
-        while !input.is_char_boundary(end) {
-            end -= 1;
-        }
         InvalidResourceVersion {
-            input: input[..end].into(),
+            input: Echo::new(input),
         }
     }
 
     /// The rejected text (at most its first 64 bytes).
+    ///
+    /// ```
+    /// # use herald::ResourceVersion;
+    /// assert_eq!("-1".parse::<ResourceVersion>().unwrap_err().input(), "-1");
+    /// ```
     pub fn input(&self) -> &str {
-        &self.input
+        self.input.head()
     }
 }
 
 impl fmt::Display for InvalidResourceVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid resource version: {:?}", self.input)
+        write!(f, "invalid resource version: {}", self.input)
     }
 }
 

@@ -24,8 +24,7 @@ pub(crate) type Store = imbl::OrdSet<Stored>;
 pub(crate) type Range<'a> =
     imbl::ordset::RangedIter<'a, Stored, imbl::shared_ptr::DefaultSharedPtr>;
 
-/// One field index: an entry per object carrying a value of the field, in
-/// one ordered set; an index look-up is a range over one value. One set
+/// One field index: an entry per object, in one ordered set; an index look-up is a range over one value. One set
 /// rather than a set per value: a B-tree node is about a kilobyte however
 /// few entries it holds, and a hundred thousand nodes with two pods each
 /// would pay that a hundred thousand times. An entry is one string,
@@ -34,6 +33,14 @@ pub(crate) type Range<'a> =
 /// (the first change after a snapshot shared it) counts references rather
 /// than allocating.
 type FieldIndex = imbl::OrdSet<Arc<str>>;
+
+/// The value an index files `object` under for `field`. A missing field
+/// reads as `""`, as field selectors read it (and as the trigger routes
+/// in `index.rs` do): `spec.nodeName=` selects the objects without one,
+/// so they must be in the index for a list served from it to equal a scan.
+fn indexed_value<'a>(object: &'a Object, field: &str) -> &'a str {
+    object.field(field).unwrap_or("")
+}
 
 /// An index entry: the value's length, `:`, the value, then the key. The
 /// length makes the value part a prefix no other value shares (a value
@@ -137,9 +144,9 @@ impl State {
         let old = self.objects.insert(stored);
         let key = new.key();
         for (i, field) in self.fields.iter().enumerate() {
-            let before = old.as_ref().and_then(|o| o.object.field(field));
-            let after = new.field(field);
-            if before == after {
+            let before = old.as_ref().map(|o| indexed_value(&o.object, field));
+            let after = indexed_value(&new, field);
+            if before == Some(after) {
                 // The common Modified: the indexes stay as they are.
                 continue;
             }
@@ -147,9 +154,7 @@ impl State {
             if let Some(v) = before {
                 ix.remove(entry(v, key).as_str());
             }
-            if let Some(v) = after {
-                ix.insert(Arc::from(entry(v, key)));
-            }
+            ix.insert(Arc::from(entry(after, key)));
         }
         old
     }
@@ -158,9 +163,8 @@ impl State {
     pub(crate) fn delete(&mut self, key: &str) -> Option<Stored> {
         let old = self.objects.remove(key)?;
         for (i, field) in self.fields.iter().enumerate() {
-            if let Some(v) = old.object.field(field) {
-                self.indexes[i].remove(entry(v, key).as_str());
-            }
+            let v = indexed_value(&old.object, field);
+            self.indexes[i].remove(entry(v, key).as_str());
         }
         Some(old)
     }
@@ -264,5 +268,41 @@ mod tests {
             .map(|e| e.object.key())
             .collect();
         assert_eq!(keys, ["ns/b"]);
+    }
+
+    #[test]
+    fn a_missing_field_is_indexed_as_empty() {
+        let with = |name: &str, n: Option<&str>| {
+            let b = Object::builder("ns", name);
+            Stored {
+                object: match n {
+                    Some(n) => b.field("spec.nodeName", n),
+                    None => b,
+                }
+                .build(),
+                rv: 1.into(),
+            }
+        };
+        let mut st = State::new(vec![Box::from("spec.nodeName")].into());
+        let ix = st.index_of("spec.nodeName").unwrap();
+        let on = |st: &State, n: &str| -> Vec<String> {
+            st.iter_indexed(ix, n, None)
+                .map(|e| e.object.key().to_owned())
+                .collect()
+        };
+        st.put(with("a", None));
+        st.put(with("b", Some("")));
+        st.put(with("c", Some("n1")));
+        assert_eq!(on(&st, ""), ["ns/a", "ns/b"]);
+        // Scheduled, then unscheduled again, then deleted.
+        st.put(with("a", Some("n1")));
+        assert_eq!(on(&st, ""), ["ns/b"]);
+        assert_eq!(on(&st, "n1"), ["ns/a", "ns/c"]);
+        st.put(with("c", None));
+        assert_eq!(on(&st, ""), ["ns/b", "ns/c"]);
+        assert!(st.delete("ns/c").is_some());
+        assert!(st.delete("ns/b").is_some());
+        assert!(on(&st, "").is_empty());
+        assert_eq!(on(&st, "n1"), ["ns/a"]);
     }
 }

@@ -405,3 +405,20 @@ fn stalled_watchers_share_one_overflow_budget() {
         engine.stats().overflow_handles == 0
     });
 }
+
+// Finding 3, reads: a read waiting for a future version with
+// `too_large_timeout(Duration::MAX)` panicked in the caller; it waits.
+#[test]
+fn a_read_waits_without_end_under_duration_max() {
+    let (engine, mut writer) =
+        Engine::new(Config::default().too_large_timeout(Duration::MAX)).unwrap();
+    writer.replace([obj("a")], 1.into()).unwrap();
+    let reader = {
+        let engine = engine.clone();
+        std::thread::spawn(move || engine.get("ns/b", ReadAt::NotOlderThan(2.into())))
+    };
+    std::thread::sleep(Duration::from_millis(20));
+    writer.apply(Change::added(obj("b"), 2.into())).unwrap();
+    let got = reader.join().expect("the read panicked").unwrap();
+    assert_eq!(got.item.unwrap().resource_version.get(), 2);
+}

@@ -383,3 +383,187 @@ fn reads_before_the_list_and_after_the_stop_say_so() {
         Err(ReadError::EngineStopped)
     );
 }
+
+/// Issue 14, finding 7: a list index files an object without the field
+/// under `""`, as a field selector reads it, so `spec.nodeName=` served
+/// from the index equals a scan at the present and at past versions.
+#[test]
+fn index_served_lists_equal_scans_for_the_empty_value_and_missing_fields() {
+    let pod = |k: u64, node: u64| {
+        let b = Object::builder("ns", &format!("pod-{k}"));
+        match node {
+            0 => b,
+            1 => b.field(INDEX, ""),
+            n => b.field(INDEX, &format!("node-{n}")),
+        }
+        .build()
+    };
+    let history = |c: Config| {
+        c.history_bounds(1_000, 1_000)
+            .history_window(Duration::from_secs(3600))
+    };
+    let (indexed, mut w1) = Engine::new(history(Config::default().list_index(INDEX))).unwrap();
+    let (scanned, mut w2) = Engine::new(history(Config::default())).unwrap();
+    let base: Vec<Object> = (0..40).map(|k| pod(k, k % 4)).collect();
+    for w in [&mut w1, &mut w2] {
+        w.replace(base.iter().cloned(), LIST_RV.into()).unwrap();
+    }
+    let mut rng = Rng::new(21);
+    let mut live: BTreeMap<u64, Object> = (0..40).zip(base).collect();
+    let mut rv = LIST_RV;
+    for _ in 0..300 {
+        rv += 1;
+        let k = rng.below(50);
+        let o = pod(k, rng.below(4));
+        let change = match live.get(&k) {
+            None => Change::added(o.clone(), rv.into()),
+            Some(old) if rng.below(6) == 0 => Change::deleted(old.clone(), rv.into()),
+            Some(_) => Change::modified(o.clone(), rv.into()),
+        };
+        if change.kind() == ChangeKind::Deleted {
+            live.remove(&k);
+        } else {
+            live.insert(k, o);
+        }
+        for w in [&mut w1, &mut w2] {
+            w.apply(change.clone()).unwrap();
+        }
+    }
+    let reads = [ReadAt::Any]
+        .into_iter()
+        .chain((LIST_RV..=rv).step_by(37).map(|r| ReadAt::Exact(r.into())));
+    for at in reads {
+        for value in ["", "node-2", "node-3", "node-9"] {
+            let req = ListRequest::new()
+                .fields(format!("{INDEX}={value}").parse().unwrap())
+                .at(at);
+            let a = indexed.list(&req).unwrap();
+            let b = scanned.list(&req).unwrap();
+            assert_eq!(keys(&a.items), keys(&b.items), "{value:?} {at:?}");
+            if value.is_empty() {
+                // Some without the field, some with it empty.
+                assert!(a.items.iter().any(|i| i.object.field(INDEX).is_none()));
+                assert!(a.items.iter().any(|i| i.object.field(INDEX) == Some("")));
+            }
+        }
+    }
+}
+
+/// Issue 14, finding 10: an error repeats at most a bounded start of the
+/// input it rejects (here 1 MB of it), as `InvalidResourceVersion` does.
+#[test]
+fn errors_repeat_a_bounded_part_of_hostile_input() {
+    const MB: usize = 1 << 20;
+    let bounded = |msg: String| {
+        assert!(msg.len() < 512, "{} bytes: {}...", msg.len(), &msg[..200]);
+    };
+    for token in [
+        "x".repeat(MB),
+        format!("h1.{}", "9".repeat(MB)),
+        format!("h2.{}", "0".repeat(MB)),
+        format!("h1.1.2.{}zz", "61".repeat(MB / 2)),
+        format!("{}.", "é".repeat(MB / 2)),
+    ] {
+        match token.parse::<Continue>() {
+            Err(e) => bounded(e.to_string()),
+            Ok(t) => panic!("parsed {} bytes as {}", token.len(), t.resource_version()),
+        }
+    }
+    bounded(
+        "1".repeat(MB)
+            .parse::<ResourceVersion>()
+            .unwrap_err()
+            .to_string(),
+    );
+    let name = "f".repeat(MB);
+    let dup = Config::default().list_index(&name).list_index(&name);
+    bounded(Engine::new(dup).map(|_| ()).unwrap_err().to_string());
+}
+
+/// A token's text with its `i`-th dot-separated part from the end
+/// replaced: the version is second to last, the generation third.
+fn forge(token: &Continue, from_end: usize, with: &str) -> Continue {
+    let text = token.to_string();
+    let mut parts: Vec<&str> = text.split('.').collect();
+    let i = parts.len() - from_end;
+    parts[i] = with;
+    parts.join(".").parse().unwrap()
+}
+
+/// Issue 14, finding 6: a forged token naming a version the engine has
+/// not reached (or a re-list it has not made) is refused as invalid; it
+/// was served, the present labelled with the forged version.
+#[test]
+fn tokens_naming_a_state_the_engine_has_not_reached_are_invalid() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    let objs: Vec<Object> = (0..43)
+        .map(|i| Object::builder("ns", &format!("pod-{i:02}")).build())
+        .collect();
+    writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+    let token = engine
+        .list(&ListRequest::new().limit(5))
+        .unwrap()
+        .continue_token
+        .unwrap();
+    assert_eq!(token.resource_version().get(), 10);
+    let future = forge(&token, 2, "1000000");
+    assert_eq!(future.resource_version().get(), 1_000_000);
+    // Before and after a delete (43 items, then 42, both "at 1000000").
+    for delete in [true, false] {
+        let err = engine.list(&ListRequest::new().continue_from(future.clone()));
+        match err {
+            Err(ReadError::InvalidContinue(e)) => assert!(e.to_string().contains("1000000")),
+            other => panic!("{:?}", other.map(|l| (l.items.len(), l.resource_version))),
+        }
+        if delete {
+            let gone = objs[42].clone();
+            writer.apply(Change::deleted(gone, 11.into())).unwrap();
+        }
+    }
+    // The version reached is served; one above it is not.
+    let reached = forge(&token, 2, "11");
+    let page = engine
+        .list(&ListRequest::new().continue_from(reached))
+        .unwrap();
+    assert_eq!((page.items.len(), page.resource_version.get()), (37, 11));
+    let err = engine.list(&ListRequest::new().continue_from(forge(&token, 2, "12")));
+    assert!(matches!(err, Err(ReadError::InvalidContinue(_))), "{err:?}");
+    // A re-list the engine has not made.
+    let err = engine.list(&ListRequest::new().continue_from(forge(&token, 3, "7")));
+    assert!(matches!(err, Err(ReadError::InvalidContinue(_))), "{err:?}");
+}
+
+/// Issue 14, finding 6: a token carries its engine's id, and another
+/// engine refuses it, even one holding the same objects at the same
+/// versions; both still serve their own.
+#[test]
+fn tokens_from_another_engine_are_refused() {
+    let objs: Vec<Object> = (0..10)
+        .map(|i| Object::builder("ns", &format!("pod-{i}")).build())
+        .collect();
+    let engines: Vec<(Engine, Writer)> = (0..2)
+        .map(|_| {
+            let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+            writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+            (engine, writer)
+        })
+        .collect();
+    let token = |e: &Engine| {
+        e.list(&ListRequest::new().limit(3))
+            .unwrap()
+            .continue_token
+            .unwrap()
+    };
+    let (a, b) = (&engines[0].0, &engines[1].0);
+    let (ta, tb) = (token(a), token(b));
+    assert_ne!(ta.to_string(), tb.to_string());
+    for (engine, own, foreign) in [(a, &ta, &tb), (b, &tb, &ta)] {
+        let err = engine.list(&ListRequest::new().continue_from(foreign.clone()));
+        assert_eq!(err, Err(ReadError::ForeignContinue));
+        assert!(err.unwrap_err().to_string().contains("another engine"));
+        let page = engine
+            .list(&ListRequest::new().continue_from(own.clone()))
+            .unwrap();
+        assert_eq!(page.items.len(), 7);
+    }
+}

@@ -22,7 +22,8 @@
 //! * **`FromStr` agrees** with `parse_param` except that it rejects `""`;
 //! * **errors**: `input()` is the input's longest prefix of at most 64 bytes
 //!   ending on a `char` boundary, and `Display` is
-//!   `invalid resource version: {input:?}`;
+//!   `invalid resource version: {input:?}`, followed by `... (N bytes)`
+//!   when the input was cut;
 //! * and, independent of UTF-8, for the `u64` read from the first 8 input
 //!   bytes: `Display` round-trips through `parse_param`.
 
@@ -100,9 +101,15 @@ fn check(input: &str) {
                 end -= 1;
             }
             assert_eq!(e.input(), &input[..end], "error input() for {input:?}");
+            // A cut input says how long it was (`echo.rs`).
+            let cut = if end < input.len() {
+                format!("... ({} bytes)", input.len())
+            } else {
+                String::new()
+            };
             assert_eq!(
                 e.to_string(),
-                format!("invalid resource version: {:?}", &input[..end])
+                format!("invalid resource version: {:?}{cut}", &input[..end])
             );
         }
         (got, expected) => panic!(
