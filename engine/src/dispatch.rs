@@ -25,6 +25,22 @@
 //! cursor; the watcher replays anything older from the ring by itself, so
 //! the dispatcher never does per-watcher catch-up work.
 //!
+//! ## Registrations, removals and waits
+//!
+//! Requests arrive in one ordered queue (`Shared::control`) and at most
+//! [`CONTROL_BUDGET`] are applied between two batches, each in O(1)
+//! amortised, so a client creating and dropping watches in a loop delays
+//! the changes by a bounded amount of work per batch. A watch waiting for
+//! the first list (or a re-list not dispatched yet) sits in a list looked
+//! at only when a re-list is dispatched; one waiting for a future version
+//! sits in a heap by that version, popped as the writer reaches it, with
+//! its too-large timeout in the deadline heap: a loop costs nothing per
+//! waiting watch. Removing a watch marks it retired (its `place`) and
+//! counts it; it is skipped wherever it is still held (routes, heaps, the
+//! bookmark wheel) until a sweep drops every retired entry, once the
+//! retired are as many as the rest: O(held) per sweep, paid for by the
+//! held / 2 removals before it.
+//!
 //! ## Full queues
 //!
 //! Under [`SlowWatchers::Park`] the dispatcher never waits for a watcher. A

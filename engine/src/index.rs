@@ -29,11 +29,16 @@
 //!
 //! # Synchronization
 //!
-//! The dispatcher is the only writer: it builds a new [`Routes`] value on
-//! registration and removal and publishes it through an `ArcSwap`; readers
-//! (the dispatcher itself, once per batch, and anyone inspecting the
-//! routes) load it without locks. Buckets live in a persistent hash map
-//! (`imbl`), so publishing costs O(log n + bucket size), not O(watchers).
+//! The dispatcher is the only writer: it builds a new [`Routes`] value
+//! after registrations and sweeps and publishes it through an `ArcSwap`;
+//! readers (the dispatcher itself, once per batch, and anyone inspecting
+//! the routes) load it without locks. Buckets live in a persistent hash
+//! map (`imbl`), so a registration costs O(log n + bucket size), not
+//! O(watchers) (but the "all" and follower buckets are flat vectors: a
+//! registration there copies the bucket once per publication). A removed
+//! watcher is not taken out at once: it has ended, so the dispatcher skips
+//! it, and [`Routes::retain`] drops the ended in one pass once they are
+//! half of the table (see `dispatch.rs`).
 
 use crate::Object;
 use crate::sync::Arc;
