@@ -401,6 +401,16 @@ impl Dispatcher {
             if !self.backlog.is_empty() || self.readmit {
                 continue;
             }
+            // Looked at once more right before the park: a wait for a full
+            // queue in the tick's catch-up above (time-budget policy) may
+            // have consumed the park token of a stop, a change or a
+            // request that came after the checks at the top.
+            if self.shared.is_stopping()
+                || self.cursor < self.shared.ring.head()
+                || self.shared.control_pending.load(Ordering::Acquire)
+            {
+                continue;
+            }
             // The park token makes this race-free: a writer's `unpark`
             // after the checks above makes the park return at once; a
             // manual clock unparks us when it moves.
@@ -781,7 +791,9 @@ impl Dispatcher {
         let clock = self.clock.clone();
         let start = clock.now();
         let took = budget.take_available(start);
-        let until = start + took;
+        // A budget past the clock's range waits for room as long as it
+        // takes (the configuration asked for it), stop excepted.
+        let until = later(start, took);
         let counters = &self.shared.counters;
         Counters::add(&counters.budget_rounds, 1);
         Counters::add(&counters.budget_taken_ns, nanos(took));
@@ -797,7 +809,7 @@ impl Dispatcher {
                 if w.is_ended() || self.shared.is_stopping() {
                     break;
                 }
-                spent = spent || clock.now() >= until;
+                spent = spent || until.is_some_and(|u| clock.now() >= u);
                 if spent {
                     // Its last try was the push above.
                     self.end_too_slow(&w);
@@ -813,7 +825,8 @@ impl Dispatcher {
                     self.mark_touched(&w);
                     break;
                 }
-                clock.park_until(until, POLL);
+                let now = clock.now();
+                clock.park_until(until.or_else(|| later(now, POLL)).unwrap_or(now), POLL);
             }
             w.set_producer_waiting(false);
         }
