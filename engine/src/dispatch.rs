@@ -993,6 +993,8 @@ impl Dispatcher {
             .chain(&waiting.collect::<Vec<_>>())
         {
             w.end(reason.clone(), counters);
+            // Ended: nothing more is pushed; its overflow goes back.
+            w.discard_spill(&counters.overflow_handles);
         }
         self.waiting_list = Vec::new();
         self.deadlines = BinaryHeap::new();

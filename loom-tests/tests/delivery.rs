@@ -147,6 +147,47 @@ fn a_spilled_overflow_keeps_order_and_loses_nothing() {
     );
 }
 
+/// A selective watcher dropped while the dispatcher may be spilling to it
+/// (queue of one, three changes, the consumer gone after the first): every
+/// handle that reached its overflow goes back to the engine's budget, by
+/// the dispatcher's retirement or by its shutdown, whatever the
+/// interleaving of the drop with the pushes.
+#[test]
+fn a_dropped_watcher_gives_its_overflow_back() {
+    static SPILLED_RUNS: AtomicUsize = AtomicUsize::new(0);
+    model(|| {
+        let (engine, mut writer) = engine(Config::default());
+        let mut w = engine
+            .watch(
+                WatchRequest::new()
+                    .fields("spec.nodeName=n1".parse().unwrap())
+                    .resource_version(Some(1.into())),
+            )
+            .unwrap();
+        let consumer = thread::spawn(move || {
+            let (events, _) = recv(&mut w, 1);
+            assert_eq!(events, [(EventKind::Added, 2)]);
+            drop(w);
+        });
+        for (i, name) in ["a", "b", "c"].into_iter().enumerate() {
+            writer
+                .apply(Change::added(pod(name, "n1"), (i as u64 + 2).into()))
+                .unwrap();
+        }
+        consumer.join().unwrap();
+        engine.stop();
+        let stats = engine.stats();
+        if stats.spilled > 0 {
+            SPILLED_RUNS.fetch_add(1, Ordering::Relaxed);
+        }
+        assert_eq!(stats.overflow_handles, 0, "overflow handles not given back");
+    });
+    assert!(
+        SPILLED_RUNS.load(Ordering::Relaxed) > 0,
+        "no execution spilled: the model does not cover the overflow"
+    );
+}
+
 /// The trigger index: a watcher indexed under `spec.nodeName=n1`,
 /// registered by its own thread while the writer changes things. It hears
 /// of the pod that arrives on n1, of the pod leaving n1 (found through the
