@@ -153,6 +153,31 @@ pub(crate) fn run(shared: Arc<Shared>) {
     let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
 }
 
+/// Orders a heap entry by its `key()` alone.
+macro_rules! ordered_by_key {
+    ($t:ty) => {
+        impl PartialEq for $t {
+            fn eq(&self, other: &Self) -> bool {
+                self.key() == other.key()
+            }
+        }
+
+        impl Eq for $t {}
+
+        impl PartialOrd for $t {
+            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $t {
+            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+                self.key().cmp(&other.key())
+            }
+        }
+    };
+}
+
 /// A watcher's deadline in the dispatcher's heap (earliest first).
 struct Deadline {
     at: Instant,
@@ -175,25 +200,7 @@ impl Deadline {
     }
 }
 
-impl PartialEq for Deadline {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for Deadline {}
-
-impl PartialOrd for Deadline {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Deadline {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
+ordered_by_key!(Deadline);
 
 /// A watcher waiting for a future resource version (lowest first).
 struct RvWaiter {
@@ -207,25 +214,7 @@ impl RvWaiter {
     }
 }
 
-impl PartialEq for RvWaiter {
-    fn eq(&self, other: &Self) -> bool {
-        self.key() == other.key()
-    }
-}
-
-impl Eq for RvWaiter {}
-
-impl PartialOrd for RvWaiter {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for RvWaiter {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
+ordered_by_key!(RvWaiter);
 
 /// The tick's jitter: a small xorshift generator, seeded per engine.
 struct Jitter(u64);

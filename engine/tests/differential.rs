@@ -276,25 +276,13 @@ impl fmt::Debug for Op {
                 filter,
                 start,
                 timeout,
-            } => {
-                write!(f, "watch {:?} start={start:?}", filter.filter())?;
-                if let Some(t) = timeout {
-                    write!(f, " timeout={t}s")?;
-                }
-                Ok(())
-            }
+            } => show_watch(f, "watch", filter, start, timeout),
             Op::Churn {
                 n,
                 filter,
                 start,
                 timeout,
-            } => {
-                write!(f, "churn {n} x watch {:?} start={start:?}", filter.filter())?;
-                if let Some(t) = timeout {
-                    write!(f, " timeout={t}s")?;
-                }
-                Ok(())
-            }
+            } => show_watch(f, &format!("churn {n} x watch"), filter, start, timeout),
             Op::Read { watch, max, how } => {
                 write!(f, "read open watch #{watch} max={max} {how:?}")
             }
@@ -304,6 +292,21 @@ impl fmt::Debug for Op {
             Op::StopEngine => write!(f, "stop engine"),
         }
     }
+}
+
+/// `Watch` and `Churn` as `Debug` shows them.
+fn show_watch(
+    f: &mut fmt::Formatter<'_>,
+    what: &str,
+    filter: &FilterSpec,
+    start: &StartSpec,
+    timeout: &Option<u8>,
+) -> fmt::Result {
+    write!(f, "{what} {:?} start={start:?}", filter.filter())?;
+    if let Some(t) = timeout {
+        write!(f, " timeout={t}s")?;
+    }
+    Ok(())
 }
 
 /// A filter by indexes into the pools below.
