@@ -418,8 +418,7 @@ impl Dispatcher {
     /// Applies up to [`CONTROL_BUDGET`] requests, each in O(1) (amortised;
     /// a registration's route may copy a bucket: see `index.rs`).
     fn apply_control(&mut self, now: Instant) {
-        // Acquire: see `Shared::current_rv`.
-        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        let current = self.reached();
         let n = self.backlog.len().min(CONTROL_BUDGET);
         for _ in 0..n {
             let Some(request) = self.backlog.pop_front() else {
@@ -547,12 +546,23 @@ impl Dispatcher {
         self.waiting_list.push(w);
     }
 
+    /// The version the cache has reached, as waiting watches see it: the
+    /// writer's (changes and progress), or the last record dispatched if
+    /// that is newer. The writer publishes a record before it stores its
+    /// version, so the dispatcher can be a record ahead, and a watch from
+    /// before the first list must not find the list dispatched but its
+    /// version "not reached".
+    fn reached(&self) -> ResourceVersion {
+        // Acquire: see `Shared::current_rv`.
+        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        current.max(self.last_rv)
+    }
+
     /// Activates the watches whose version the writer has reached, and
     /// after a re-list looks at every waiting watch again: O(log n) per
     /// watch that moves, nothing for those that still wait.
     fn admit_waiters(&mut self, now: Instant) {
-        // Acquire: see `Shared::current_rv`.
-        let current = ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+        let current = self.reached();
         if std::mem::take(&mut self.readmit) {
             let listed = std::mem::take(&mut self.waiting_list);
             let by_rv = std::mem::take(&mut self.waiting_rv);
@@ -610,8 +620,7 @@ impl Dispatcher {
                     self.retire(&d.w);
                 }
                 (_, place::WAIT_RV) => {
-                    let current =
-                        ResourceVersion::new(self.shared.current_rv.load(Ordering::Acquire));
+                    let current = self.reached();
                     let err = TooLargeResourceVersion::new(d.w.spec.start.wait_for(), current);
                     d.w.end(EndReason::TooLargeResourceVersion(err), counters);
                     self.retire(&d.w);
