@@ -17,7 +17,17 @@ pub enum WriteError {
         /// The engine's current version.
         current: ResourceVersion,
     },
-    /// A change or progress before the first `replace` (the initial list).
+    /// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression)
+    /// with a version not older than the engine's: nothing went back, so
+    /// [`Writer::replace`](crate::Writer::replace) is the call.
+    NotARegression {
+        /// The version given.
+        given: ResourceVersion,
+        /// The engine's current version.
+        current: ResourceVersion,
+    },
+    /// A change or progress before the first `replace` (the initial list),
+    /// or a re-list after a regression with nothing listed to go back from.
     NotReady,
     /// The engine has been stopped.
     Stopped,
@@ -29,6 +39,11 @@ impl fmt::Display for WriteError {
             WriteError::OutOfOrder { given, current } => write!(
                 f,
                 "out-of-order resource version {given}: the cache is at {current}"
+            ),
+            WriteError::NotARegression { given, current } => write!(
+                f,
+                "resource version {given} is not older than the cache's {current}: \
+                 a re-list that does not go back is a replace()"
             ),
             WriteError::NotReady => {
                 f.write_str("the cache has not been listed yet: replace() must come first")
