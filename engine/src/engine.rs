@@ -953,7 +953,9 @@ pub struct Writer {
 
 impl Writer {
     /// Applies one change. Its resource version must be greater than the
-    /// engine's; the previous state is taken from the engine's store.
+    /// engine's; the previous state is taken from the engine's store. An
+    /// object whose name or namespace is not a valid path segment is
+    /// refused ([`WriteError::InvalidName`], see [`Object`'s names](Object#names)).
     ///
     /// ```
     /// # use herald::*;
@@ -970,6 +972,7 @@ impl Writer {
     /// ```
     pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
         let (kind, object, rv) = change.into_parts();
+        object.check_names()?;
         let shared = &*self.shared;
         shared.write(|st, dispatched| {
             shared.check_ready()?;
@@ -1024,7 +1027,8 @@ impl Writer {
     /// than the engine's. The first call makes the engine ready; every later
     /// call ends every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
     /// and starts a new generation. Objects with the same key: the last wins.
-    /// A source whose history went back (restored from a backup) is
+    /// One object with an invalid name refuses the whole list
+    /// ([`WriteError::InvalidName`]). A source whose history went back (restored from a backup) is
     /// followed with [`Writer::replace_after_regression`] instead.
     ///
     /// ```
@@ -1105,6 +1109,7 @@ impl Writer {
         let shared = &*self.shared;
         let mut store = State::new(shared.list_fields.clone());
         for object in objects {
+            object.check_names()?;
             store.put(Stored { object, rv });
         }
         shared.write(|st, dispatched| {

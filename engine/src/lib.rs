@@ -62,6 +62,15 @@
 //! it when it finds the source behind the cache, and its consistent reads
 //! never answer from the old history (see the reflector's docs).
 //!
+//! ## Keys
+//!
+//! An object's key is `namespace/name` (`name` when cluster-scoped). The
+//! writer refuses an object whose name, or namespace, is not a valid path
+//! segment (Kubernetes' rule for every name: not empty, `.` or `..`, no
+//! `/` or `%`) with [`WriteError::InvalidName`], so two objects never
+//! share a key (`a/b` + `c` and `a` + `b/c`). Validated, not escaped: see
+//! [`Object`'s names](Object#names).
+//!
 //! ## Starting a watch
 //!
 //! - version unset or `0`: the current state first, each object as Added in
