@@ -33,6 +33,14 @@ pub trait Clock: Send + Sync + fmt::Debug + 'static {
     fn park_until(&self, deadline: Instant, at_most: Duration);
 }
 
+/// `now + d`, a century at most: for waits that loop until their
+/// deadline, so that `Duration::MAX` (or any span past the clock's range)
+/// waits "for ever" instead of overflowing the `Instant`.
+pub(crate) fn deadline_after(now: Instant, d: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    now.checked_add(d.min(CENTURY)).unwrap_or(now)
+}
+
 /// The operating system's monotonic clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

@@ -382,6 +382,15 @@ impl From<Gated> for Attempt {
     }
 }
 
+/// Which way a re-list may move the engine's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relist {
+    /// `Writer::replace`: not below the engine's.
+    Forward,
+    /// `Writer::replace_after_regression`: below it.
+    Back,
+}
+
 /// Everything the engine's threads share.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -629,6 +638,43 @@ impl Shared {
             // above needs no poll.
             park_timeout(Duration::from_millis(100));
         }
+    }
+
+    /// A re-list under the writer lock: the marker, the store, the
+    /// version, the view, in that order. The version is stored before the
+    /// view is published, so a reader that finds the new generation's
+    /// view, having loaded it before the version, also loads a version of
+    /// that generation; one that loads the new version with an older view
+    /// finds the marker below the head it loads next and starts over (see
+    /// `read.rs`, Snapshots). A re-list after a regression lowers the
+    /// version, so a version read across it would mislabel the state.
+    fn relist_locked(
+        &self,
+        st: &mut WriterState,
+        store: State,
+        rv: ResourceVersion,
+        dispatched: u64,
+    ) -> Result<Option<Resize>, Attempt> {
+        let generation = st.generation + 1;
+        let at = self.config.clock.now();
+        let (_, resize) = st.ring.append(
+            RecordKind::Relist,
+            rv,
+            None,
+            None,
+            None,
+            generation,
+            at,
+            dispatched,
+        )?;
+        st.store = store;
+        st.rv = rv;
+        st.generation = generation;
+        self.current_rv.store(rv.get(), Ordering::Release);
+        self.publish_view(st);
+        self.lifecycle.store(READY, Ordering::Release);
+        Counters::add(&self.counters.relists, 1);
+        Ok(resize)
     }
 }
 
@@ -1012,7 +1058,9 @@ pub struct Writer {
 
 impl Writer {
     /// Applies one change. Its resource version must be greater than the
-    /// engine's; the previous state is taken from the engine's store.
+    /// engine's; the previous state is taken from the engine's store. An
+    /// object whose name or namespace is not a valid path segment is
+    /// refused ([`WriteError::InvalidName`], see [`Object`'s names](Object#names)).
     ///
     /// ```
     /// # use herald::*;
@@ -1029,6 +1077,7 @@ impl Writer {
     /// ```
     pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
         let (kind, object, rv) = change.into_parts();
+        object.check_names()?;
         let shared = &*self.shared;
         shared.write(|st, dispatched| {
             shared.check_ready()?;
@@ -1083,6 +1132,9 @@ impl Writer {
     /// than the engine's. The first call makes the engine ready; every later
     /// call ends every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
     /// and starts a new generation. Objects with the same key: the last wins.
+    /// One object with an invalid name refuses the whole list
+    /// ([`WriteError::InvalidName`]). A source whose history went back (restored from a backup) is
+    /// followed with [`Writer::replace_after_regression`] instead.
     ///
     /// ```
     /// # use herald::*;
@@ -1090,6 +1142,10 @@ impl Writer {
     /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
     /// assert_eq!((engine.lifecycle(), engine.generation()), (Lifecycle::Ready, 1));
     /// assert_eq!(engine.resource_version().get(), 5);
+    /// assert_eq!(
+    ///     writer.replace([], 4.into()),
+    ///     Err(WriteError::OutOfOrder { given: 4.into(), current: 5.into() })
+    /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn replace(
@@ -1097,47 +1153,89 @@ impl Writer {
         objects: impl IntoIterator<Item = Object>,
         rv: ResourceVersion,
     ) -> Result<(), WriteError> {
+        self.relist(objects, rv, Relist::Forward)
+    }
+
+    /// Replaces the whole state with a list at `rv`, which must be *older*
+    /// than the engine's: the source's history went back (an etcd restored
+    /// from a backup without `--bump-revision`), so the versions after `rv`
+    /// that the engine has seen belong to a history that no longer exists.
+    /// [`Writer::replace`] refuses such a list ([`WriteError::OutOfOrder`])
+    /// to guard against careless writers; this call is the deliberate way
+    /// through, as the reference's reflector, which re-lists into the watch
+    /// cache whatever the version (seeds/004 `Replace`).
+    ///
+    /// As any re-list it starts a new generation and ends every watch with
+    /// [`EndReason::Relisted`](crate::EndReason::Relisted) (so each client
+    /// re-lists too); the history ring restarts empty at `rv`, so a watch
+    /// or an exact read from an older version is `Gone`, a continue token
+    /// of the old generation is `Gone`, and a watch or read waiting for a
+    /// version the old history had reached waits for the new history to
+    /// reach it. The engine's version goes back to `rv`.
+    ///
+    /// Refused, changing nothing: before the first list
+    /// ([`WriteError::NotReady`]: there is nothing to go back from), with a
+    /// version not older than the engine's ([`WriteError::NotARegression`]:
+    /// use [`Writer::replace`]), after a stop ([`WriteError::Stopped`]).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 20.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// // The source was restored to a backup taken at version 12.
+    /// writer.replace_after_regression([Object::builder("ns", "b").build()], 12.into())?;
+    /// assert_eq!((engine.resource_version().get(), engine.generation()), (12, 2));
+    /// assert_eq!(engine.list(&ListRequest::new())?.items[0].object.name(), "b");
+    /// // Whatever it had received of the old state, the watch has ended.
+    /// let last = std::iter::from_fn(|| watch.recv()).last();
+    /// assert_eq!(last, Some(WatchItem::End(EndReason::Relisted)));
+    /// assert_eq!(
+    ///     writer.replace_after_regression([], 12.into()),
+    ///     Err(WriteError::NotARegression { given: 12.into(), current: 12.into() })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_after_regression(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        self.relist(objects, rv, Relist::Back)
+    }
+
+    /// `replace` and `replace_after_regression`.
+    fn relist(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+        direction: Relist,
+    ) -> Result<(), WriteError> {
         let shared = &*self.shared;
         let mut store = State::new(shared.list_fields.clone());
         for object in objects {
+            object.check_names()?;
             store.put(Stored { object, rv });
         }
         shared.write(|st, dispatched| {
-            match shared.lifecycle.load(Ordering::Acquire) {
-                STOPPED => return Err(WriteError::Stopped.into()),
-                READY if rv < st.rv => {
-                    return Err(WriteError::OutOfOrder {
-                        given: rv,
-                        current: st.rv,
-                    }
-                    .into());
-                }
-                _ => {}
-            }
-            let generation = st.generation + 1;
-            let at = shared.config.clock.now();
-            let (_, resize) = st.ring.append(
-                RecordKind::Relist,
-                rv,
-                None,
-                None,
-                None,
-                generation,
-                at,
-                dispatched,
-            )?;
-            // A clone of a persistent map: O(1), and only on success.
-            st.store = store.clone();
-            st.rv = rv;
-            st.generation = generation;
-            shared.publish_view(st);
-            shared.current_rv.store(rv.get(), Ordering::Release);
-            shared.lifecycle.store(READY, Ordering::Release);
-            Counters::add(&shared.counters.relists, 1);
-            Ok(resize)
+            let lifecycle = shared.lifecycle.load(Ordering::Acquire);
+            let out_of_order = match (lifecycle, direction) {
+                (STOPPED, _) => return Err(WriteError::Stopped.into()),
+                (READY, Relist::Forward) if rv < st.rv => WriteError::OutOfOrder {
+                    given: rv,
+                    current: st.rv,
+                },
+                (READY, Relist::Back) if rv >= st.rv => WriteError::NotARegression {
+                    given: rv,
+                    current: st.rv,
+                },
+                (PENDING, Relist::Back) => WriteError::NotReady,
+                // A clone of a persistent map: O(1), once per attempt.
+                _ => return shared.relist_locked(st, store.clone(), rv, dispatched),
+            };
+            Err(out_of_order.into())
         })
     }
-
     /// Advances the resource version with no change (a progress
     /// notification). A version equal to the engine's is a no-op.
     ///

@@ -18,7 +18,35 @@ pub enum WriteError {
         /// The engine's current version.
         current: ResourceVersion,
     },
-    /// A change or progress before the first `replace` (the initial list).
+    /// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression)
+    /// with a version not older than the engine's: nothing went back, so
+    /// [`Writer::replace`](crate::Writer::replace) is the call.
+    NotARegression {
+        /// The version given.
+        given: ResourceVersion,
+        /// The engine's current version.
+        current: ResourceVersion,
+    },
+    /// An object's name, or its namespace, is not a valid path segment
+    /// (see [`Object`'s names](crate::Object#names)): keys could collide.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (_engine, mut writer) = Engine::new(Config::default())?;
+    /// let err = writer.replace([Object::builder("a/b", "c").build()], 1.into()).unwrap_err();
+    /// assert_eq!(err.to_string(), "invalid namespace \"a/b\": may not contain '/'");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    InvalidName {
+        /// `"namespace"` or `"name"`.
+        part: &'static str,
+        /// The value refused, cut to at most 128 bytes.
+        value: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// A change or progress before the first `replace` (the initial list),
+    /// or a re-list after a regression with nothing listed to go back from.
     NotReady,
     /// The engine has been stopped.
     Stopped,
@@ -31,6 +59,14 @@ impl fmt::Display for WriteError {
                 f,
                 "out-of-order resource version {given}: the cache is at {current}"
             ),
+            WriteError::NotARegression { given, current } => write!(
+                f,
+                "resource version {given} is not older than the cache's {current}: \
+                 a re-list that does not go back is a replace()"
+            ),
+            WriteError::InvalidName { part, value, rule } => {
+                write!(f, "invalid {part} {value:?}: {rule}")
+            }
             WriteError::NotReady => {
                 f.write_str("the cache has not been listed yet: replace() must come first")
             }

@@ -55,7 +55,21 @@
 //! Every change carries a [`ResourceVersion`] greater than the last; the
 //! writer refuses anything else with [`WriteError::OutOfOrder`] and changes
 //! nothing. A re-list ([`Writer::replace`]) may keep the version; a progress
-//! notification ([`Writer::progress`]) advances it without a change.
+//! notification ([`Writer::progress`]) advances it without a change. A
+//! source whose history went back (restored from a backup) is followed
+//! with [`Writer::replace_after_regression`], a re-list at a lower version
+//! that ends every watch and empties the history; the [`Reflector`] does
+//! it when it finds the source behind the cache, and its consistent reads
+//! never answer from the old history (see the reflector's docs).
+//!
+//! ## Keys
+//!
+//! An object's key is `namespace/name` (`name` when cluster-scoped). The
+//! writer refuses an object whose name, or namespace, is not a valid path
+//! segment (Kubernetes' rule for every name: not empty, `.` or `..`, no
+//! `/` or `%`) with [`WriteError::InvalidName`], so two objects never
+//! share a key (`a/b` + `c` and `a` + `b/c`). Validated, not escaped: see
+//! [`Object`'s names](Object#names).
 //!
 //! ## Starting a watch
 //!

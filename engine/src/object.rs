@@ -19,6 +19,22 @@ pub const FIELD_NAMESPACE: &str = "metadata.namespace";
 /// An object's key is `namespace/name`, or `name` for a cluster-scoped object
 /// (empty namespace). Watches select on keys (see [`KeyScope`](crate::KeyScope)).
 ///
+/// # Names
+///
+/// A key is one path, so its parts must not contain its separator:
+/// namespace `a/b` with name `c` and namespace `a` with name `b/c` would
+/// both be `a/b/c`. The [`Writer`](crate::Writer) refuses an object whose
+/// name, or non-empty namespace, is not a valid path segment, with
+/// [`WriteError::InvalidName`](crate::WriteError::InvalidName): Kubernetes'
+/// rule for every object name (`path.IsValidPathSegmentName`): not empty,
+/// not `.` or `..`, no `/` and no `%`. Herald validates rather than
+/// escapes: a key stays the one Kubernetes stores (`namespace/name`),
+/// prefixes and continue tokens stay readable, and such a name can never
+/// come from an apiserver anyway. The stricter rules (DNS labels for
+/// namespaces, subdomains for most names) are the API server's, per
+/// resource type; the cache needs only keys that cannot collide. Building
+/// an object never fails; the writer is the boundary.
+///
 /// ```
 /// use herald::Object;
 /// let pod = Object::builder("default", "web-1")
@@ -66,6 +82,16 @@ impl Object {
             fields: Vec::new(),
             payload: Bytes::new(),
         }
+    }
+
+    /// Checks the namespace and the name against the path-segment rule
+    /// (see [Names](Object#names)).
+    pub(crate) fn check_names(&self) -> Result<(), crate::WriteError> {
+        let namespace = self.namespace();
+        if !namespace.is_empty() {
+            check_segment("namespace", namespace)?;
+        }
+        check_segment("name", self.name())
     }
 
     /// The object's key: `namespace/name`, or `name` when cluster-scoped.
@@ -306,6 +332,42 @@ fn sorted_unique(mut pairs: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<st
         }
     }
     out.into_boxed_slice()
+}
+
+/// Kubernetes' `path.IsValidPathSegmentName` (apimachinery
+/// `api/validation/path`): the rule every object name must pass.
+fn check_segment(part: &'static str, value: &str) -> Result<(), crate::WriteError> {
+    let rule = if value.is_empty() {
+        "must not be empty"
+    } else if value == "." || value == ".." {
+        "may not be '.' or '..'"
+    } else if value.contains('/') {
+        "may not contain '/'"
+    } else if value.contains('%') {
+        "may not contain '%'"
+    } else {
+        return Ok(());
+    };
+    Err(crate::WriteError::InvalidName {
+        part,
+        value: capped(value),
+        rule,
+    })
+}
+
+/// The most of a refused value an error repeats.
+const ECHO_MAX: usize = 128;
+
+/// `value`, cut to at most [`ECHO_MAX`] bytes on a character boundary.
+fn capped(value: &str) -> String {
+    if value.len() <= ECHO_MAX {
+        return value.to_owned();
+    }
+    let mut end = ECHO_MAX;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    value[..end].to_owned()
 }
 
 #[cfg(test)]

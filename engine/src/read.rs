@@ -39,6 +39,21 @@
 //! record it needs to undo that has left the window makes the read `Gone`,
 //! exactly when a watch from `R` would be.
 //!
+//! The version must belong to the generation of the view, since a re-list
+//! after a regression ([`Writer::replace_after_regression`]) lowers it: a
+//! version of the old history on a state of the new one would claim the
+//! new history had reached it. So the reader loads the view's generation
+//! before the version and checks that the view it replays has the same
+//! one; the writer stores a re-list's version before it publishes the
+//! view. A new view seen first then brings its version with it; a new
+//! version seen with an old view brings the re-list marker below the head
+//! (appended before the version is stored), and the replay starts over.
+//! Reads at a version (`NotOlderThan`, `Exact`) that find the present
+//! behind it after their wait (the history went back meanwhile) wait
+//! again, so an answer never names a version its state has not reached.
+//!
+//! [`Writer::replace_after_regression`]: crate::Writer::replace_after_regression
+//!
 //! # Pages
 //!
 //! A page ends with a [`Continue`] token naming the engine, the
@@ -512,6 +527,16 @@ pub enum ReadError {
     ContinueWithResourceVersion,
     /// A consistent read could not learn the source's current revision.
     Source(crate::SourceError),
+    /// A consistent read found the source behind the cache: its history
+    /// went back (restored from a backup), and the cache had not re-listed
+    /// from it in time. What the cache holds is of the old history, so it
+    /// is not served; retry once the reflector has re-listed.
+    SourceRegressed {
+        /// The source's revision.
+        source: ResourceVersion,
+        /// The cache's version, of the old history.
+        cache: ResourceVersion,
+    },
 }
 
 impl fmt::Display for ReadError {
@@ -529,6 +554,12 @@ impl fmt::Display for ReadError {
                 f.write_str("a continued list must not name a resource version")
             }
             ReadError::Source(e) => write!(f, "consistent read: {e}"),
+            ReadError::SourceRegressed { source, cache } => write!(
+                f,
+                "consistent read: the source's revision {source} is behind the cache's \
+                 {cache} (its history went back, e.g. a restore from a backup); \
+                 the cache has not re-listed yet"
+            ),
         }
     }
 }
@@ -554,14 +585,21 @@ impl Shared {
     fn read_state(&self, at: ReadAt) -> Result<Read, ReadError> {
         match at {
             ReadAt::Any => self.present(),
-            ReadAt::NotOlderThan(rv) => {
+            // Loops only if the history went back during the wait (see
+            // Snapshots).
+            ReadAt::NotOlderThan(rv) => loop {
                 self.wait_for(rv)?;
-                self.present()
-            }
-            ReadAt::Exact(rv) => {
+                let read = self.present()?;
+                if read.rv >= rv {
+                    return Ok(read);
+                }
+            },
+            ReadAt::Exact(rv) => loop {
                 self.wait_for(rv)?;
-                self.exactly(rv, None)
-            }
+                if let Some(read) = self.exactly(rv, None)? {
+                    return Ok(read);
+                }
+            },
         }
     }
 
@@ -619,10 +657,14 @@ impl Shared {
     /// The latest view with the records after it applied; also returns the
     /// ring position the result reflects.
     fn replay_present(&self) -> Result<(Read, u64), Stale> {
-        // The version first, then the view and the head: see the module
-        // docs.
+        // The view's generation, the version, then the view and the head:
+        // see the module docs.
+        let generation = self.view.load().generation;
         let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
         let (view, head) = self.view_to_replay();
+        if view.generation != generation {
+            return Err(Stale);
+        }
         let mut state = view.state.clone();
         let mut rv = view.rv;
         let mut cursor = self.ring.cursor();
@@ -665,8 +707,13 @@ impl Shared {
     }
 
     /// The state exactly at `rv` (already reached). With `generation`,
-    /// only in that generation (a continued list).
-    fn exactly(&self, rv: ResourceVersion, generation: Option<u64>) -> Result<Read, ReadError> {
+    /// only in that generation (a continued list). `None` if the present is
+    /// behind `rv` after all: the history went back since the wait.
+    fn exactly(
+        &self,
+        rv: ResourceVersion,
+        generation: Option<u64>,
+    ) -> Result<Option<Read>, ReadError> {
         loop {
             self.check_readable()?;
             let Ok((mut read, head)) = self.replay_present() else {
@@ -684,6 +731,9 @@ impl Shared {
                 }
                 Some(g) if g != read.generation => return Err(self.gone(rv)),
                 _ => {}
+            }
+            if read.rv < rv {
+                return Ok(None);
             }
             let tail = self.ring.tail();
             let mut cursor = self.ring.cursor();
@@ -722,7 +772,7 @@ impl Shared {
                 pos -= 1;
             }
             read.rv = rv;
-            return Ok(read);
+            return Ok(Some(read));
         }
     }
 
@@ -734,10 +784,13 @@ impl Shared {
     pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
         match at {
             ReadAt::Any => self.get_present(key),
-            ReadAt::NotOlderThan(rv) => {
+            ReadAt::NotOlderThan(rv) => loop {
                 self.wait_for(rv)?;
-                self.get_present(key)
-            }
+                let got = self.get_present(key)?;
+                if got.resource_version >= rv {
+                    return Ok(got);
+                }
+            },
             ReadAt::Exact(_) => {
                 let read = self.read_state(at)?;
                 Ok(GetResponse {
@@ -753,8 +806,12 @@ impl Shared {
     fn get_present(&self, key: &str) -> Result<GetResponse, ReadError> {
         loop {
             self.check_readable()?;
+            let generation = self.view.load().generation;
             let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
             let (view, head) = self.view_to_replay();
+            if view.generation != generation {
+                continue;
+            }
             let mut cursor = self.ring.cursor();
             let mut newest: Option<(ResourceVersion, Option<Item>)> = None;
             let mut last_rv = view.rv;
@@ -801,12 +858,17 @@ impl Shared {
         if token.engine != self.engine_id {
             return Err(ReadError::ForeignContinue);
         }
-        // The version only grows (changes, progress and re-lists move it
-        // forward), and every token this engine issued names one it had
-        // reached: a greater one is forged. Without this check the read
-        // below finds nothing to undo and labels the present with it.
+        // Within a generation the version only grows, and every token
+        // this engine issued names one it had reached: a greater one is
+        // forged. Without this check the read below finds nothing to undo
+        // and labels the present with it. A token of an older generation
+        // may name a version above the present one after the source went
+        // back (`Writer::replace_after_regression`): its history is gone.
         let reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
         if token.rv > reached {
+            if token.generation < self.view.load().generation {
+                return Err(self.gone(token.rv));
+            }
             return Err(ReadError::InvalidContinue(
                 InvalidContinue::VersionNotReached {
                     token: token.rv,
@@ -825,10 +887,12 @@ impl Shared {
                 }
                 self.check_readable()?;
                 self.check_token(token)?;
-                (
-                    self.exactly(token.rv, Some(token.generation))?,
-                    Some(&*token.after),
-                )
+                // In its own generation the present is never behind the
+                // token; `None` cannot come, and would be a lost version.
+                let read = self
+                    .exactly(token.rv, Some(token.generation))?
+                    .ok_or_else(|| self.gone(token.rv))?;
+                (read, Some(&*token.after))
             }
             None => (self.read_state(req.at)?, None),
         };

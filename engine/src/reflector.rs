@@ -18,6 +18,10 @@
 //! however many there are (a quiet store sends no change that would move
 //! the engine on otherwise).
 
+//!
+//! A source that goes back (restored from a backup): see
+//! [`Reflector`](crate::Reflector#a-source-that-goes-back).
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -42,6 +46,11 @@ pub struct ReflectorConfig {
     pub poll: Duration,
     /// The clock the backoff and the progress timer read.
     pub clock: Arc<dyn Clock>,
+    /// How long a consistent read that found the source behind the cache
+    /// (its history went back) waits for the reflector's re-list before it
+    /// fails with [`ReadError::SourceRegressed`] (3 s, the reference's
+    /// wait for a fresh cache).
+    pub regression_wait: Duration,
 }
 
 impl Default for ReflectorConfig {
@@ -51,6 +60,7 @@ impl Default for ReflectorConfig {
             progress_every: Duration::from_millis(100),
             poll: Duration::from_millis(50),
             clock: Arc::new(SystemClock),
+            regression_wait: Duration::from_secs(3),
         }
     }
 }
@@ -153,6 +163,9 @@ pub struct ReflectorStats {
     pub backoffs: u64,
     /// Progress requests sent to the source.
     pub progress_requests: u64,
+    /// Re-lists at a revision below the engine's: the source's history
+    /// went back (restored from a backup).
+    pub regressions: u64,
 }
 
 #[derive(Debug, Default)]
@@ -161,6 +174,7 @@ struct Counters {
     compactions: AtomicU64,
     backoffs: AtomicU64,
     progress_requests: AtomicU64,
+    regressions: AtomicU64,
 }
 
 /// State the reflector thread shares with its handle.
@@ -178,6 +192,9 @@ struct Shared {
     counters: Counters,
     /// The last error, for diagnostics.
     last_error: Mutex<Option<String>>,
+    /// A consistent read proved the source went back: re-list at once.
+    /// `Relaxed`: a request, no data; the thread looks once per `poll`.
+    relist_wanted: AtomicBool,
 }
 
 /// A running reflector: a thread that keeps an engine in step with a
@@ -197,6 +214,44 @@ struct Shared {
 /// reflector.stop();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # A source that goes back
+///
+/// An etcd restored from a backup without `--bump-revision` serves
+/// revisions lower than those the cache has seen, and reuses them for a
+/// different history. The reflector notices when a list's revision is
+/// below the engine's (and, at once, when its watch delivers a change or a
+/// progress notification below it while the source's current revision is
+/// too): it re-lists with
+/// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression),
+/// which ends every watch with `Relisted` and starts a new generation at
+/// the lower version, and says so in [`Reflector::last_error`] and
+/// [`ReflectorStats::regressions`].
+///
+/// A consistent read never serves the old history as current: it loads
+/// the engine's version before it asks the source for its revision, and a
+/// source behind that version (which a source that did not go back cannot
+/// be: the cache only holds what the source had) proves the cache is of the
+/// old history. The read then asks the reflector to re-list at once,
+/// waits for the next list to be applied and looks again (a list begun
+/// before the source went back leaves the engine ahead, and the read asks
+/// again); if the engine is still ahead after
+/// [`ReflectorConfig::regression_wait`], it fails with
+/// [`ReadError::SourceRegressed`](crate::ReadError::SourceRegressed)
+/// rather than answer from the old history. Waiting is the usual outcome
+/// (a re-list takes one list); the error bounds it when the source cannot
+/// be listed.
+///
+/// What numbers cannot tell: a restored source whose new history has
+/// already passed the engine's version when a read asks looks like one
+/// that moved on. The read then waits for that revision, which the engine
+/// reaches only through the reflector's re-list (the restore ends or
+/// outruns its watch), unless the old watch still delivers old changes at
+/// those revisions, or progress, after the restore: a source must end its
+/// watches when it is restored (etcd does: a restore is a new cluster).
+/// The reference has the same limit, and etcd's advice is the real cure:
+/// restore with `--bump-revision` and `--mark-compacted`, so revisions
+/// never go back and every watch re-lists.
 pub struct Reflector {
     shared: Arc<Shared>,
     thread: Option<JoinHandle<Writer>>,
@@ -227,6 +282,7 @@ impl Reflector {
             waiters: AtomicUsize::new(0),
             counters: Counters::default(),
             last_error: Mutex::new(None),
+            relist_wanted: AtomicBool::new(false),
         });
         let for_thread = shared.clone();
         let thread = std::thread::Builder::new()
@@ -246,6 +302,7 @@ impl Reflector {
             compactions: c.compactions.load(Ordering::Relaxed),
             backoffs: c.backoffs.load(Ordering::Relaxed),
             progress_requests: c.progress_requests.load(Ordering::Relaxed),
+            regressions: c.regressions.load(Ordering::Relaxed),
         }
     }
 
@@ -261,27 +318,88 @@ impl Reflector {
     /// A list as of the source's current revision (Kubernetes' list with
     /// the resource version unset): asks the source for its revision, then
     /// reads once the engine has reached it. `req` must leave its version
-    /// at the default.
+    /// at the default. A source whose history went back is never answered
+    /// from the old one (see [A source that goes back](Reflector#a-source-that-goes-back)):
+    /// the read waits for the re-list, or fails with
+    /// [`ReadError::SourceRegressed`].
+    ///
+    /// ```
+    /// use herald::*;
+    /// use std::sync::Arc;
+    /// let source = MemorySource::new();
+    /// for name in ["a", "b", "c"] {
+    ///     source.put(Object::builder("ns", name).build());
+    /// }
+    /// let (engine, writer) = Engine::new(Config::default())?;
+    /// let reflector = Reflector::spawn(Arc::new(source.clone()), engine, writer, ReflectorConfig::default())?;
+    /// assert_eq!(reflector.consistent_list(&ListRequest::new())?.items.len(), 3);
+    /// // Restored from a backup taken at revision 1: the cache is ahead.
+    /// source.restore([Object::builder("ns", "a").build()], 1.into());
+    /// let list = reflector.consistent_list(&ListRequest::new())?;
+    /// assert_eq!((list.items.len(), list.resource_version.get()), (1, 1));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn consistent_list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
-        let rv = self.current_revision()?;
-        self.waiting(|| {
+        self.consistent(|rv| {
             self.shared
                 .engine
                 .list(&req.clone().at(ReadAt::NotOlderThan(rv)))
         })
     }
 
-    /// A get as of the source's current revision.
+    /// A get as of the source's current revision (as
+    /// [`Reflector::consistent_list`]).
+    ///
+    /// ```
+    /// use herald::*;
+    /// use std::sync::Arc;
+    /// let source = MemorySource::new();
+    /// source.put(Object::builder("ns", "a").build());
+    /// let (engine, writer) = Engine::new(Config::default())?;
+    /// let reflector = Reflector::spawn(Arc::new(source.clone()), engine, writer, ReflectorConfig::default())?;
+    /// assert!(reflector.consistent_get("ns/a")?.item.is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn consistent_get(&self, key: &str) -> Result<GetResponse, ReadError> {
-        let rv = self.current_revision()?;
-        self.waiting(|| self.shared.engine.get(key, ReadAt::NotOlderThan(rv)))
+        self.consistent(|rv| self.shared.engine.get(key, ReadAt::NotOlderThan(rv)))
     }
 
-    fn current_revision(&self) -> Result<crate::ResourceVersion, ReadError> {
-        self.shared
-            .source
-            .current_revision()
-            .map_err(ReadError::Source)
+    /// Runs `read` at the source's current revision, once the engine is
+    /// of the source's present history.
+    fn consistent<T>(
+        &self,
+        read: impl Fn(crate::ResourceVersion) -> Result<T, ReadError>,
+    ) -> Result<T, ReadError> {
+        let shared = &self.shared;
+        let clock = &shared.config.clock;
+        let deadline = crate::clock::deadline_after(clock.now(), shared.config.regression_wait);
+        self.waiting(|| {
+            loop {
+                // Before the versions: a list applied after them is seen.
+                let lists = shared.counters.lists.load(Ordering::Acquire);
+                // The engine's version before the source's revision: a
+                // source behind it then went back (see the type's docs).
+                let cache = shared.engine.resource_version();
+                let rv = shared
+                    .source
+                    .current_revision()
+                    .map_err(ReadError::Source)?;
+                if rv >= cache {
+                    return read(rv);
+                }
+                // Ask for a re-list, wait for any list to be applied, and
+                // look again: a list begun before the source went back
+                // would leave the engine ahead, and the check above asks
+                // again.
+                shared.relist_wanted.store(true, Ordering::Relaxed);
+                while shared.counters.lists.load(Ordering::Acquire) == lists {
+                    if shared.stopping() || clock.now() >= deadline {
+                        return Err(ReadError::SourceRegressed { source: rv, cache });
+                    }
+                    clock.park_until(deadline, RELIST_WAIT_STEP);
+                }
+            }
+        })
     }
 
     /// Runs `read` counted as a waiter, so progress is requested meanwhile.
@@ -319,15 +437,27 @@ impl Shared {
         *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
     }
 
+    /// Whether the source's current revision is behind the engine's (its
+    /// history went back). An unreachable source says nothing.
+    fn source_went_back(&self) -> bool {
+        self.source
+            .current_revision()
+            .is_ok_and(|rev| rev < self.engine.resource_version())
+    }
+
     /// Sleeps `delay` on the reflector's clock, or until asked to stop.
     fn sleep(&self, delay: Duration) {
         let clock = &self.config.clock;
-        let until = clock.now() + delay;
+        let until = crate::clock::deadline_after(clock.now(), delay);
         while !self.stopping() && clock.now() < until {
             clock.park_until(until, self.config.poll);
         }
     }
 }
+
+/// How often a consistent read waiting for a re-list looks again (or
+/// when the reflector's clock moves).
+const RELIST_WAIT_STEP: Duration = Duration::from_millis(1);
 
 /// Why one list-and-watch round ended.
 enum Round {
@@ -335,6 +465,12 @@ enum Round {
     Stop,
     /// The watch's revision was compacted: list again at once.
     Compacted,
+    /// A consistent read proved the source went back: list again at once.
+    Relist,
+    /// The watch delivered a revision behind the engine's: list again at
+    /// once if the source's revision is behind too (it went back), else
+    /// (the source broke its own order) after a backoff.
+    Behind,
     /// Anything else: wait a backoff, then list again.
     Failed,
 }
@@ -348,7 +484,9 @@ fn run(shared: &Shared, mut writer: Writer) -> Writer {
             Round::Compacted => {
                 shared.counters.compactions.fetch_add(1, Ordering::Relaxed);
             }
-            Round::Failed => {
+            Round::Relist => {}
+            Round::Behind if shared.source_went_back() => {}
+            Round::Behind | Round::Failed => {
                 shared.counters.backoffs.fetch_add(1, Ordering::Relaxed);
                 let delay = backoff.next_delay(shared.config.clock.now());
                 shared.sleep(delay);
@@ -362,6 +500,8 @@ fn run(shared: &Shared, mut writer: Writer) -> Writer {
 
 /// One list, then the watch from its revision until it fails.
 fn round(shared: &Shared, writer: &mut Writer) -> Round {
+    // This list answers every request made so far.
+    shared.relist_wanted.store(false, Ordering::Relaxed);
     let listing = match shared.source.list() {
         Ok(l) => l,
         Err(e) => {
@@ -369,14 +509,32 @@ fn round(shared: &Shared, writer: &mut Writer) -> Round {
             return Round::Failed;
         }
     };
-    if let Err(e) = writer.replace(listing.objects, listing.revision) {
+    // Only this thread writes: the engine's version is the writer's.
+    let cache = shared.engine.resource_version();
+    let regressed = listing.revision < cache;
+    let replaced = if regressed {
+        shared.note(format!(
+            "the source's revision went back from {cache} to {} (restored from a \
+             backup?): re-listed into a new generation, every watch ended",
+            listing.revision
+        ));
+        writer.replace_after_regression(listing.objects, listing.revision)
+    } else {
+        writer.replace(listing.objects, listing.revision)
+    };
+    if let Err(e) = replaced {
         if e == WriteError::Stopped {
             return Round::Stop;
         }
         shared.note(e);
         return Round::Failed;
     }
-    shared.counters.lists.fetch_add(1, Ordering::Relaxed);
+    if regressed {
+        shared.counters.regressions.fetch_add(1, Ordering::Relaxed);
+    }
+    // Release: a consistent read that loads the count with Acquire then
+    // reads the engine at least at this list.
+    shared.counters.lists.fetch_add(1, Ordering::Release);
     let watch = match shared.source.watch(listing.revision) {
         Ok(w) => w,
         Err(e) => return failed(shared, e),
@@ -401,6 +559,10 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
     loop {
         if shared.stopping() {
             return Round::Stop;
+        }
+        if shared.relist_wanted.load(Ordering::Relaxed) {
+            shared.note("a consistent read found the source behind the cache: re-listing");
+            return Round::Relist;
         }
         if shared.waiters.load(Ordering::Relaxed) > 0 {
             let now = clock.now();
@@ -428,13 +590,19 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
             Ok(Some(SourceEvent::Progress(rv))) => writer.progress(rv),
             Err(e) => return failed(shared, e),
         };
-        if let Err(e) = applied {
-            if e == WriteError::Stopped {
-                return Round::Stop;
+        match applied {
+            Ok(()) => {}
+            Err(WriteError::Stopped) => return Round::Stop,
+            // Behind the engine: the source went back, or broke its own
+            // order; `run` tells which. Either way, a list.
+            Err(e @ WriteError::OutOfOrder { .. }) => {
+                shared.note(format!("the source's watch: {e}"));
+                return Round::Behind;
             }
-            // The source broke its own order: start over from a list.
-            shared.note(e);
-            return Round::Failed;
+            Err(e) => {
+                shared.note(e);
+                return Round::Failed;
+            }
         }
     }
 }

@@ -189,6 +189,38 @@ impl MemorySource {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Restores the store from a backup: it now holds `objects` at
+    /// `revision`, which may be lower than its current one (an etcd
+    /// restored without `--bump-revision`: revisions go back, and the ones
+    /// after `revision` are reused by a different history). The next
+    /// change is at `revision + 1`; the history before `revision` is
+    /// compacted away. Open watches stay open and see what follows (a
+    /// store that keeps its clients across the restore); end them with
+    /// [`MemorySource::fail_watches`] to play one that restarts.
+    ///
+    /// ```
+    /// use herald::{MemorySource, Object, Source};
+    /// let source = MemorySource::new();
+    /// for name in ["a", "b", "c"] {
+    ///     source.put(Object::builder("ns", name).build());
+    /// }
+    /// source.restore([Object::builder("ns", "a").build()], 1.into());
+    /// assert_eq!(source.current_revision()?.get(), 1);
+    /// assert_eq!(source.put(Object::builder("ns", "d").build()).get(), 2);
+    /// assert_eq!(source.list()?.objects.len(), 2);
+    /// # Ok::<(), herald::SourceError>(())
+    /// ```
+    pub fn restore(&self, objects: impl IntoIterator<Item = Object>, revision: ResourceVersion) {
+        let mut st = self.lock();
+        st.objects = objects
+            .into_iter()
+            .map(|o| (o.key().to_owned(), o))
+            .collect();
+        st.revision = revision.get();
+        st.compacted = revision.get();
+        st.log.clear();
+    }
+
     /// Creates or replaces the object under its key; returns the new
     /// revision.
     pub fn put(&self, object: Object) -> ResourceVersion {
@@ -372,7 +404,7 @@ struct MemoryWatch {
 
 impl SourceWatch for MemoryWatch {
     fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError> {
-        let deadline = Instant::now() + timeout;
+        let deadline = crate::clock::deadline_after(Instant::now(), timeout);
         let mut q = self.feed.lock();
         loop {
             if let Some(event) = q.events.pop_front() {

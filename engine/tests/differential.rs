@@ -239,6 +239,12 @@ enum Op {
         start: StartSpec,
         timeout: Option<u8>,
     },
+    /// A re-list after the source went back
+    /// (`Writer::replace_after_regression`).
+    Regress {
+        objects: Vec<ObjSpec>,
+        rv: RvStep,
+    },
     /// `n` watches like `Watch`'s, each dropped at once (churn).
     Churn {
         n: u8,
@@ -272,6 +278,7 @@ impl fmt::Debug for Op {
             Op::Burst { n, seed } => write!(f, "burst n={n} seed={seed}"),
             Op::Progress(rv) => write!(f, "progress {rv:?}"),
             Op::Relist { objects, rv } => write!(f, "relist {rv:?} {objects:?}"),
+            Op::Regress { objects, rv } => write!(f, "relist after regression {rv:?} {objects:?}"),
             Op::Watch {
                 filter,
                 start,
@@ -430,6 +437,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => rv_step(4, 1, 1).prop_map(Op::Progress),
         1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(4, 1, 1))
             .prop_map(|(objects, rv)| Op::Relist { objects, rv }),
+        1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(1, 1, 6))
+            .prop_map(|(objects, rv)| Op::Regress { objects, rv }),
         12 => (filter_spec(), start_spec(), prop::option::weighted(0.3, 1..20u8)).prop_map(
             |(filter, start, timeout)| {
                 // Bookmarks only with initial events, and then no deadline
@@ -741,6 +750,20 @@ impl Harness {
                 let e = self.writer.replace(objects.clone(), to.into());
                 let m = self.model.replace(objects, to);
                 self.write(format!("replace at {to}"), e, m, 1)?;
+            }
+            Op::Regress { objects, rv: step } => {
+                // The source went back (a restore): mostly a version below
+                // the engine's, sometimes one that is not (refused).
+                let to = step.resolve(rv);
+                let objects: Vec<Object> = objects
+                    .iter()
+                    .map(|o| o.build(&format!("restored{to}")))
+                    .collect();
+                let e = self
+                    .writer
+                    .replace_after_regression(objects.clone(), to.into());
+                let m = self.model.replace_after_regression(objects, to);
+                self.write(format!("replace after regression at {to}"), e, m, 1)?;
             }
             Op::Watch {
                 filter,

@@ -3,7 +3,9 @@
 //! snapshot with initial events) drained by a small fixed pool of consumer
 //! threads with `try_recv`, `recv_batch` and `visit_batch`; consumers stall
 //! on random watchers for a while (some long enough to fall out of the
-//! ring), stop a few, and a re-list comes mid-way. Nothing here asserts a
+//! ring), stop a few, and a re-list comes mid-way (half the runs, one
+//! after the source went back: a lower version); two more threads churn
+//! watches all along. Nothing here asserts a
 //! time.
 //!
 //! The writer records every change in the reference model
@@ -510,12 +512,23 @@ fn thousands_of_watchers_real_threads() {
             // Relisted.
             drain_everything(&shared, model.positions());
             shared.drain_to.store(0, Ordering::Release);
-            rv += 1;
             let objects: Vec<Object> = (0..KEYS / 3)
                 .map(|k| object(&mut rng, k * 3, "list2"))
                 .collect();
-            writer.replace(objects.clone(), rv.into()).unwrap();
-            model.replace(objects, rv).unwrap();
+            if rng.chance(2) {
+                // The source went back (a restore from a backup): the new
+                // history starts below the old one's versions.
+                rv -= 1 + rng.below(rv / 2);
+                eprintln!("stress: re-list after a regression, at {rv}");
+                writer
+                    .replace_after_regression(objects.clone(), rv.into())
+                    .unwrap();
+                model.replace_after_regression(objects, rv).unwrap();
+            } else {
+                rv += 1;
+                writer.replace(objects.clone(), rv.into()).unwrap();
+                model.replace(objects, rv).unwrap();
+            }
             generation += 1;
             let mut inbox = Vec::new();
             for _ in 0..WATCHERS / 4 {

@@ -817,6 +817,30 @@ impl Model {
             }
             _ => {}
         }
+        self.relist(objects, rv)
+    }
+
+    /// `Writer::replace_after_regression`: a re-list at a version below the
+    /// engine's (the source went back); otherwise a re-list like any other
+    /// (SEMANTICS 2, 8: a new generation, the window emptied, every watch
+    /// ended with Relisted).
+    pub fn replace_after_regression(
+        &mut self,
+        objects: Vec<Object>,
+        rv: u64,
+    ) -> Result<(), WriteError> {
+        match self.lifecycle {
+            Lifecycle::Stopped => Err(WriteError::Stopped),
+            Lifecycle::Pending => Err(WriteError::NotReady),
+            _ if rv >= self.rv => Err(WriteError::NotARegression {
+                given: rv.into(),
+                current: self.rv.into(),
+            }),
+            _ => self.relist(objects, rv),
+        }
+    }
+
+    fn relist(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
         let relist = self.lifecycle == Lifecycle::Ready;
         self.generation += 1;
         // SEMANTICS 2: the marker takes a position and empties the window.
