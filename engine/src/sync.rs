@@ -179,6 +179,11 @@ mod imp {
             self.0.load()
         }
 
+        /// `ArcSwap::load` (a guard there; a clone here).
+        pub(crate) fn load(&self) -> Arc<T> {
+            self.0.load()
+        }
+
         pub(crate) fn store(&self, v: Arc<T>) {
             self.0.store(v);
         }
