@@ -248,6 +248,33 @@ mod tests {
     }
 
     #[test]
+    fn a_frequency_past_the_clock_range_is_no_heartbeat() {
+        let now = Instant::now();
+        assert_eq!(next_bookmark(now, Duration::MAX, None, false), Due::Never);
+        // The pre-deadline bookmark still comes.
+        let deadline = now + 10 * S;
+        assert_eq!(
+            next_bookmark(now, Duration::MAX, Some(deadline), false),
+            Due::At(deadline - 2 * S)
+        );
+    }
+
+    #[test]
+    fn wheel_retain_drops_and_counts() {
+        let t0 = Instant::now();
+        let mut w = Wheel::new(t0);
+        for i in 0..100u32 {
+            w.insert(Due::At(t0 + i * S), i);
+        }
+        w.retain(|i| i % 10 == 0);
+        assert_eq!(w.len(), 10);
+        let mut out = Vec::new();
+        w.pop_expired(t0 + 200 * S, &mut out);
+        out.sort_unstable();
+        assert_eq!(out, (0..100).step_by(10).collect::<Vec<_>>());
+    }
+
+    #[test]
     fn wheel_pops_by_one_second_bucket() {
         let t0 = Instant::now();
         let mut w = Wheel::new(t0);
