@@ -1062,6 +1062,11 @@ impl Writer {
     /// object whose name or namespace is not a valid path segment is
     /// refused ([`WriteError::InvalidName`], see [`Object`'s names](Object#names)).
     ///
+    /// A deletion of a key the engine does not hold is delivered to no
+    /// watcher and leaves no history: it advances the version as
+    /// [`Writer::progress`] does (the reference's behaviour; see the crate
+    /// docs' differences).
+    ///
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
@@ -1073,6 +1078,10 @@ impl Writer {
     ///     writer.apply(Change::modified(a, 2.into())),
     ///     Err(WriteError::OutOfOrder { given: 2.into(), current: 2.into() })
     /// );
+    /// // A deletion of a key it never held: no event, the version moves.
+    /// writer.apply(Change::deleted(Object::builder("ns", "ghost").build(), 3.into()))?;
+    /// assert_eq!(engine.resource_version().get(), 3);
+    /// assert_eq!(engine.stats().progress_updates, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
@@ -1089,13 +1098,20 @@ impl Writer {
                 .into());
             }
             let stored = st.store.get(object.key());
+            if kind == ChangeKind::Deleted && stored.is_none() {
+                // A key the cache never held: no watcher can have seen the
+                // object, so none is told of its deletion; the version
+                // moves as with progress (the reference: a deletion with no
+                // previous object passes no filter, seeds/000
+                // convertToWatchEvent).
+                st.rv = rv;
+                shared.current_rv.store(rv.get(), Ordering::Release);
+                Counters::add(&shared.counters.progress_updates, 1);
+                return Ok(None);
+            }
             let prev_rv = stored.map(|e| e.rv);
+            // SEMANTICS 1: a deletion's previous object is its last state.
             let prev = stored.map(|e| e.object.clone());
-            let prev = match kind {
-                // SEMANTICS 1: a deletion's previous object is its last state.
-                ChangeKind::Deleted => prev.or_else(|| Some(object.clone())),
-                _ => prev,
-            };
             let (_, resize) = st.ring.append(
                 RecordKind::Change(kind),
                 rv,

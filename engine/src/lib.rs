@@ -191,6 +191,19 @@
 //! [`Lifecycle::Pending`] until the first `replace` (watches wait), then
 //! [`Lifecycle::Ready`]; [`Engine::stop`] is final.
 //!
+//! # Differences from the reference
+//!
+//! Where Herald's behaviour was chosen against, or checked against, the
+//! reference's (`seeds/`), and why:
+//!
+//! | | the reference | Herald | why |
+//! | --- | --- | --- | --- |
+//! | a watch ends | the channel closes | one [`WatchItem::End`] with its reason | a client knows whether to re-watch, re-list or give up |
+//! | a slow watcher | ended after a shared time budget | parked and resumed from history ([`SlowWatchers::Park`]; the budget is an option) | see [Slow watchers](#slow-watchers) |
+//! | a deletion of a key the cache never held | delivered to no one (a deletion without a previous object passes no filter: seeds/000 `convertToWatchEvent`) | the same: no event, no history; the version moves as with [`Writer::progress`] | no watcher can have seen the object, so a `Deleted` would tell it of one it never had, judged on a state the cache never held. (Herald delivered it before issue 14.) |
+//! | names | validated by the API server (`path.IsValidPathSegmentName`) | the writer enforces the same rule ([`WriteError::InvalidName`]) | a cache fed by anything but an API server must still keep keys apart: see [Keys](#keys) |
+//! | a source restored to a lower revision | the reflector re-lists whatever the version | the same, through a deliberate call ([`Writer::replace_after_regression`]); `replace` keeps refusing to go back, and consistent reads never answer from the old history | a careless writer is still caught, and a restore cannot make a stale read look fresh (see the [`Reflector`]) |
+//!
 //! # Design
 //!
 //! One writer appends to a lock-free history ring (write-once records in

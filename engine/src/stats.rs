@@ -130,7 +130,9 @@ pub struct Stats {
     pub changes_received: u64,
     /// Re-lists (`replace` calls), the first list included.
     pub relists: u64,
-    /// Progress notifications that advanced the resource version.
+    /// Progress notifications that advanced the resource version, and
+    /// deletions of keys the cache did not hold (which advance it the same
+    /// way; see [`Writer::apply`](crate::Writer::apply)).
     pub progress_updates: u64,
     /// Changes the dispatcher has fanned out.
     pub changes_dispatched: u64,

@@ -713,7 +713,9 @@ impl Harness {
             .writer
             .apply(Change::new(kind, object.clone(), rv.into()));
         let m = self.model.apply(kind, object, rv);
-        self.write(format!("apply {kind:?} {obj:?} at {rv}"), e, m, 1)
+        // A deletion of a key not held takes no position (it is progress).
+        let positions = u64::from(stored || kind != ChangeKind::Deleted);
+        self.write(format!("apply {kind:?} {obj:?} at {rv}"), e, m, positions)
     }
 
     fn exec(&mut self, op: &Op) -> Res {
@@ -1161,7 +1163,7 @@ fn engine_matches_model() {
     let report = std::env::var("HERALD_PROPTEST_REPORT").is_ok_and(|v| v == "1");
     let mut runner = TestRunner::new(RunnerConfig {
         cases,
-        max_shrink_iters: 4096,
+        max_shrink_iters: env_usize("HERALD_PROPTEST_SHRINK", 4096) as u32,
         source_file: Some(file!()),
         failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
             "proptest-regressions",

@@ -199,7 +199,8 @@ impl Model {
             match c.kind() {
                 ChangeKind::Deleted => {
                     state.remove(&key);
-                    let prev = prev.or_else(|| Some(c.object().clone()));
+                    // A key never held: progress, no event (the engine's
+                    // rule; `verdict` with no prev says nothing).
                     out.push((
                         c.kind(),
                         c.resource_version().get(),

@@ -781,12 +781,16 @@ impl Model {
         }
         let key = object.key().to_owned();
         let stored = self.store.get(&key).map(|(o, _)| o.clone());
-        // SEMANTICS 1: a deletion's prev_object is the last state (the
-        // object itself if the key is unknown).
-        let prev = match kind {
-            ChangeKind::Deleted => stored.or_else(|| Some(object.clone())),
-            _ => stored,
-        };
+        if kind == ChangeKind::Deleted && stored.is_none() {
+            // A deletion of a key the cache never held: no watcher could
+            // have seen it, so it is progress (no record, no event), as in
+            // the reference (seeds/000 convertToWatchEvent).
+            self.rv = rv;
+            self.settle();
+            return Ok(());
+        }
+        // SEMANTICS 1: a deletion's prev_object is the last state.
+        let prev = stored;
         self.records.push(Record {
             kind: RecordKind::Change(kind),
             rv,
