@@ -743,29 +743,33 @@ impl Harness {
                 let m = self.model.progress(to);
                 self.write(format!("progress to {to}"), e, m, 0)?;
             }
-            Op::Relist { objects, rv: step } => {
+            Op::Relist { objects, rv: step } | Op::Regress { objects, rv: step } => {
+                // Regress: the source went back (a restore), mostly to a
+                // version below the engine's, sometimes not (refused).
+                let back = matches!(op, Op::Regress { .. });
                 let to = step.resolve(rv);
                 let objects: Vec<Object> = objects
                     .iter()
                     .map(|o| o.build(&format!("list{to}")))
                     .collect();
-                let e = self.writer.replace(objects.clone(), to.into());
-                let m = self.model.replace(objects, to);
-                self.write(format!("replace at {to}"), e, m, 1)?;
-            }
-            Op::Regress { objects, rv: step } => {
-                // The source went back (a restore): mostly a version below
-                // the engine's, sometimes one that is not (refused).
-                let to = step.resolve(rv);
-                let objects: Vec<Object> = objects
-                    .iter()
-                    .map(|o| o.build(&format!("restored{to}")))
-                    .collect();
-                let e = self
-                    .writer
-                    .replace_after_regression(objects.clone(), to.into());
-                let m = self.model.replace_after_regression(objects, to);
-                self.write(format!("replace after regression at {to}"), e, m, 1)?;
+                let (e, m) = if back {
+                    (
+                        self.writer
+                            .replace_after_regression(objects.clone(), to.into()),
+                        self.model.replace_after_regression(objects, to),
+                    )
+                } else {
+                    (
+                        self.writer.replace(objects.clone(), to.into()),
+                        self.model.replace(objects, to),
+                    )
+                };
+                let what = if back {
+                    "replace after regression"
+                } else {
+                    "replace"
+                };
+                self.write(format!("{what} at {to}"), e, m, 1)?;
             }
             Op::Watch {
                 filter,
