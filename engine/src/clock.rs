@@ -41,6 +41,49 @@ pub(crate) fn deadline_after(now: Instant, d: Duration) -> Instant {
     now.checked_add(d.min(CENTURY)).unwrap_or(now)
 }
 
+/// `at + d`, or `None` (never) past the clock's range: every time rule
+/// saturates this way, so a `Duration::MAX` setting means "never" rather
+/// than a panic.
+pub(crate) fn later(at: Instant, d: Duration) -> Option<Instant> {
+    at.checked_add(d)
+}
+
+/// The earlier of two times, `None` being never.
+pub(crate) fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The tick's jitter: a small xorshift generator, seeded per engine.
+pub(crate) struct Jitter(u64);
+
+impl Jitter {
+    /// Seeded with `seed` (anything that differs between engines, such
+    /// as an address) and the time.
+    pub(crate) fn new(now: Instant, seed: u64) -> Jitter {
+        let t = now.elapsed().as_nanos() as u64;
+        Jitter((seed ^ t.rotate_left(32)) | 1)
+    }
+
+    /// `base` plus a uniform `[0, base / 4)` (saturating).
+    pub(crate) fn tick(&mut self, base: Duration) -> Duration {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        let quarter = base.as_nanos() / 4;
+        let extra = if quarter == 0 {
+            0
+        } else {
+            u128::from(x) % quarter
+        };
+        base.saturating_add(Duration::from_nanos(u64::try_from(extra).unwrap_or(0)))
+    }
+}
+
 /// The operating system's monotonic clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;

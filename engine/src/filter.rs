@@ -87,7 +87,7 @@ macro_rules! selection_setters {
 pub(crate) use selection_setters;
 
 /// The verdict of a filter on one change; encoded in the two low bits of a
-/// queue handle (see `watcher.rs`), so 0 is reserved for "nothing".
+/// queue handle (see `watch/shared.rs`), so 0 is reserved for "nothing".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Verdict {

@@ -13,7 +13,7 @@
 //! bucket at most once, so no watcher is offered a change twice.
 //!
 //! A watcher that admits everything under the park policy is a follower
-//! (see `watcher.rs`, Following): registered apart, offered nothing.
+//! (see `watch/shared.rs`, Following): registered apart, offered nothing.
 //!
 //! # Selector routes
 //!
@@ -42,7 +42,7 @@
 
 use crate::Object;
 use crate::sync::Arc;
-use crate::watcher::{Route, WatcherShared};
+use crate::watch::{Route, WatcherShared};
 
 /// Immutable once published: plain data sharing, so `std`'s `Arc` (it
 /// needs `make_mut`, which loom's lacks).

@@ -218,8 +218,8 @@
 //! blocks the writer.
 
 mod bookmarks;
-mod budget;
 mod clock;
+mod config;
 mod dispatch;
 mod echo;
 mod engine;
@@ -232,20 +232,25 @@ mod index;
 #[doc(hidden)]
 pub mod model;
 mod object;
+mod policy;
 mod queue;
 mod read;
 mod reflector;
 mod ring;
 mod rv;
 mod selector;
+mod shared;
 mod source;
 mod stats;
 mod store;
 mod sync;
-mod watcher;
+mod wakes;
+mod watch;
+mod writer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Config, Engine, Lifecycle, SlowWatchers, Writer};
+pub use config::{Config, SlowWatchers};
+pub use engine::Engine;
 pub use error::{ConfigError, WatchError, WriteError};
 pub use event::{
     Change, ChangeKind, EndReason, Event, EventKind, Gone, TooLargeResourceVersion, WatchItem,
@@ -263,9 +268,11 @@ pub use selector::{
     ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
     LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,
 };
+pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
-pub use watcher::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
+pub use watch::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
+pub use writer::Writer;
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature
 /// `internals`): thin wrappers, so the modules stay private and nothing
@@ -315,7 +322,7 @@ pub mod internals {
         /// Registers watcher `id` under `indexed` (index number, value), or
         /// under "all" when `None`.
         pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
-            use crate::watcher::{Route, Start, WatcherShared, WatcherSpec};
+            use crate::watch::{Route, Start, WatcherShared, WatcherSpec};
             let route = match indexed {
                 Some((i, v)) => Route::Indexed(i as u32, v.into()),
                 None => Route::All,

@@ -84,16 +84,6 @@ impl Object {
         }
     }
 
-    /// Checks the namespace and the name against the path-segment rule
-    /// (see [Names](Object#names)).
-    pub(crate) fn check_names(&self) -> Result<(), crate::WriteError> {
-        let namespace = self.namespace();
-        if !namespace.is_empty() {
-            check_segment("namespace", namespace)?;
-        }
-        check_segment("name", self.name())
-    }
-
     /// The object's key: `namespace/name`, or `name` when cluster-scoped.
     ///
     /// ```
@@ -332,42 +322,6 @@ fn sorted_unique(mut pairs: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<st
         }
     }
     out.into_boxed_slice()
-}
-
-/// Kubernetes' `path.IsValidPathSegmentName` (apimachinery
-/// `api/validation/path`): the rule every object name must pass.
-fn check_segment(part: &'static str, value: &str) -> Result<(), crate::WriteError> {
-    let rule = if value.is_empty() {
-        "must not be empty"
-    } else if value == "." || value == ".." {
-        "may not be '.' or '..'"
-    } else if value.contains('/') {
-        "may not contain '/'"
-    } else if value.contains('%') {
-        "may not contain '%'"
-    } else {
-        return Ok(());
-    };
-    Err(crate::WriteError::InvalidName {
-        part,
-        value: capped(value),
-        rule,
-    })
-}
-
-/// The most of a refused value an error repeats.
-const ECHO_MAX: usize = 128;
-
-/// `value`, cut to at most [`ECHO_MAX`] bytes on a character boundary.
-fn capped(value: &str) -> String {
-    if value.len() <= ECHO_MAX {
-        return value.to_owned();
-    }
-    let mut end = ECHO_MAX;
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    value[..end].to_owned()
 }
 
 #[cfg(test)]

@@ -3,7 +3,12 @@
 use std::error::Error;
 use std::fmt;
 
-use super::validate::{DNS1123_SUBDOMAIN_MAX_LEN, QUALIFIED_NAME_MAX_LEN};
+/// The limits the messages state, which `validate.rs` enforces.
+///
+/// Maximum length of a qualified name's name part and of a label value.
+pub(crate) const QUALIFIED_NAME_MAX_LEN: usize = 63;
+/// Maximum length of a DNS-1123 subdomain (a qualified name's prefix).
+pub(crate) const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
 
 /// Which selector grammar produced a [`SelectorError`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,6 +7,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use super::error::{SelectorError, SelectorErrorKind};
+use super::lexer::write_joined;
 
 /// A parsed Kubernetes field selector: a conjunction (AND) of [`FieldTerm`]s.
 ///
@@ -179,7 +180,7 @@ impl FromStr for FieldSelector {
 impl fmt::Display for FieldSelector {
     /// Writes the canonical form: terms joined by `,`, values escaped.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        super::write_joined(f, &self.terms)
+        write_joined(f, &self.terms)
     }
 }
 

@@ -1,5 +1,6 @@
 //! Tokenizer for the label selector grammar, equivalent to the lexer in
-//! `k8s.io/apimachinery/pkg/labels/selector.go`.
+//! `k8s.io/apimachinery/pkg/labels/selector.go`; and [`write_joined`],
+//! which writes either selector's canonical text.
 //!
 //! Whitespace is `' '`, `'\t'`, `'\r'` and `'\n'`. The special characters
 //! `= ! ( ) , > <` form operator tokens with longest match (`==`, `!=`);
@@ -140,6 +141,20 @@ impl<'a> Lexer<'a> {
             pos: start,
         }
     }
+}
+
+/// Writes `items` separated by `,` (the canonical form of both selectors).
+pub(crate) fn write_joined<T: std::fmt::Display>(
+    f: &mut std::fmt::Formatter<'_>,
+    items: &[T],
+) -> std::fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(",")?;
+        }
+        std::fmt::Display::fmt(item, f)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

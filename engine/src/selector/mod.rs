@@ -50,17 +50,3 @@ mod tests;
 pub use error::{ExpectedToken, InvalidLabelReason, SelectorError, SelectorErrorKind};
 pub use fields::{FieldOperator, FieldSelector, FieldTerm};
 pub use labels::{LabelOperator, LabelRequirement, LabelSelector};
-
-/// Writes `items` separated by `,` (the canonical form of both selectors).
-fn write_joined<T: std::fmt::Display>(
-    f: &mut std::fmt::Formatter<'_>,
-    items: &[T],
-) -> std::fmt::Result {
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            f.write_str(",")?;
-        }
-        std::fmt::Display::fmt(item, f)?;
-    }
-    Ok(())
-}

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 
+use super::labels::tests::describe;
 use super::*;
 
 fn config() -> ProptestConfig {
@@ -235,19 +236,6 @@ fn go_parse_int(s: &str) -> Option<i128> {
 fn render_selector(reqs: &[ReqSpec], trailing_ws: &str) -> String {
     let parts: Vec<String> = reqs.iter().map(ReqSpec::render).collect();
     format!("{}{trailing_ws}", parts.join(","))
-}
-
-pub(super) fn describe(sel: &LabelSelector) -> Vec<(String, LabelOperator, Vec<String>)> {
-    sel.requirements()
-        .iter()
-        .map(|r| {
-            (
-                r.key().to_owned(),
-                r.operator(),
-                r.values().map(str::to_owned).collect(),
-            )
-        })
-        .collect()
 }
 
 /// Sorts and deduplicates a requirement list with a test-local order, so the
@@ -584,4 +572,153 @@ fn selectors_are_send_sync_and_cheap_to_move() {
         std::mem::size_of::<FieldSelector>(),
         2 * std::mem::size_of::<usize>()
     );
+}
+
+/// Label selector errors, with exact positions.
+mod label_errors {
+    use super::super::error::InvalidLabelReason;
+    use super::*;
+    use ExpectedToken as Exp;
+    use SelectorErrorKind as K;
+
+    fn err(s: &str) -> (usize, SelectorErrorKind) {
+        match LabelSelector::parse(s) {
+            Ok(sel) => panic!("{s:?} parsed as {sel}"),
+            Err(e) => {
+                assert!(!e.is_field_selector());
+                (e.position(), e.kind().clone())
+            }
+        }
+    }
+
+    #[test]
+    fn error_unexpected_end() {
+        let end = |expected| K::UnexpectedEnd { expected };
+        assert_eq!(err("a in (x"), (7, end(Exp::CommaOrCloseParen)));
+        assert_eq!(err("a in ("), (6, end(Exp::Value)));
+        assert_eq!(err("a in"), (4, end(Exp::OpenParen)));
+        assert_eq!(err("a in (x,"), (8, end(Exp::Value)));
+        assert_eq!(err("a,"), (2, end(Exp::Key)));
+        assert_eq!(err("a, "), (3, end(Exp::Key)));
+        assert_eq!(err("!"), (1, end(Exp::Key)));
+    }
+
+    #[test]
+    fn error_unexpected_char() {
+        let ch = |found, expected| K::UnexpectedChar { found, expected };
+        assert_eq!(err("a b"), (2, ch('b', Exp::Operator)));
+        assert_eq!(err("app (x)"), (4, ch('(', Exp::Operator)));
+        assert_eq!(err("a!b"), (1, ch('!', Exp::Operator)));
+        assert_eq!(err("=x"), (0, ch('=', Exp::Key)));
+        assert_eq!(err(",a"), (0, ch(',', Exp::Key)));
+        assert_eq!(err("a,,b"), (2, ch(',', Exp::Key)));
+        assert_eq!(err("!!a"), (1, ch('!', Exp::Key)));
+        assert_eq!(err("!=a"), (0, ch('!', Exp::Key)));
+        assert_eq!(err("a=(x)"), (2, ch('(', Exp::Value)));
+        assert_eq!(err("a>=5"), (2, ch('=', Exp::Value)));
+        assert_eq!(err("a in x"), (5, ch('x', Exp::OpenParen)));
+        assert_eq!(err("a in (=)"), (6, ch('=', Exp::Value)));
+        assert_eq!(err("a in (x,=)"), (8, ch('=', Exp::Value)));
+        assert_eq!(err("a in (x y)"), (8, ch('y', Exp::CommaOrCloseParen)));
+        assert_eq!(err("a in (x))"), (8, ch(')', Exp::CommaOrEnd)));
+        assert_eq!(err("a=b c"), (4, ch('c', Exp::CommaOrEnd)));
+        assert_eq!(err("a=b=c"), (3, ch('=', Exp::CommaOrEnd)));
+        assert_eq!(err("!a=b"), (2, ch('=', Exp::CommaOrEnd)));
+        assert_eq!(err("a in (x) b"), (9, ch('b', Exp::CommaOrEnd)));
+        assert_eq!(
+            err("é b"),
+            (
+                0,
+                K::InvalidKey {
+                    reason: InvalidLabelReason::InvalidChar('é')
+                }
+            )
+        );
+        assert_eq!(err("a é"), (2, ch('é', Exp::Operator)));
+    }
+
+    #[test]
+    fn error_empty_value_set() {
+        assert_eq!(err("a in ()"), (6, K::EmptyValueSet));
+        assert_eq!(err("a notin ( )"), (10, K::EmptyValueSet));
+    }
+
+    #[test]
+    fn error_invalid_key() {
+        let key = |reason| K::InvalidKey { reason };
+        assert_eq!(
+            err(&format!("x,{}=v", "n".repeat(64))),
+            (2, key(InvalidLabelReason::TooLong { len: 64 }))
+        );
+        assert_eq!(err("a$b=c"), (1, key(InvalidLabelReason::InvalidChar('$'))));
+        assert_eq!(
+            err("x, -a"),
+            (3, key(InvalidLabelReason::MustStartAlphanumeric))
+        );
+        assert_eq!(err("Ex.com/a"), (0, key(InvalidLabelReason::InvalidPrefix)));
+        assert_eq!(err("a/b/c"), (3, key(InvalidLabelReason::TooManySlashes)));
+        assert_eq!(err("!a/"), (3, key(InvalidLabelReason::EmptyName)));
+        // Key validation happens before the operator is read.
+        assert_eq!(err("a$ b"), (1, key(InvalidLabelReason::InvalidChar('$'))));
+    }
+
+    #[test]
+    fn error_invalid_value() {
+        let value = |reason| K::InvalidValue { reason };
+        assert_eq!(
+            err("a=b/c"),
+            (3, value(InvalidLabelReason::InvalidChar('/')))
+        );
+        assert_eq!(
+            err("a in (x, -y)"),
+            (9, value(InvalidLabelReason::MustStartAlphanumeric))
+        );
+        assert_eq!(
+            err("a!=x."),
+            (4, value(InvalidLabelReason::MustEndAlphanumeric))
+        );
+        assert_eq!(
+            err(&format!("a={}", "v".repeat(64))),
+            (2, value(InvalidLabelReason::TooLong { len: 64 }))
+        );
+        assert_eq!(
+            err("a>-1"),
+            (2, value(InvalidLabelReason::MustStartAlphanumeric))
+        );
+        // Syntax errors of a requirement are reported before invalid values.
+        assert_eq!(
+            err("a in (-x y)"),
+            (
+                9,
+                K::UnexpectedChar {
+                    found: 'y',
+                    expected: Exp::CommaOrCloseParen
+                }
+            )
+        );
+    }
+
+    #[test]
+    fn error_not_an_integer() {
+        assert_eq!(err("a>x"), (2, K::NotAnInteger));
+        assert_eq!(err("a < 1.5"), (4, K::NotAnInteger));
+        assert_eq!(err("a>"), (2, K::NotAnInteger));
+        assert_eq!(err("a>,b"), (2, K::NotAnInteger));
+        assert_eq!(err("a>99999999999999999999"), (2, K::NotAnInteger));
+    }
+
+    #[test]
+    fn error_display() {
+        let e = LabelSelector::parse("app web").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid label selector at byte 4: expected an operator (`=`, `==`, `!=`, `in`, \
+             `notin`, `>` or `<`), found 'w'"
+        );
+        let e = LabelSelector::parse("a in ()").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("invalid label selector at byte 6: empty value set")
+        );
+    }
 }

@@ -2,12 +2,10 @@
 //! as in `k8s.io/apimachinery/pkg/util/validation`, reporting the byte offset
 //! of the first problem.
 
-use super::error::{InvalidLabelReason, SelectorError, SelectorErrorKind};
-
-/// Maximum length of a qualified name's name part and of a label value.
-pub(crate) const QUALIFIED_NAME_MAX_LEN: usize = 63;
-/// Maximum length of a DNS-1123 subdomain (a qualified name's prefix).
-pub(crate) const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
+use super::error::{
+    DNS1123_SUBDOMAIN_MAX_LEN, InvalidLabelReason, QUALIFIED_NAME_MAX_LEN, SelectorError,
+    SelectorErrorKind,
+};
 
 /// A failed check: where (absolute byte offset) and why.
 type Failure = (usize, InvalidLabelReason);

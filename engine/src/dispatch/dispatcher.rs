@@ -1,69 +1,5 @@
-//! The dispatcher: one thread that follows the history ring and fans each
-//! change out to the watchers that may see it.
-//!
-//! # Synchronization
-//!
-//! The dispatcher is the single producer of every watcher queue and the only
-//! writer of the routing table. Per batch of up to [`BATCH`] changes it:
-//!
-//! 1. loads the routes once (`ArcSwap`, no lock) and, for each change, asks
-//!    them for the candidates, evaluates each candidate's filter on the
-//!    current and previous object, and pushes a handle (position and
-//!    verdict) into its queue: a wait-free push;
-//! 2. issues one `SeqCst` fence and wakes only the touched watchers that are
-//!    parked (see `watcher.rs`): one wake per watcher per batch at most,
-//!    and none for a watcher that is busy draining;
-//! 3. publishes its cursor (`dispatched`, `Release`), which lets the writer
-//!    reuse ring slots below it.
-//!
-//! Followers (watchers that admit everything, under the park policy) are
-//! pushed nothing: they read the ring up to its head themselves, and the
-//! dispatcher only wakes those that sleep, once per batch (`watcher.rs`,
-//! Following).
-//!
-//! Registration happens between batches: a watcher becomes live at the
-//! cursor; the watcher replays anything older from the ring by itself, so
-//! the dispatcher never does per-watcher catch-up work.
-//!
-//! ## Registrations, removals and waits
-//!
-//! Requests arrive in one ordered queue (`Shared::control`) and at most
-//! [`CONTROL_BUDGET`] are applied between two batches, each in O(1)
-//! amortised, so a client creating and dropping watches in a loop delays
-//! the changes by a bounded amount of work per batch. A watch waiting for
-//! the first list (or a re-list not dispatched yet) sits in a list looked
-//! at only when a re-list is dispatched; one waiting for a future version
-//! sits in a heap by that version, popped as the writer reaches it, with
-//! its too-large timeout in the deadline heap: a loop costs nothing per
-//! waiting watch. Removing a watch marks it retired (its `place`) and
-//! counts it; it is skipped wherever it is still held (routes, heaps, the
-//! bookmark wheel) until a sweep drops every retired entry, once the
-//! retired are as many as the rest: O(held) per sweep, paid for by the
-//! held / 2 removals before it.
-//!
-//! ## Full queues
-//!
-//! Under [`SlowWatchers::Park`] the dispatcher never waits for a watcher. A
-//! selective watcher whose queue is full gets the handle in its overflow
-//! (up to [`Config::spill_limit`](crate::Config::spill_limit)); one that
-//! admits everything, or whose overflow is full, is parked at the change
-//! that did not fit and feeds itself from the ring until it has caught up,
-//! then asks to be resumed (see `watcher.rs`, Spilling and Parking).
-//!
-//! Under [`SlowWatchers::TimeBudget`] each change is a round, as in the
-//! reference's `dispatchEvent`: a non-blocking push to every candidate
-//! first; then, if some queues were full, the round takes the whole time
-//! budget and waits for those watchers one after another (parked on the
-//! clock, woken by the consumer's pop, polling every [`POLL`] in case that
-//! wake raced); once the budget is spent, each watcher still full gets one
-//! more non-blocking push and otherwise ends with `TooSlow`; the unused
-//! budget goes back.
-//!
-//! ## Time
-//!
-//! Every rule reads the engine's [`Clock`](crate::Clock): the tick (jittered
-//! by up to a quarter, seeds/004 `wait.Jitter(time.Second, 0.25)`), the
-//! bookmark wheel, deadlines, the too-large wait and the budget.
+//! The dispatcher's thread and its loop (see the module above for what
+//! one batch does).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -71,15 +7,19 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::{Duration, Instant};
 
 use crate::bookmarks::{Wheel, next_bookmark};
-use crate::budget::TimeBudget;
-use crate::engine::{Shared, SlowWatchers};
-use crate::event::TooLargeResourceVersion;
+use crate::clock::{Clock, Jitter, earliest, later};
+use crate::event::{EndReason, TooLargeResourceVersion};
 use crate::index::Routes;
+use crate::policy::{self, Full, SlowWatcherPolicy};
 use crate::ring::{ReadCursor, RecordKind};
+use crate::rv::ResourceVersion;
+use crate::shared::{Request, Shared};
 use crate::stats::Counters;
 use crate::sync::{Arc, Ordering, fence};
-use crate::watcher::WatcherShared;
-use crate::{Clock, EndReason, ResourceVersion};
+use crate::wakes::Wakes;
+
+use super::held::{Deadline, DeadlineKind, RvWaiter, place, retain_heap, shrink};
+use crate::watch::WatcherShared;
 
 /// Changes per batch: bounds the latency of registrations and of the
 /// dispatcher's cursor publication while amortising the wake-up fence.
@@ -90,10 +30,6 @@ const BATCH: u64 = 256;
 /// changes by at most this much work per batch, never by the whole flood.
 const CONTROL_BUDGET: usize = 1024;
 
-/// How often a dispatcher waiting for a full queue looks again, in real
-/// time, should the consumer's wake have raced with its sleep.
-const POLL: Duration = Duration::from_millis(1);
-
 /// The longest the idle dispatcher sleeps in one go (real time); any
 /// change, request or clock movement wakes it sooner.
 const IDLE: Duration = Duration::from_secs(3600);
@@ -101,34 +37,6 @@ const IDLE: Duration = Duration::from_secs(3600);
 /// Changes at positions divisible by this are timed for the applied ->
 /// enqueued histogram.
 const SAMPLE_MASK: u64 = 7;
-
-/// A request to the dispatcher (`Shared::control`).
-#[derive(Debug)]
-pub(crate) enum Request {
-    /// A new watch ([`Engine::watch`](crate::Engine::watch)).
-    Register(Arc<WatcherShared>),
-    /// A watch that has ended: forget it.
-    Unregister(Arc<WatcherShared>),
-    /// A parked watcher has caught up with the ring: feed it again.
-    Resume(Arc<WatcherShared>),
-}
-
-/// Where the dispatcher holds a watcher (`WatcherShared::place`), so that
-/// removing one is O(1): it is marked, counted, and left where it is until
-/// the next sweep (see [`Dispatcher::sweep_if_due`]).
-mod place {
-    /// Not taken up yet (or never: it ended first).
-    pub(super) const UNSEEN: u8 = 0;
-    /// Waiting for the first list, or for a re-list the dispatcher has
-    /// not reached (`Dispatcher::waiting_list`).
-    pub(super) const WAIT_LIST: u8 = 1;
-    /// Waiting for a future resource version (`Dispatcher::waiting_rv`).
-    pub(super) const WAIT_RV: u8 = 2;
-    /// In the routes: served.
-    pub(super) const ROUTED: u8 = 3;
-    /// Ended and forgotten; its entries go at the next sweep.
-    pub(super) const RETIRED: u8 = 4;
-}
 
 /// The dispatcher's thread. A panic inside it (a bug, or user code it
 /// calls, such as a [`Clock`]) is caught: the engine records it
@@ -151,111 +59,6 @@ pub(crate) fn run(shared: Arc<Shared>) {
     // same, the engine is already stopped and the control channel closed
     // first, so nothing new waits on this thread.
     let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
-}
-
-/// Orders a heap entry by its `key()` alone.
-macro_rules! ordered_by_key {
-    ($t:ty) => {
-        impl PartialEq for $t {
-            fn eq(&self, other: &Self) -> bool {
-                self.key() == other.key()
-            }
-        }
-
-        impl Eq for $t {}
-
-        impl PartialOrd for $t {
-            fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-                Some(self.cmp(other))
-            }
-        }
-
-        impl Ord for $t {
-            fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-                self.key().cmp(&other.key())
-            }
-        }
-    };
-}
-
-/// A watcher's deadline in the dispatcher's heap (earliest first).
-struct Deadline {
-    at: Instant,
-    kind: DeadlineKind,
-    w: Arc<WatcherShared>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum DeadlineKind {
-    /// The watch's own deadline (`WatchRequest::timeout`).
-    Watch,
-    /// The end of its wait for a future resource version
-    /// (`Config::too_large_timeout`), if it is still waiting then.
-    TooLarge,
-}
-
-impl Deadline {
-    fn key(&self) -> (Instant, DeadlineKind, u64) {
-        (self.at, self.kind, self.w.spec.id)
-    }
-}
-
-ordered_by_key!(Deadline);
-
-/// A watcher waiting for a future resource version (lowest first).
-struct RvWaiter {
-    need: ResourceVersion,
-    w: Arc<WatcherShared>,
-}
-
-impl RvWaiter {
-    fn key(&self) -> (ResourceVersion, u64) {
-        (self.need, self.w.spec.id)
-    }
-}
-
-ordered_by_key!(RvWaiter);
-
-/// The tick's jitter: a small xorshift generator, seeded per engine.
-struct Jitter(u64);
-
-impl Jitter {
-    fn new(now: Instant, shared: &Shared) -> Jitter {
-        // Any seed that differs between engines will do.
-        let addr = std::ptr::from_ref(shared) as usize as u64;
-        let t = now.elapsed().as_nanos() as u64;
-        Jitter((addr ^ t.rotate_left(32)) | 1)
-    }
-
-    /// `base` plus a uniform `[0, base / 4)` (saturating).
-    fn tick(&mut self, base: Duration) -> Duration {
-        let mut x = self.0;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.0 = x;
-        let quarter = base.as_nanos() / 4;
-        let extra = if quarter == 0 {
-            0
-        } else {
-            u128::from(x) % quarter
-        };
-        base.saturating_add(Duration::from_nanos(u64::try_from(extra).unwrap_or(0)))
-    }
-}
-
-/// `at + d`, or `None` (never) past the clock's range: every time rule
-/// saturates this way, so a `Duration::MAX` setting means "never" rather
-/// than a panic.
-pub(crate) fn later(at: Instant, d: Duration) -> Option<Instant> {
-    at.checked_add(d)
-}
-
-fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 struct Dispatcher {
@@ -283,17 +86,18 @@ struct Dispatcher {
     routed: usize,
     retired: usize,
     /// Watchers pushed to in this batch, to wake.
-    touched: Vec<Arc<WatcherShared>>,
-    batch_no: u64,
+    wakes: Wakes,
     /// The version of the last record dispatched: what a bookmark says
     /// (with the writer's progress, once caught up).
     last_rv: ResourceVersion,
     clock: std::sync::Arc<dyn Clock>,
-    /// The time budget (time-budget policy only).
-    budget: Option<TimeBudget>,
-    /// Watchers whose queue was full for the current change, with their
-    /// handle (time-budget policy).
-    blocked: Vec<(Arc<WatcherShared>, u64)>,
+    /// What a full queue gets (`policy/`).
+    policy: Box<dyn SlowWatcherPolicy>,
+    /// The policy kept handles for the current change
+    /// ([`Full::Kept`]): serve them once its candidates are done.
+    kept: bool,
+    /// Scratch: watchers the policy ended, to forget.
+    ended: Vec<Arc<WatcherShared>>,
     /// Bookmark schedule of the live watchers that allow bookmarks, each
     /// with whether it was scheduled for waiting on its initial-events-end
     /// bookmark.
@@ -315,14 +119,9 @@ impl Dispatcher {
         // the wheel and the budget count from the moment `Engine::new`
         // returned to its caller, whatever the thread's scheduling.
         let now = shared.epoch;
-        let budget = match shared.config.slow_watchers {
-            SlowWatchers::Park => None,
-            SlowWatchers::TimeBudget {
-                refill_per_second,
-                cap,
-            } => Some(TimeBudget::new(refill_per_second, cap, now)),
-        };
-        let mut jitter = Jitter::new(now, &shared);
+        let policy = policy::new(&shared.config, now);
+        // Any seed that differs between engines will do.
+        let mut jitter = Jitter::new(now, Arc::as_ptr(&shared) as usize as u64);
         let next_tick = later(now, jitter.tick(shared.config.tick));
         Dispatcher {
             routes: Routes::new(shared.index_fields.clone()),
@@ -337,10 +136,10 @@ impl Dispatcher {
             waiting: 0,
             routed: 0,
             retired: 0,
-            touched: Vec::new(),
-            batch_no: 0,
-            budget,
-            blocked: Vec::new(),
+            wakes: Wakes::default(),
+            policy,
+            kept: false,
+            ended: Vec::new(),
             wheel: Wheel::new(now),
             due: Vec::new(),
             deadlines: BinaryHeap::new(),
@@ -478,12 +277,7 @@ impl Dispatcher {
             place::RETIRED => {}
             _ => {
                 self.move_to(w, place::RETIRED);
-                if self.budget.is_none() && w.is_spilling() {
-                    // Ended, so nothing more is pushed to it (this thread
-                    // is the only pusher): its overflow goes back to the
-                    // engine's budget now.
-                    w.discard_spill(&self.shared.counters.overflow_handles);
-                }
+                self.policy.forget(w, &self.shared);
             }
         }
     }
@@ -644,12 +438,10 @@ impl Dispatcher {
             self.routes_dirty = true;
         }
         self.waiting_list.retain(|w| kept(w));
-        self.waiting_rv.retain(|Reverse(r)| kept(&r.w));
-        self.deadlines.retain(|Reverse(d)| kept(&d.w));
-        self.wheel.retain(|(w, _)| kept(w));
         shrink(&mut self.waiting_list);
-        shrink_heap(&mut self.waiting_rv);
-        shrink_heap(&mut self.deadlines);
+        retain_heap(&mut self.waiting_rv, |r| kept(&r.w));
+        retain_heap(&mut self.deadlines, |d| kept(&d.w));
+        self.wheel.retain(|(w, _)| kept(w));
         self.retired = 0;
     }
 
@@ -674,7 +466,7 @@ impl Dispatcher {
     }
 
     fn dispatch_batch(&mut self, end: u64) {
-        self.batch_no += 1;
+        self.wakes.begin_batch();
         let start = self.cursor;
         let mut routes = self.shared.routes.load_full();
         let mut deliveries = 0u64;
@@ -720,14 +512,14 @@ impl Dispatcher {
                             self.push(w, handle_pos | v as u64);
                         }
                     });
-                    if !self.blocked.is_empty() {
-                        self.serve_blocked();
+                    if self.kept {
+                        self.serve_kept();
                     }
                 }
             }
         }
         self.cursor = end;
-        self.flush_wakes();
+        self.wakes.flush();
         self.wake_followers();
         self.publish_routes_if_dirty();
         // Release: the writer may reuse slots below `end` only after we are
@@ -738,8 +530,7 @@ impl Dispatcher {
         Counters::add(&counters.changes_dispatched, end - start);
     }
 
-    /// Enqueues `handle` for `w`. A full queue parks the watcher, or, under
-    /// the time budget, leaves it for [`serve_blocked`](Self::serve_blocked).
+    /// Enqueues `handle` for `w`; a full queue is the policy's.
     #[inline]
     fn push(&mut self, w: &Arc<WatcherShared>, handle: u64) {
         // `is_spilling` first: while the overflow is active the queue is
@@ -748,124 +539,30 @@ impl Dispatcher {
             self.push_full(w, handle);
             return;
         }
-        self.mark_touched(w);
+        self.wakes.mark(w);
     }
 
     #[cold]
     fn push_full(&mut self, w: &Arc<WatcherShared>, handle: u64) {
-        if self.budget.is_some() {
-            self.blocked.push((w.clone(), handle));
-        } else if w.overflow(
-            handle,
-            self.shared.config.spill_limit,
-            &self.shared.counters.overflow_handles,
-            self.shared.config.spill_budget,
-        ) {
-            Counters::add(&self.shared.counters.spilled, 1);
-            self.mark_touched(w);
-        } else {
-            w.park(handle >> 2);
-            Counters::add(&self.shared.counters.parks, 1);
+        match self.policy.full(w, handle, &self.shared) {
+            Full::Delivered => self.wakes.mark(w),
+            Full::Parked => {}
+            Full::Kept => self.kept = true,
         }
     }
 
-    fn mark_touched(&mut self, w: &Arc<WatcherShared>) {
-        // Relaxed: `touched` is the dispatcher's own scratch field.
-        if w.touched.load(Ordering::Relaxed) != self.batch_no {
-            w.touched.store(self.batch_no, Ordering::Relaxed);
-            self.touched.push(w.clone());
+    /// The policy serves what it kept for this change (the time budget's
+    /// round); the watchers it ended are forgotten.
+    #[cold]
+    fn serve_kept(&mut self) {
+        self.kept = false;
+        let mut ended = std::mem::take(&mut self.ended);
+        self.policy
+            .serve_kept(&self.shared, &mut self.wakes, &mut ended);
+        for w in ended.drain(..) {
+            self.retire(&w);
         }
-    }
-
-    /// The time-budget round for the current change (seeds/004
-    /// `dispatchEvent`): wait for each blocked watcher while the budget
-    /// lasts; after it, one more non-blocking try, else `TooSlow`.
-    fn serve_blocked(&mut self) {
-        // Everyone pushed to so far gets to read while we wait.
-        self.flush_wakes();
-        let Some(budget) = self.budget.as_mut() else {
-            return;
-        };
-        let clock = self.clock.clone();
-        let start = clock.now();
-        let took = budget.take_available(start);
-        // A budget past the clock's range waits for room as long as it
-        // takes (the configuration asked for it), stop excepted.
-        let until = later(start, took);
-        let counters = &self.shared.counters;
-        Counters::add(&counters.budget_rounds, 1);
-        Counters::add(&counters.budget_taken_ns, nanos(took));
-        let mut spent = took.is_zero();
-        let mut blocked = std::mem::take(&mut self.blocked);
-        for (w, handle) in blocked.drain(..) {
-            w.wake();
-            loop {
-                if w.queue.push(handle).is_ok() {
-                    self.mark_touched(&w);
-                    break;
-                }
-                if w.is_ended() || self.shared.is_stopping() {
-                    break;
-                }
-                spent = spent || until.is_some_and(|u| clock.now() >= u);
-                if spent {
-                    // Its last try was the push above.
-                    self.end_too_slow(&w);
-                    break;
-                }
-                w.set_producer_waiting(true);
-                // SeqCst: the flag is visible before the re-check reads
-                // the consumer's head (pairs with the consumer's pop; a
-                // race costs one POLL).
-                fence(Ordering::SeqCst);
-                if w.queue.push(handle).is_ok() {
-                    w.set_producer_waiting(false);
-                    self.mark_touched(&w);
-                    break;
-                }
-                let now = clock.now();
-                clock.park_until(until.or_else(|| later(now, POLL)).unwrap_or(now), POLL);
-            }
-            w.set_producer_waiting(false);
-        }
-        self.blocked = blocked;
-        let used = clock.now().saturating_duration_since(start);
-        let unused = took.saturating_sub(used);
-        if let Some(budget) = self.budget.as_mut() {
-            budget.return_unused(unused);
-        }
-        Counters::add(&self.shared.counters.budget_returned_ns, nanos(unused));
-        self.flush_wakes();
-    }
-
-    /// Ends a watcher that stayed full past the budget: gracefully (after
-    /// draining) if it holds an initial-events-end bookmark it has not
-    /// delivered yet (seeds/000 `add`, `graceful`).
-    fn end_too_slow(&mut self, w: &Arc<WatcherShared>) {
-        let counters = &self.shared.counters;
-        let ended = if w.initial_end.is_received() {
-            w.end_after_drain(EndReason::TooSlow, counters)
-        } else {
-            w.end(EndReason::TooSlow, counters)
-        };
-        if ended {
-            self.retire(w);
-        }
-    }
-
-    fn flush_wakes(&mut self) {
-        if self.touched.is_empty() {
-            return;
-        }
-        // SeqCst fence: orders the pushes before the `parked` loads; pairs
-        // with the consumer's fence in `prepare_park`.
-        fence(Ordering::SeqCst);
-        for w in self.touched.drain(..) {
-            w.wake_if_parked();
-        }
-        // New stamp: a watcher pushed to again after this flush (in the
-        // same batch) must be collected again.
-        self.batch_no += 1;
+        self.ended = ended;
     }
 
     /// Wakes the followers that sleep: they read the records of this batch
@@ -889,7 +586,7 @@ impl Dispatcher {
     /// Every waiting watch is looked at again at the next loop: those of
     /// the new generation start, those of an older one end `Relisted`.
     fn relist(&mut self, generation: u64) {
-        self.flush_wakes();
+        self.wakes.flush();
         let shared = self.shared.clone();
         let old = std::mem::replace(&mut self.routes, Routes::new(shared.index_fields.clone()));
         for w in old.iter() {
@@ -938,7 +635,7 @@ impl Dispatcher {
             // snapshot: nothing to send until its regular time.
             let stale = for_initial_end && !w.initial_end.is_waiting();
             if !stale && w.offer_bookmark(self.cursor, rv) {
-                self.mark_touched(&w);
+                self.wakes.mark(&w);
             }
             schedule_bookmark(
                 &mut self.wheel,
@@ -948,7 +645,7 @@ impl Dispatcher {
             );
         }
         self.due = due;
-        self.flush_wakes();
+        self.wakes.flush();
     }
 
     /// The version a bookmark carries now: the last record dispatched, or
@@ -1015,22 +712,4 @@ fn schedule_bookmark(
     let waiting = w.initial_end.is_waiting();
     let due = next_bookmark(now, frequency, w.spec.deadline, waiting);
     wheel.insert(due, (w, waiting));
-}
-
-fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// Gives back the memory of a vector that a sweep left mostly empty.
-fn shrink<T>(v: &mut Vec<T>) {
-    if v.capacity() > 2 * v.len() + 8 {
-        v.shrink_to_fit();
-    }
-}
-
-/// [`shrink`] for a heap.
-fn shrink_heap<T: Ord>(h: &mut BinaryHeap<T>) {
-    if h.capacity() > 2 * h.len() + 8 {
-        h.shrink_to_fit();
-    }
 }

@@ -1,0 +1,195 @@
+//! Why a read could not be served ([`ReadError`]), and why a continue
+//! token was refused ([`InvalidContinue`], [`MalformedContinue`]).
+
+use std::fmt;
+
+use crate::echo::Echo;
+use crate::event::{Gone, TooLargeResourceVersion};
+use crate::rv::ResourceVersion;
+use crate::source::SourceError;
+
+/// A continue token this engine refuses as one it could not have issued
+/// ([`ReadError::InvalidContinue`]); see the [rules](Continue#rules).
+///
+/// ```
+/// use herald::*;
+/// let err = "h2.nope".parse::<Continue>().unwrap_err();
+/// match err {
+///     ReadError::InvalidContinue(InvalidContinue::Malformed(m)) => assert_eq!(m.input(), "h2.nope"),
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvalidContinue {
+    /// The text is not a token in the [format](Continue#format).
+    Malformed(MalformedContinue),
+    /// The token names a version above the one the engine has reached.
+    VersionNotReached {
+        /// The token's version.
+        token: ResourceVersion,
+        /// The engine's version when the token was checked.
+        reached: ResourceVersion,
+    },
+    /// The token names a re-list the engine has not made.
+    GenerationNotReached {
+        /// The token's generation.
+        token: u64,
+        /// The engine's generation when the token was checked.
+        reached: u64,
+    },
+}
+
+impl fmt::Display for InvalidContinue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvalidContinue::Malformed(m) => fmt::Display::fmt(m, f),
+            InvalidContinue::VersionNotReached { token, reached } => write!(
+                f,
+                "it names resource version {token}, which the cache has not reached (it is at {reached})"
+            ),
+            InvalidContinue::GenerationNotReached { token, reached } => write!(
+                f,
+                "it names generation {token}, which the cache has not reached (it is at {reached})"
+            ),
+        }
+    }
+}
+
+/// Text that is not a continue token: what is wrong with it, and its start.
+///
+/// ```
+/// use herald::*;
+/// let long = format!("h1.{}", "7".repeat(1 << 20));
+/// let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = long.parse::<Continue>() else {
+///     panic!()
+/// };
+/// assert_eq!(m.input().len(), 64);
+/// assert_eq!(m.reason(), "not a Herald continue token of this format");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MalformedContinue {
+    reason: &'static str,
+    input: Echo,
+}
+
+impl MalformedContinue {
+    pub(crate) fn new(reason: &'static str, input: &str) -> MalformedContinue {
+        MalformedContinue {
+            reason,
+            input: Echo::new(input),
+        }
+    }
+
+    /// What is wrong with the text.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "h2.00000000000000zz.0.0.".parse::<Continue>() else { panic!() };
+    /// assert_eq!(m.reason(), "malformed engine id");
+    /// ```
+    pub fn reason(&self) -> &str {
+        self.reason
+    }
+
+    /// The rejected text (at most its first 64 bytes).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "abc".parse::<Continue>() else { panic!() };
+    /// assert_eq!(m.input(), "abc");
+    /// ```
+    pub fn input(&self) -> &str {
+        self.input.head()
+    }
+}
+
+impl fmt::Display for MalformedContinue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.reason, self.input)
+    }
+}
+
+/// A read that could not be served. Nothing is changed by a failed read.
+///
+/// ```
+/// use herald::*;
+/// let (engine, _writer) = Engine::new(Config::default())?;
+/// assert_eq!(engine.get("ns/a", ReadAt::Any), Err(ReadError::NotReady));
+/// # Ok::<(), ConfigError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The cache has not been listed yet (retry once it is ready).
+    NotReady,
+    /// The engine has been stopped.
+    EngineStopped,
+    /// The version asked for (or the continue token's) is older than the
+    /// history the cache keeps, or before its last re-list.
+    Gone(Gone),
+    /// The cache did not reach the version asked for in time.
+    TooLargeResourceVersion(TooLargeResourceVersion),
+    /// A continue token that does not parse, or that names a state the
+    /// engine has never been in (forged or corrupted).
+    InvalidContinue(InvalidContinue),
+    /// A continue token issued by another engine (a replica, or this
+    /// engine's predecessor before a restart): its versions and
+    /// generations are not this engine's. List again from the start.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let obj = |n: &str| Object::builder("ns", n).build();
+    /// let (a, mut wa) = Engine::new(Config::default())?;
+    /// let (b, mut wb) = Engine::new(Config::default())?;
+    /// wa.replace([obj("x"), obj("y")], 5.into())?;
+    /// wb.replace([obj("x"), obj("y")], 5.into())?;
+    /// let token = a.list(&ListRequest::new().limit(1))?.continue_token.unwrap();
+    /// let err = b.list(&ListRequest::new().continue_from(token));
+    /// assert_eq!(err, Err(ReadError::ForeignContinue));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ForeignContinue,
+    /// A continued list names its version in the token: the request must
+    /// not name one too.
+    ContinueWithResourceVersion,
+    /// A consistent read could not learn the source's current revision.
+    Source(SourceError),
+    /// A consistent read found the source behind the cache: its history
+    /// went back (restored from a backup), and the cache had not re-listed
+    /// from it in time. What the cache holds is of the old history, so it
+    /// is not served; retry once the reflector has re-listed.
+    SourceRegressed {
+        /// The source's revision.
+        source: ResourceVersion,
+        /// The cache's version, of the old history.
+        cache: ResourceVersion,
+    },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::NotReady => f.write_str("the cache has not been listed yet"),
+            ReadError::EngineStopped => f.write_str("the engine is stopped"),
+            ReadError::Gone(g) => fmt::Display::fmt(g, f),
+            ReadError::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),
+            ReadError::InvalidContinue(why) => write!(f, "invalid continue token: {why}"),
+            ReadError::ForeignContinue => f.write_str(
+                "the continue token was issued by another engine: list again from the start",
+            ),
+            ReadError::ContinueWithResourceVersion => {
+                f.write_str("a continued list must not name a resource version")
+            }
+            ReadError::Source(e) => write!(f, "consistent read: {e}"),
+            ReadError::SourceRegressed { source, cache } => write!(
+                f,
+                "consistent read: the source's revision {source} is behind the cache's \
+                 {cache} (its history went back, e.g. a restore from a backup); \
+                 the cache has not re-listed yet"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {}

@@ -1,0 +1,458 @@
+//! How a read is served: which state it reads (the published view,
+//! replayed forward or back through the ring, or the writer's state under
+//! its lock), how it waits for a version, and the get and the list
+//! themselves. See the module above for the rules.
+
+use std::ops::Bound;
+use std::time::Duration;
+
+use super::error::{InvalidContinue, ReadError};
+use super::request::{GetResponse, Item, ListRequest, ListResponse, ReadAt};
+use super::token::Continue;
+use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
+use crate::filter::{Filter, KeyScope};
+use crate::ring::{RecordKind, RecordRef};
+use crate::rv::ResourceVersion;
+use crate::shared::{Lifecycle, Shared, VIEW_EVERY, View};
+use crate::store::{State, Stored};
+use crate::sync::{Arc, Ordering};
+
+/// A view more than this many records behind is not replayed: the reader
+/// clones the writer's state under its lock instead (see the module docs).
+const MAX_LAG: u64 = 256;
+
+/// A state read, and the version it reflects.
+struct Read {
+    state: State,
+    rv: ResourceVersion,
+    generation: u64,
+}
+
+/// Why a replay must start over from a fresh view.
+struct Stale;
+
+/// How long one wait for a version sleeps before it looks again (the
+/// writer does not wake readers; see [`Shared::wait_for`]).
+const WAIT_STEP: Duration = Duration::from_millis(1);
+
+impl Shared {
+    /// The state at `at`.
+    fn read_state(&self, at: ReadAt) -> Result<Read, ReadError> {
+        match at {
+            ReadAt::Any => self.present(),
+            // Loops only if the history went back during the wait (see
+            // Snapshots).
+            ReadAt::NotOlderThan(rv) => loop {
+                self.wait_for(rv)?;
+                let read = self.present()?;
+                if read.rv >= rv {
+                    return Ok(read);
+                }
+            },
+            ReadAt::Exact(rv) => loop {
+                self.wait_for(rv)?;
+                if let Some(read) = self.exactly(rv, None)? {
+                    return Ok(read);
+                }
+            },
+        }
+    }
+
+    /// Waits until the cache has reached `rv`, up to the too-large timeout
+    /// on the engine's clock. It looks again every [`WAIT_STEP`] (or when
+    /// the clock moves): readers cost the writer nothing.
+    fn wait_for(&self, rv: ResourceVersion) -> Result<(), ReadError> {
+        let clock = &self.config.clock;
+        // A timeout past the clock's range (`Duration::MAX`) waits for ever.
+        let deadline = crate::clock::later(clock.now(), self.config.too_large_timeout);
+        loop {
+            // A cache not yet listed is waited for too (it is about to
+            // be fresh); it is `NotReady` only if it stays so.
+            let pending = match self.check_readable() {
+                Err(ReadError::NotReady) => true,
+                Err(e) => return Err(e),
+                Ok(()) => false,
+            };
+            let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+            if !pending && current >= rv {
+                return Ok(());
+            }
+            let now = clock.now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(if pending {
+                    ReadError::NotReady
+                } else {
+                    ReadError::TooLargeResourceVersion(TooLargeResourceVersion::new(rv, current))
+                });
+            }
+            let until = deadline.or_else(|| crate::clock::later(now, WAIT_STEP));
+            clock.park_until(until.unwrap_or(now), WAIT_STEP);
+        }
+    }
+
+    fn check_readable(&self) -> Result<(), ReadError> {
+        match self.lifecycle() {
+            Lifecycle::Pending => Err(ReadError::NotReady),
+            Lifecycle::Stopped => Err(ReadError::EngineStopped),
+            _ => Ok(()),
+        }
+    }
+
+    /// The present state (see [Snapshots](self#snapshots)).
+    fn present(&self) -> Result<Read, ReadError> {
+        loop {
+            self.check_readable()?;
+            if let Ok((read, _)) = self.replay_present() {
+                return Ok(read);
+            }
+        }
+    }
+
+    /// The latest view with the records after it applied; also returns the
+    /// ring position the result reflects.
+    fn replay_present(&self) -> Result<(Read, u64), Stale> {
+        // The view's generation, the version, then the view and the head:
+        // see the module docs.
+        let generation = self.view.load().generation;
+        let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        let (view, head) = self.view_to_replay();
+        if view.generation != generation {
+            return Err(Stale);
+        }
+        let mut state = view.state.clone();
+        let mut rv = view.rv;
+        let mut cursor = self.ring.cursor();
+        for pos in view.pos..head {
+            let rec = self.ring.read(&mut cursor, pos).map_err(|_| Stale)?;
+            if rec.generation != view.generation || rec.kind == RecordKind::Relist {
+                return Err(Stale);
+            }
+            redo(&mut state, &rec);
+            rv = rec.rv;
+        }
+        Ok((
+            Read {
+                state,
+                rv: rv.max(current),
+                generation: view.generation,
+            },
+            head,
+        ))
+    }
+
+    /// The view a read starts from and the ring's head, loaded after it
+    /// (see [Snapshots](self#snapshots)): the published one if it is close
+    /// enough to replay, else a fresh one cloned under the writer's lock.
+    fn view_to_replay(&self) -> (Arc<View>, u64) {
+        let view = self.view.load_full();
+        let head = self.ring.head();
+        let lag = head.saturating_sub(view.pos);
+        if view.pos >= self.ring.tail() && lag <= MAX_LAG {
+            if lag > u64::from(VIEW_EVERY) && !self.view_wanted.load(Ordering::Relaxed) {
+                self.view_wanted.store(true, Ordering::Relaxed);
+            }
+            return (view, head);
+        }
+        let view = {
+            let mut st = self.lock_state();
+            self.publish_view(&mut st)
+        };
+        (view, self.ring.head())
+    }
+
+    /// The state exactly at `rv` (already reached). With `generation`,
+    /// only in that generation (a continued list). `None` if the present is
+    /// behind `rv` after all: the history went back since the wait.
+    fn exactly(
+        &self,
+        rv: ResourceVersion,
+        generation: Option<u64>,
+    ) -> Result<Option<Read>, ReadError> {
+        loop {
+            self.check_readable()?;
+            let Ok((mut read, head)) = self.replay_present() else {
+                continue;
+            };
+            match generation {
+                // Generations only grow: a later one is forged.
+                Some(g) if g > read.generation => {
+                    return Err(ReadError::InvalidContinue(
+                        InvalidContinue::GenerationNotReached {
+                            token: g,
+                            reached: read.generation,
+                        },
+                    ));
+                }
+                Some(g) if g != read.generation => return Err(self.gone(rv)),
+                _ => {}
+            }
+            if read.rv < rv {
+                return Ok(None);
+            }
+            let tail = self.ring.tail();
+            let mut cursor = self.ring.cursor();
+            let mut pos = head;
+            // The version of the last record undone: the state is now the
+            // one just before it.
+            let mut undone: Option<ResourceVersion> = None;
+            while pos > 0 {
+                let rec = if pos > tail {
+                    self.ring.read(&mut cursor, pos - 1).ok()
+                } else {
+                    None
+                };
+                let Some(rec) = rec else {
+                    // Left the window. Versions increase with positions, so
+                    // the state is exactly at `rv` only if nothing between
+                    // the evicted record and the last undone one is missing.
+                    match undone {
+                        Some(u) if rv.get() + 1 >= u.get() => break,
+                        // Nothing to undo: the present is at or before `rv`.
+                        None if read.rv <= rv => break,
+                        _ => return Err(self.gone(rv)),
+                    }
+                };
+                if rec.rv <= rv {
+                    break;
+                }
+                // Walking back from the present, the re-list marker of its
+                // generation comes before any older record: reaching it
+                // with `rv` still below means `rv` is before the list.
+                if rec.generation != read.generation || rec.kind == RecordKind::Relist {
+                    return Err(self.gone(rv));
+                }
+                undo(&mut read.state, &rec);
+                undone = Some(rec.rv);
+                pos -= 1;
+            }
+            read.rv = rv;
+            return Ok(Some(read));
+        }
+    }
+
+    fn gone(&self, rv: ResourceVersion) -> ReadError {
+        let oldest = self.lock_state().ring.oldest_minus_one();
+        ReadError::Gone(Gone::new(rv, oldest))
+    }
+
+    pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
+        match at {
+            ReadAt::Any => self.get_present(key),
+            ReadAt::NotOlderThan(rv) => loop {
+                self.wait_for(rv)?;
+                let got = self.get_present(key)?;
+                if got.resource_version >= rv {
+                    return Ok(got);
+                }
+            },
+            ReadAt::Exact(_) => {
+                let read = self.read_state(at)?;
+                Ok(GetResponse {
+                    item: read.state.get(key).map(Item::of),
+                    resource_version: read.rv,
+                })
+            }
+        }
+    }
+
+    /// A get of the present without building it: the records after the
+    /// view, newest first, then the view's state.
+    fn get_present(&self, key: &str) -> Result<GetResponse, ReadError> {
+        loop {
+            self.check_readable()?;
+            let generation = self.view.load().generation;
+            let current = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+            let (view, head) = self.view_to_replay();
+            if view.generation != generation {
+                continue;
+            }
+            let mut cursor = self.ring.cursor();
+            let mut newest: Option<(ResourceVersion, Option<Item>)> = None;
+            let mut last_rv = view.rv;
+            let mut stale = false;
+            for pos in view.pos..head {
+                let Ok(rec) = self.ring.read(&mut cursor, pos) else {
+                    stale = true;
+                    break;
+                };
+                if rec.generation != view.generation || rec.kind == RecordKind::Relist {
+                    stale = true;
+                    break;
+                }
+                last_rv = rec.rv;
+                if rec.object.as_ref().is_some_and(|o| o.key() == key) {
+                    let item = match rec.kind {
+                        RecordKind::Change(ChangeKind::Deleted) => None,
+                        _ => rec.object.clone().map(|object| Item {
+                            object,
+                            resource_version: rec.rv,
+                        }),
+                    };
+                    newest = Some((rec.rv, item));
+                }
+            }
+            if stale {
+                continue;
+            }
+            let item = match newest {
+                Some((_, item)) => item,
+                None => view.state.get(key).map(Item::of),
+            };
+            return Ok(GetResponse {
+                item,
+                resource_version: last_rv.max(current),
+            });
+        }
+    }
+
+    /// Refuses a token this engine could not have issued (see the
+    /// [rules](Continue#rules)); a generation it has not reached is
+    /// caught by [`Shared::exactly`], which knows the generation it read.
+    fn check_token(&self, token: &Continue) -> Result<(), ReadError> {
+        if token.engine != self.engine_id {
+            return Err(ReadError::ForeignContinue);
+        }
+        // Within a generation the version only grows, and every token
+        // this engine issued names one it had reached: a greater one is
+        // forged. Without this check the read below finds nothing to undo
+        // and labels the present with it. A token of an older generation
+        // may name a version above the present one after the source went
+        // back (`Writer::replace_after_regression`): its history is gone.
+        let reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        if token.rv > reached {
+            if token.generation < self.view.load().generation {
+                return Err(self.gone(token.rv));
+            }
+            return Err(ReadError::InvalidContinue(
+                InvalidContinue::VersionNotReached {
+                    token: token.rv,
+                    reached,
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
+        let (read, after) = match &req.continue_from {
+            Some(token) => {
+                if req.at != ReadAt::Any {
+                    return Err(ReadError::ContinueWithResourceVersion);
+                }
+                self.check_readable()?;
+                self.check_token(token)?;
+                // In its own generation the present is never behind the
+                // token; `None` cannot come, and would be a lost version.
+                let read = self
+                    .exactly(token.rv, Some(token.generation))?
+                    .ok_or_else(|| self.gone(token.rv))?;
+                (read, Some(&*token.after))
+            }
+            None => (self.read_state(req.at)?, None),
+        };
+        let filter = Filter::new(req.scope.clone(), req.labels.clone(), req.fields.clone());
+        let limit = if req.limit == 0 {
+            usize::MAX
+        } else {
+            req.limit
+        };
+        let mut items = Vec::new();
+        let mut more = false;
+        for e in candidates(&read.state, req, after).filter(|e| filter.admits(&e.object)) {
+            if items.len() == limit {
+                more = true;
+                break;
+            }
+            items.push(Item::of(e));
+        }
+        let continue_token = more.then(|| Continue {
+            engine: self.engine_id,
+            generation: read.generation,
+            rv: read.rv,
+            after: items
+                .last()
+                .map_or_else(Box::default, |i: &Item| i.object.key().into()),
+        });
+        Ok(ListResponse {
+            items,
+            resource_version: read.rv,
+            continue_token,
+        })
+    }
+}
+
+/// The entries a list looks at, in key order, after `after`: those of a
+/// list index when the field selector requires an exact value of its
+/// field, of the key range when the scope is one key or a prefix, else
+/// all. The filter still decides.
+fn candidates<'a>(
+    state: &'a State,
+    req: &'a ListRequest,
+    after: Option<&'a str>,
+) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
+    let indexed = req.fields.terms().iter().find_map(|t| {
+        Some((
+            state.index_of(t.field())?,
+            req.fields.requires_exact(t.field())?,
+        ))
+    });
+    if let Some((index, value)) = indexed {
+        return Box::new(state.iter_indexed(index, value, after));
+    }
+    let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+    match &req.scope {
+        KeyScope::All => Box::new(state.range(from)),
+        KeyScope::Exact(key) => Box::new(
+            state
+                .get(key)
+                .filter(|e| after.is_none_or(|a| e.object.key() > a))
+                .into_iter(),
+        ),
+        KeyScope::Prefix(prefix) => {
+            let start = format!("{prefix}/");
+            let from = match after {
+                Some(a) if a >= start.as_str() => Bound::Excluded(a),
+                _ => Bound::Included(start.as_str()),
+            };
+            let range = state.range(from);
+            Box::new(range.take_while(move |e| e.object.key().starts_with(&start)))
+        }
+    }
+}
+
+/// Applies a change record to `state` (forward).
+fn redo(state: &mut State, rec: &RecordRef) {
+    let Some(object) = rec.object.as_ref() else {
+        return;
+    };
+    match rec.kind {
+        RecordKind::Change(ChangeKind::Deleted) => {
+            state.delete(object.key());
+        }
+        RecordKind::Change(_) => {
+            state.put(Stored {
+                object: object.clone(),
+                rv: rec.rv,
+            });
+        }
+        RecordKind::Relist => {}
+    }
+}
+
+/// Takes a change record back out of `state` (the state just after it).
+fn undo(state: &mut State, rec: &RecordRef) {
+    let Some(object) = rec.object.as_ref() else {
+        return;
+    };
+    match (rec.prev_rv, rec.prev.as_ref()) {
+        (Some(rv), Some(prev)) => {
+            state.put(Stored {
+                object: prev.clone(),
+                rv,
+            });
+        }
+        _ => {
+            state.delete(object.key());
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The request ([`WatchRequest`]): what a caller asks for, and what
+//! [`Engine::watch`](crate::Engine::watch) resolves it to (a start, a
+//! route in the trigger index, a filter), which is immutable for the
+//! watcher's life ([`WatcherSpec`]).
+
+use std::time::{Duration, Instant};
+
+use crate::error::WatchError;
+use crate::filter::{Filter, KeyScope};
+use crate::rv::ResourceVersion;
+use crate::selector::{FieldSelector, LabelSelector};
+
+/// What to watch and from where. Built with chained setters.
+///
+/// ```
+/// use herald::{KeyScope, WatchRequest};
+/// let req = WatchRequest::new()
+///     .scope(KeyScope::prefix("team-a"))
+///     .labels("app in (web,api),tier!=canary".parse()?)
+///     .fields("spec.nodeName=node-7".parse()?)
+///     .resource_version(Some(42.into()));
+/// # Ok::<(), herald::SelectorError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct WatchRequest {
+    pub(crate) scope: KeyScope,
+    pub(crate) labels: LabelSelector,
+    pub(crate) fields: FieldSelector,
+    pub(crate) resource_version: Option<ResourceVersion>,
+    pub(crate) send_initial_events: bool,
+    pub(crate) allow_bookmarks: bool,
+    pub(crate) timeout: Option<Duration>,
+}
+
+impl WatchRequest {
+    /// Every object, from the current state (resource version unset).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    crate::filter::selection_setters!(
+        "An exact requirement on a field with a trigger index \
+         ([`Config::index`](crate::Config::index)) routes the watcher \
+         through that index."
+    );
+
+    /// Where to start:
+    /// - `None` (the wire form `""`) or `Some(0)`: the current state first,
+    ///   each object as Added in key order, then every later change;
+    /// - `Some(R)`: every change after `R`, replayed from history (a watch
+    ///   from an `R` older than the history ends with `Gone`); if the cache
+    ///   has not reached `R` yet, the watch waits for it, and ends with
+    ///   `TooLargeResourceVersion` when the wait times out.
+    ///
+    /// Parse the wire form with [`ResourceVersion::parse_param`].
+    ///
+    /// ```
+    /// use herald::{ResourceVersion, WatchRequest};
+    /// // `?resourceVersion=` from a request's query string:
+    /// let rv = ResourceVersion::parse_param("1234")?;
+    /// let req = WatchRequest::new().resource_version(rv);
+    /// # Ok::<(), herald::InvalidResourceVersion>(())
+    /// ```
+    pub fn resource_version(mut self, rv: Option<ResourceVersion>) -> Self {
+        self.resource_version = rv;
+        self
+    }
+
+    /// Sends the state at the start (at or after the requested version) as
+    /// Added events, then a Bookmark marked
+    /// [`initial-events-end`](Event::is_initial_events_end), then changes.
+    /// Requires [`allow_bookmarks`](WatchRequest::allow_bookmarks).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
+    /// let mut w = engine.watch(
+    ///     WatchRequest::new().send_initial_events(true).allow_bookmarks(true),
+    /// )?;
+    /// let Some(WatchItem::Event(added)) = w.recv() else { panic!() };
+    /// let Some(WatchItem::Event(end)) = w.recv() else { panic!() };
+    /// assert_eq!(added.kind(), EventKind::Added);
+    /// assert!(end.is_initial_events_end() && end.resource_version().get() == 7);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn send_initial_events(mut self, yes: bool) -> Self {
+        self.send_initial_events = yes;
+        self
+    }
+
+    /// Whether the watcher accepts Bookmark events: one every
+    /// [`bookmark_frequency`](crate::Config::bookmark_frequency) (1 min by
+    /// default) and one 2 s before the deadline, each carrying the version
+    /// the engine has processed, so that a client re-watching from it
+    /// skips the replay. Never blocking and never ending a watch.
+    pub fn allow_bookmarks(mut self, yes: bool) -> Self {
+        self.allow_bookmarks = yes;
+        self
+    }
+
+    /// Ends the watch with [`EndReason::Deadline`] once `timeout` has
+    /// passed on the engine's clock, counted from [`Engine::watch`](crate::Engine::watch)
+    /// (the Kubernetes `timeoutSeconds`). With bookmarks allowed, the last
+    /// one comes 2 s before.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// Where a watcher is registered in the trigger index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    All,
+    /// (index number, value). A `u32`, so the route is 24 bytes.
+    Indexed(u32, Box<str>),
+    /// Admits everything, under the park policy: follows the history ring
+    /// itself, never fed by the dispatcher (see `shared.rs`, Following).
+    Follow,
+    /// (field, value): the selector requires an exact value of a field no
+    /// index was configured for; routed by it all the same (see
+    /// `index.rs`, Selector routes). Sized as an unindexed watcher.
+    /// Boxed: the route would otherwise cost every watcher 16 bytes more.
+    Selected(Box<(Box<str>, Box<str>)>),
+}
+
+/// How a watch begins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Start {
+    /// The current state first (once the cache is at `min_rv` or later),
+    /// then changes; optionally an initial-events-end bookmark between.
+    Snapshot {
+        min_rv: ResourceVersion,
+        initial_events_end: bool,
+    },
+    /// Every change after `rv`, once the cache has reached it.
+    After(ResourceVersion),
+}
+
+impl Start {
+    /// The version the cache must have reached before the watch starts.
+    pub(crate) fn wait_for(self) -> ResourceVersion {
+        match self {
+            Start::Snapshot { min_rv, .. } => min_rv,
+            Start::After(rv) => rv,
+        }
+    }
+}
+
+/// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved
+/// it: immutable for the watcher's life.
+#[derive(Debug)]
+pub(crate) struct WatcherSpec {
+    pub(crate) id: u64,
+    pub(crate) filter: Filter,
+    pub(crate) route: Route,
+    pub(crate) start: Start,
+    /// The engine generation the watch was begun against, `None` if begun
+    /// before the first list.
+    pub(crate) generation: Option<u64>,
+    /// When the watch was begun, on the engine's clock.
+    pub(crate) created: Instant,
+    /// When the watch ends with `Deadline`, on the engine's clock.
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) allow_bookmarks: bool,
+}
+
+/// A request resolved against the engine's configuration, before the
+/// engine gives it an id and a generation.
+#[derive(Debug)]
+pub(crate) struct Resolved {
+    pub(crate) filter: Filter,
+    pub(crate) route: Route,
+    pub(crate) start: Start,
+    timeout: Option<Duration>,
+    allow_bookmarks: bool,
+}
+
+impl WatchRequest {
+    /// Validates the request and resolves its start and route: the first
+    /// field with a trigger index (`index_fields`) that the selector
+    /// requires an exact value of routes it; else an exact requirement on
+    /// any field; else everything, which under a policy with followers
+    /// (`followers`) and with nothing to filter is a follower.
+    pub(crate) fn resolve(
+        self,
+        index_fields: &[Box<str>],
+        followers: bool,
+    ) -> Result<Resolved, WatchError> {
+        if self.send_initial_events && !self.allow_bookmarks {
+            return Err(WatchError::InitialEventsNeedBookmarks);
+        }
+        let start = match (self.resource_version, self.send_initial_events) {
+            (None, initial_events_end) => Start::Snapshot {
+                min_rv: ResourceVersion::ZERO,
+                initial_events_end,
+            },
+            (Some(rv), true) => Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: true,
+            },
+            (Some(rv), false) if rv == ResourceVersion::ZERO => Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: false,
+            },
+            (Some(rv), false) => Start::After(rv),
+        };
+        let route = index_fields
+            .iter()
+            .enumerate()
+            .find_map(|(i, f)| {
+                self.fields
+                    .requires_exact(f)
+                    .map(|v| Route::Indexed(i as u32, v.into()))
+            })
+            .or_else(|| {
+                self.fields
+                    .first_exact()
+                    .map(|(f, v)| Route::Selected(Box::new((f.into(), v.into()))))
+            })
+            .unwrap_or(Route::All);
+        let filter = Filter::new(self.scope, self.labels, self.fields);
+        let route = if route == Route::All && filter.is_everything() && followers {
+            Route::Follow
+        } else {
+            route
+        };
+        Ok(Resolved {
+            filter,
+            route,
+            start,
+            timeout: self.timeout,
+            allow_bookmarks: self.allow_bookmarks,
+        })
+    }
+}
+
+impl Resolved {
+    /// The watcher's spec, with its id, the generation it was begun
+    /// against (`None` before the first list) and its creation time.
+    pub(crate) fn into_spec(
+        self,
+        id: u64,
+        generation: Option<u64>,
+        created: Instant,
+    ) -> WatcherSpec {
+        WatcherSpec {
+            id,
+            filter: self.filter,
+            route: self.route,
+            start: self.start,
+            generation,
+            created,
+            // Past the clock's range: no deadline.
+            deadline: self.timeout.and_then(|t| created.checked_add(t)),
+            allow_bookmarks: self.allow_bookmarks,
+        }
+    }
+}

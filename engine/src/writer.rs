@@ -1,0 +1,308 @@
+//! The facade's other half: [`Writer`], the engine's one writer. Each call
+//! validates, then appends under the writer lock through the shared core
+//! (`Shared::write`), which waits for the dispatcher only when the ring is
+//! full of undispatched changes.
+
+use crate::error::WriteError;
+use crate::event::{Change, ChangeKind};
+use crate::object::Object;
+use crate::ring::RecordKind;
+use crate::rv::ResourceVersion;
+use crate::shared::{Lifecycle, Shared, VIEW_EVERY};
+use crate::stats::Counters;
+use crate::store::{State, Stored};
+use crate::sync::{Arc, Ordering};
+
+/// Which way a re-list may move the engine's version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relist {
+    /// `Writer::replace`: not below the engine's.
+    Forward,
+    /// `Writer::replace_after_regression`: below it.
+    Back,
+}
+
+/// The one writer of an engine: applies changes, re-lists and progress, in
+/// resource-version order. Refused calls return a typed error and change
+/// nothing.
+#[derive(Debug)]
+pub struct Writer {
+    shared: Arc<Shared>,
+}
+
+impl Writer {
+    pub(crate) fn new(shared: Arc<Shared>) -> Writer {
+        Writer { shared }
+    }
+
+    /// Applies one change. Its resource version must be greater than the
+    /// engine's; the previous state is taken from the engine's store. An
+    /// object whose name or namespace is not a valid path segment is
+    /// refused ([`WriteError::InvalidName`], see [`Object`'s names](Object#names)).
+    ///
+    /// A deletion of a key the engine does not hold is delivered to no
+    /// watcher and leaves no history: it advances the version as
+    /// [`Writer::progress`] does (the reference's behaviour; see the crate
+    /// docs' differences).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// let a = Object::builder("ns", "a").build();
+    /// assert_eq!(writer.apply(Change::added(a.clone(), 1.into())), Err(WriteError::NotReady));
+    /// writer.replace([], 1.into())?;
+    /// writer.apply(Change::added(a.clone(), 2.into()))?;
+    /// assert_eq!(
+    ///     writer.apply(Change::modified(a, 2.into())),
+    ///     Err(WriteError::OutOfOrder { given: 2.into(), current: 2.into() })
+    /// );
+    /// // A deletion of a key it never held: no event, the version moves.
+    /// writer.apply(Change::deleted(Object::builder("ns", "ghost").build(), 3.into()))?;
+    /// assert_eq!(engine.resource_version().get(), 3);
+    /// assert_eq!(engine.stats().progress_updates, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
+        let (kind, object, rv) = change.into_parts();
+        check_names(&object)?;
+        let shared = &*self.shared;
+        shared.write(|st, dispatched| {
+            shared.check_ready()?;
+            if rv <= st.rv {
+                return Err(WriteError::OutOfOrder {
+                    given: rv,
+                    current: st.rv,
+                }
+                .into());
+            }
+            let stored = st.store.get(object.key());
+            if kind == ChangeKind::Deleted && stored.is_none() {
+                // A key the cache never held: no watcher can have seen the
+                // object, so none is told of its deletion; the version
+                // moves as with progress (the reference: a deletion with no
+                // previous object passes no filter, seeds/000
+                // convertToWatchEvent).
+                st.rv = rv;
+                shared.current_rv.store(rv.get(), Ordering::Release);
+                Counters::add(&shared.counters.progress_updates, 1);
+                return Ok(None);
+            }
+            let prev_rv = stored.map(|e| e.rv);
+            // SEMANTICS 1: a deletion's previous object is its last state.
+            let prev = stored.map(|e| e.object.clone());
+            let (_, resize) = st.ring.append(
+                RecordKind::Change(kind),
+                rv,
+                Some(object.clone()),
+                prev,
+                prev_rv,
+                st.generation,
+                shared.config.clock.now(),
+                dispatched,
+            )?;
+            match kind {
+                ChangeKind::Deleted => {
+                    st.store.delete(object.key());
+                }
+                _ => {
+                    st.store.put(Stored {
+                        object: object.clone(),
+                        rv,
+                    });
+                }
+            }
+            st.rv = rv;
+            st.since_view += 1;
+            if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
+                shared.publish_view(st);
+            }
+            shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&shared.counters.changes_received, 1);
+            Ok(resize)
+        })
+    }
+
+    /// Replaces the whole state (a re-list) at `rv`, which must not be older
+    /// than the engine's. The first call makes the engine ready; every later
+    /// call ends every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
+    /// and starts a new generation. Objects with the same key: the last wins.
+    /// One object with an invalid name refuses the whole list
+    /// ([`WriteError::InvalidName`]). A source whose history went back (restored from a backup) is
+    /// followed with [`Writer::replace_after_regression`] instead.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// assert_eq!((engine.lifecycle(), engine.generation()), (Lifecycle::Ready, 1));
+    /// assert_eq!(engine.resource_version().get(), 5);
+    /// assert_eq!(
+    ///     writer.replace([], 4.into()),
+    ///     Err(WriteError::OutOfOrder { given: 4.into(), current: 5.into() })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        self.relist(objects, rv, Relist::Forward)
+    }
+
+    /// Replaces the whole state with a list at `rv`, which must be *older*
+    /// than the engine's: the source's history went back (an etcd restored
+    /// from a backup without `--bump-revision`), so the versions after `rv`
+    /// that the engine has seen belong to a history that no longer exists.
+    /// [`Writer::replace`] refuses such a list ([`WriteError::OutOfOrder`])
+    /// to guard against careless writers; this call is the deliberate way
+    /// through, as the reference's reflector, which re-lists into the watch
+    /// cache whatever the version (seeds/004 `Replace`).
+    ///
+    /// As any re-list it starts a new generation and ends every watch with
+    /// [`EndReason::Relisted`](crate::EndReason::Relisted) (so each client
+    /// re-lists too); the history ring restarts empty at `rv`, so a watch
+    /// or an exact read from an older version is `Gone`, a continue token
+    /// of the old generation is `Gone`, and a watch or read waiting for a
+    /// version the old history had reached waits for the new history to
+    /// reach it. The engine's version goes back to `rv`.
+    ///
+    /// Refused, changing nothing: before the first list
+    /// ([`WriteError::NotReady`]: there is nothing to go back from), with a
+    /// version not older than the engine's ([`WriteError::NotARegression`]:
+    /// use [`Writer::replace`]), after a stop ([`WriteError::Stopped`]).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 20.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// // The source was restored to a backup taken at version 12.
+    /// writer.replace_after_regression([Object::builder("ns", "b").build()], 12.into())?;
+    /// assert_eq!((engine.resource_version().get(), engine.generation()), (12, 2));
+    /// assert_eq!(engine.list(&ListRequest::new())?.items[0].object.name(), "b");
+    /// // Whatever it had received of the old state, the watch has ended.
+    /// let last = std::iter::from_fn(|| watch.recv()).last();
+    /// assert_eq!(last, Some(WatchItem::End(EndReason::Relisted)));
+    /// assert_eq!(
+    ///     writer.replace_after_regression([], 12.into()),
+    ///     Err(WriteError::NotARegression { given: 12.into(), current: 12.into() })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_after_regression(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        self.relist(objects, rv, Relist::Back)
+    }
+
+    /// `replace` and `replace_after_regression`.
+    fn relist(
+        &mut self,
+        objects: impl IntoIterator<Item = Object>,
+        rv: ResourceVersion,
+        direction: Relist,
+    ) -> Result<(), WriteError> {
+        let shared = &*self.shared;
+        let mut store = State::new(shared.list_fields.clone());
+        for object in objects {
+            check_names(&object)?;
+            store.put(Stored { object, rv });
+        }
+        shared.write(|st, dispatched| {
+            let out_of_order = match (shared.lifecycle(), direction) {
+                (Lifecycle::Stopped, _) => return Err(WriteError::Stopped.into()),
+                (Lifecycle::Ready, Relist::Forward) if rv < st.rv => WriteError::OutOfOrder {
+                    given: rv,
+                    current: st.rv,
+                },
+                (Lifecycle::Ready, Relist::Back) if rv >= st.rv => WriteError::NotARegression {
+                    given: rv,
+                    current: st.rv,
+                },
+                (Lifecycle::Pending, Relist::Back) => WriteError::NotReady,
+                // A clone of a persistent map: O(1), once per attempt.
+                _ => return shared.relist_locked(st, store.clone(), rv, dispatched),
+            };
+            Err(out_of_order.into())
+        })
+    }
+    /// Advances the resource version with no change (a progress
+    /// notification). A version equal to the engine's is a no-op.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 5.into())?;
+    /// writer.progress(9.into())?;
+    /// assert_eq!(engine.resource_version().get(), 9);
+    /// assert!(writer.progress(8.into()).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn progress(&mut self, rv: ResourceVersion) -> Result<(), WriteError> {
+        let mut st = self.shared.lock_state();
+        self.shared.check_ready()?;
+        if rv < st.rv {
+            return Err(WriteError::OutOfOrder {
+                given: rv,
+                current: st.rv,
+            });
+        }
+        if rv > st.rv {
+            st.rv = rv;
+            self.shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&self.shared.counters.progress_updates, 1);
+            drop(st);
+            self.shared.wake_dispatcher();
+        }
+        Ok(())
+    }
+}
+
+/// Checks an object's namespace and name against the path-segment rule
+/// (see [Names](Object#names)).
+fn check_names(object: &Object) -> Result<(), WriteError> {
+    let namespace = object.namespace();
+    if !namespace.is_empty() {
+        check_segment("namespace", namespace)?;
+    }
+    check_segment("name", object.name())
+}
+
+/// Kubernetes' `path.IsValidPathSegmentName` (apimachinery
+/// `api/validation/path`): the rule every object name must pass.
+fn check_segment(part: &'static str, value: &str) -> Result<(), WriteError> {
+    let rule = if value.is_empty() {
+        "must not be empty"
+    } else if value == "." || value == ".." {
+        "may not be '.' or '..'"
+    } else if value.contains('/') {
+        "may not contain '/'"
+    } else if value.contains('%') {
+        "may not contain '%'"
+    } else {
+        return Ok(());
+    };
+    Err(WriteError::InvalidName {
+        part,
+        value: capped(value),
+        rule,
+    })
+}
+
+/// The most of a refused value an error repeats.
+const ECHO_MAX: usize = 128;
+
+/// `value`, cut to at most [`ECHO_MAX`] bytes on a character boundary.
+fn capped(value: &str) -> String {
+    if value.len() <= ECHO_MAX {
+        return value.to_owned();
+    }
+    let mut end = ECHO_MAX;
+    while !value.is_char_boundary(end) {
+        end -= 1;
+    }
+    value[..end].to_owned()
+}

@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""The engine's layout check: no import circle between the files of
+`engine/src/`, and no file there over 900 lines.
+
+A file depends on another when its code names an item that the other file
+defines: through a `use` declaration or a path in the code (`crate::a::f()`,
+`super::b::T`, a macro's `$crate::`), after following re-exports (`pub use`,
+and private `use` where a child names its parent's import) to the file that
+defines the item. Doc comments and strings are not code: an intra-doc link
+is not a dependency. Declaring a module (`mod a;`) is not one either, but
+re-exporting from it (`pub use a::T;`) is, so a folder's `mod.rs` that
+re-exports its children must define nothing they use.
+
+Usage: scripts/check-layout.py [SRC_DIR] (default engine/src), or
+--self-test to check the checker on small trees with and without a circle.
+Exits 1 and names every circle (with the lines that make it) and every
+long file.
+"""
+
+import os
+import re
+import sys
+import tempfile
+
+MAX_LINES = 900
+
+IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
+
+
+def strip(src):
+    """The source with comments and string and char literals blanked
+    (newlines kept, so line numbers hold)."""
+    out = []
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        nxt = src[i + 1] if i + 1 < n else ""
+        if c == "/" and nxt == "/":
+            j = src.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c == "/" and nxt == "*":
+            depth, j = 1, i + 2
+            while j < n and depth:
+                if src.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif src.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            out.append(re.sub(r"[^\n]", " ", src[i:j]))
+            i = j
+        elif c == "r" and re.match(r'r#*"', src[i:i + 40]) and not re.match(
+            r"[A-Za-z0-9_]", src[i - 1] if i else " "
+        ):
+            hashes = re.match(r"r(#*)\"", src[i:]).group(1)
+            end = src.find('"' + hashes, i + 2 + len(hashes))
+            j = n if end < 0 else end + 1 + len(hashes)
+            out.append(re.sub(r"[^\n]", " ", src[i:j]))
+            i = j
+        elif c == '"':
+            j = i + 1
+            while j < n and src[j] != '"':
+                j += 2 if src[j] == "\\" else 1
+            j += 1
+            out.append(re.sub(r"[^\n]", " ", src[i:j]))
+            i = j
+        elif c == "'" and (
+            (i + 2 < n and src[i + 2] == "'") or (nxt == "\\")
+        ):
+            j = i + 1
+            while j < n and src[j] != "'":
+                j += 2 if src[j] == "\\" else 1
+            j += 1
+            out.append(" " * (j - i))
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def expand_use(tree):
+    """`a::{b, c::{d, e as f}, g::*}` -> [(path, alias)]: alias None for a
+    glob, the last segment (or the `as` name) otherwise."""
+    tree = re.sub(r"\s+as\s+", "@", tree)
+    tree = re.sub(r"\s+", "", tree)
+    results = []
+
+    def walk(prefix, t):
+        # Split the top level of a brace group on commas.
+        if t.startswith("{") and t.endswith("}"):
+            depth, start = 0, 1
+            for k in range(1, len(t) - 1):
+                ch = t[k]
+                if ch == "{":
+                    depth += 1
+                elif ch == "}":
+                    depth -= 1
+                elif ch == "," and depth == 0:
+                    if t[start:k]:
+                        walk(prefix, t[start:k])
+                    start = k + 1
+            if t[start:-1]:
+                walk(prefix, t[start:-1])
+            return
+        brace = t.find("{")
+        if brace >= 0:
+            head = [s for s in t[:brace].split("::") if s]
+            walk(prefix + head, t[brace:])
+            return
+        alias = None
+        if "@" in t:
+            t, alias = t.split("@")
+        segs = [s for s in t.split("::") if s]
+        if segs == ["self"]:
+            results.append((prefix, alias or (prefix[-1] if prefix else None)))
+        elif segs and segs[-1] == "*":
+            results.append((prefix + segs, None))
+        else:
+            results.append((prefix + segs, alias or segs[-1]))
+
+    walk([], tree)
+    return results
+
+
+class Module:
+    def __init__(self, path, file):
+        self.path = path  # tuple of segments below the crate root
+        self.file = file
+        self.children = set()  # child module names
+        self.uses = {}  # name -> (absolute path, line)
+        self.refs = []  # (absolute path, line)
+
+
+def module_path(src_dir, file):
+    rel = os.path.relpath(file, src_dir)[:-3].split(os.sep)
+    if rel[-1] in ("lib", "mod"):
+        rel = rel[:-1]
+    return tuple(rel)
+
+
+def absolute(segs, here, modules):
+    """A path as written in module `here` -> absolute segments, or None
+    for a path outside this crate (std, a dependency, a local name)."""
+    if not segs:
+        return None
+    base = list(here)
+    if segs[0] in modules[here].children:
+        return tuple(base + segs)
+    if segs[0] in ("crate", "$crate"):
+        base, segs = [], segs[1:]
+    elif segs[0] == "self":
+        segs = segs[1:]
+    elif segs[0] == "super":
+        while segs and segs[0] == "super":
+            base, segs = base[:-1], segs[1:]
+    else:
+        return None
+    return tuple(base + segs)
+
+
+def parse(src_dir):
+    modules = {}
+    for root, _, files in os.walk(src_dir):
+        for f in sorted(files):
+            if f.endswith(".rs"):
+                file = os.path.join(root, f)
+                modules[module_path(src_dir, file)] = Module(
+                    module_path(src_dir, file), file
+                )
+    for path in list(modules):
+        if path:
+            parent = modules.get(path[:-1])
+            if parent:
+                parent.children.add(path[-1])
+    for m in list(modules.values()):
+        code = strip(open(m.file, encoding="utf-8").read())
+        # Inline modules (`mod tests { ... }`): their own paths, same file.
+        spans = []  # (start, end, path)
+        for mm in re.finditer(r"\bmod\s+(" + IDENT + r")\s*\{", code):
+            depth, j = 1, mm.end()
+            while j < len(code) and depth:
+                depth += {"{": 1, "}": -1}.get(code[j], 0)
+                j += 1
+            spans.append((mm.start(), j, mm.group(1)))
+
+        def here(pos):
+            path = m.path
+            for s, e, name in spans:
+                if s <= pos < e:
+                    path = path + (name,)
+            return path
+
+        for s, e, name in spans:
+            inner = here(s)  # its own span holds its start
+            if inner not in modules:
+                sub = Module(inner, m.file)
+                sub.inline = True
+                modules[inner] = sub
+                modules[inner[:-1]].children.add(name)
+        line_of = lambda pos: code.count("\n", 0, pos) + 1
+        use_spans = []
+        for u in re.finditer(r"\buse\s+([^;]+);", code):
+            use_spans.append((u.start(), u.end()))
+            owner = modules[here(u.start())]
+            for segs, alias in expand_use(u.group(1)):
+                target = absolute(segs, owner.path, modules)
+                if target is None:
+                    continue
+                owner.refs.append((target, line_of(u.start())))
+                if alias:
+                    owner.uses[alias] = (target, line_of(u.start()))
+        for p in re.finditer(
+            r"(?<![A-Za-z0-9_:])(\$?crate|super|self)((?:::" + IDENT + r")+)!?", code
+        ):
+            if any(s <= p.start() < e for s, e in use_spans):
+                continue
+            segs = [p.group(1)] + [s for s in p.group(2).split("::") if s]
+            target = absolute(segs, here(p.start()), modules)
+            if target is not None:
+                modules[here(p.start())].refs.append((target, line_of(p.start())))
+    return modules
+
+
+def resolve(modules, path, seen=None):
+    """The file that defines the item at `path` (following re-exports)."""
+    seen = seen or set()
+    if path in seen:
+        return None
+    seen.add(path)
+    cur = ()
+    for k, seg in enumerate(path):
+        if seg in modules[cur].children:
+            cur = cur + (seg,)
+            continue
+        if seg == "*":
+            return modules[cur].file
+        use = modules[cur].uses.get(seg)
+        if use is not None:
+            return resolve(modules, use[0] + tuple(path[k + 1:]), seen)
+        return modules[cur].file
+    return modules[cur].file
+
+
+def find_circles(modules):
+    files = sorted({m.file for m in modules.values()})
+    edges = {f: {} for f in files}
+    for m in modules.values():
+        for target, line in m.refs:
+            t = resolve(modules, target)
+            if t and t != m.file:
+                edges[m.file].setdefault(t, line)
+    # Tarjan's strongly connected components.
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+    counter = [0]
+
+    def connect(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for f in files:
+        if f not in index:
+            connect(f)
+    return edges, sccs
+
+
+def cycle_in(edges, comp):
+    """One cycle through the component, as a list of files."""
+    comp = set(comp)
+    start = min(comp)
+    parent, queue = {start: None}, [start]
+    while queue:
+        v = queue.pop(0)
+        for w in edges[v]:
+            if w == start:
+                path = [v]
+                while parent[path[-1]] is not None:
+                    path.append(parent[path[-1]])
+                return list(reversed(path)) + [start]
+            if w in comp and w not in parent:
+                parent[w] = v
+                queue.append(w)
+    return [start]
+
+
+def check(src_dir):
+    problems = []
+    modules = parse(src_dir)
+    edges, sccs = find_circles(modules)
+    rel = lambda f: os.path.relpath(f, src_dir)
+    for comp in sccs:
+        cyc = cycle_in(edges, comp)
+        steps = ", ".join(
+            f"{rel(a)}:{edges[a][b]} -> {rel(b)}" for a, b in zip(cyc, cyc[1:])
+        )
+        problems.append(
+            f"import circle among {len(comp)} files ({', '.join(map(rel, comp))}); "
+            f"one cycle: {steps}"
+        )
+    for f in sorted({m.file for m in modules.values()}):
+        lines = sum(1 for _ in open(f, encoding="utf-8"))
+        if lines > MAX_LINES:
+            problems.append(f"{rel(f)} has {lines} lines (at most {MAX_LINES})")
+    return problems, edges
+
+
+def self_test():
+    """The checker finds a circle (direct, through a chain, through a
+    re-export, through a path in code), ignores doc links, strings and
+    child modules, and flags a long file."""
+    cases = {
+        "direct": ({"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B; pub struct A;",
+                    "b.rs": "use crate::a::A; pub struct B;"}, 1),
+        "chain": ({"lib.rs": "mod a; mod b; mod c;", "a.rs": "use crate::b::B; pub struct A;",
+                   "b.rs": "use crate::c::C; pub struct B;",
+                   "c.rs": "fn f() { crate::a::A; } pub struct C;"}, 1),
+        "re-export": ({"lib.rs": "mod a; mod b; pub use a::A; pub use b::B;",
+                       "a.rs": "use crate::{B}; pub struct A;",
+                       "b.rs": "use crate::A as Alias; pub struct B;"}, 1),
+        "folder": ({"lib.rs": "mod w; pub use w::{R, S};", "w/mod.rs": "mod r; mod s; pub use r::R; pub use s::S; pub struct Hub;",
+                    "w/r.rs": "use super::Hub; pub struct R;", "w/s.rs": "pub struct S;"}, 1),
+        "macro": ({"lib.rs": "mod a; mod b;", "a.rs": "crate::b::m!(); pub struct A;",
+                   "b.rs": "fn g() { let _ = $crate::a::A; }"}, 1),
+        "clean": ({"lib.rs": "mod a; mod b; mod w; pub use a::A; pub use w::R;",
+                   "a.rs": "/// [`B`](crate::b::B)\nuse crate::w::R; pub struct A; const S: &str = \"crate::b::B\";",
+                   "b.rs": "pub struct B; #[cfg(test)] mod tests { use super::*; }",
+                   "w/mod.rs": "mod r; pub use r::R;", "w/r.rs": "use super::super::b::B; pub struct R;"}, 0),
+        "long": ({"lib.rs": "mod a;", "a.rs": "\n" * (MAX_LINES + 1)}, 1),
+    }
+    failed = False
+    for name, (tree, expected) in cases.items():
+        with tempfile.TemporaryDirectory() as d:
+            for path, text in tree.items():
+                os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
+                with open(os.path.join(d, path), "w") as out:
+                    out.write(text + "\n")
+            problems, _ = check(d)
+            if len(problems) != expected:
+                failed = True
+                print(f"self-test {name}: expected {expected} problem(s), got {problems}")
+    print("layout self-test:", "FAILED" if failed else "ok")
+    return not failed
+
+
+def main():
+    args = sys.argv[1:]
+    if args == ["--self-test"]:
+        return 0 if self_test() else 1
+    paths = [a for a in args if not a.startswith("--")]
+    src = paths[0] if paths else os.path.join(os.path.dirname(__file__), "..", "engine", "src")
+    src = os.path.normpath(src)
+    problems, edges = check(src)
+    if "--graph" in args:
+        for f in sorted(edges):
+            print(os.path.relpath(f, src), "->", ", ".join(sorted(os.path.relpath(t, src) for t in edges[f])))
+    for p in problems:
+        print("layout:", p)
+    if problems:
+        return 1
+    print(f"layout: {src}: no import circle between files, none over {MAX_LINES} lines")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
