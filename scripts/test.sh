@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
-# Every test: the workspace's unit, integration, property, differential and
-# stress tests and doctests; the loom models; miri on the engine's
-# concurrent modules (when the nightly miri component can be had).
+# Every test: the engine's layout check; the workspace's unit, integration,
+# property, differential and stress tests and doctests; the loom models;
+# miri on the engine's concurrent modules (when the nightly miri component
+# can be had).
 # `.ci/run` calls this after its format and lint gates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+echo "== engine layout (no import circle between files, none over 900 lines)"
+if ! command -v python3 >/dev/null 2>&1; then
+    echo "python3 is missing: installing it (apt-get)"
+    { apt-get update -qq && apt-get install -y -qq python3 >/dev/null; } \
+        || { echo "FAILED to install python3: the layout check cannot run" >&2; exit 1; }
+fi
+python3 scripts/check-layout.py --self-test
+python3 scripts/check-layout.py
 
 echo "== cargo test --workspace"
 cargo test --workspace
@@ -21,7 +31,7 @@ if { cargo +nightly miri --version >/dev/null 2>&1 \
         || rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; } \
     && cargo +nightly miri setup >/dev/null 2>&1; then
     CARGO_TARGET_DIR=target/miri cargo +nightly miri test -p herald --lib -- \
-        queue:: ring:: histogram:: clock:: bookmarks:: budget::
+        queue:: ring:: histogram:: clock:: bookmarks:: time_budget::
 else
     echo "miri is not available here (cargo +nightly miri): skipped"
 fi

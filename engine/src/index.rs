@@ -38,7 +38,7 @@
 //! registration there copies the bucket once per publication). A removed
 //! watcher is not taken out at once: it has ended, so the dispatcher skips
 //! it, and [`Routes::retain`] drops the ended in one pass once they are
-//! half of the table (see `dispatch.rs`).
+//! half of the table (see `dispatch/`).
 
 use crate::Object;
 use crate::sync::Arc;

@@ -23,7 +23,7 @@
 //!   flag the dispatcher polls once per loop (`Shared::send_control`).
 //! - Readers find the last published [`View`] through an `ArcSwap`; the
 //!   writer publishes one under its lock when a reader asked for it (see
-//!   `read.rs`).
+//!   `read/`).
 
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,7 @@ pub(crate) enum Request {
 /// many changes have passed since its last.
 pub(crate) const VIEW_EVERY: u32 = 32;
 
-/// A state as the writer published it, for readers (`read.rs`).
+/// A state as the writer published it, for readers (`read/`).
 #[derive(Debug, Clone)]
 pub(crate) struct View {
     pub(crate) state: State,
@@ -175,7 +175,7 @@ pub(crate) struct Shared {
     pub(crate) index_fields: std::sync::Arc<[Box<str>]>,
     /// The list indexes' fields (`Config::list_index`).
     pub(crate) list_fields: std::sync::Arc<[Box<str>]>,
-    /// The state as last published, for readers (see `read.rs`).
+    /// The state as last published, for readers (see `read/`).
     pub(crate) view: ArcSwap<View>,
     /// A reader found the view stale: the writer publishes at its next
     /// change (`Relaxed`: a missed or late request costs only a replay).
@@ -190,7 +190,7 @@ pub(crate) struct Shared {
     /// the engine stops; see [`Engine::failure`].
     pub(crate) failure: OnceLock<String>,
     /// This engine's random id, carried by its continue tokens so it
-    /// refuses another engine's (`read.rs`).
+    /// refuses another engine's (`read/`).
     pub(crate) engine_id: u64,
 }
 
@@ -452,7 +452,7 @@ impl Shared {
     /// view, having loaded it before the version, also loads a version of
     /// that generation; one that loads the new version with an older view
     /// finds the marker below the head it loads next and starts over (see
-    /// `read.rs`, Snapshots). A re-list after a regression lowers the
+    /// `read/`, Snapshots). A re-list after a regression lowers the
     /// version, so a version read across it would mislabel the state.
     pub(crate) fn relist_locked(
         &self,

@@ -1,7 +1,7 @@
 //! Fuzz target for [`herald::Config`]: every setting a program (or a
 //! configuration file it reads) can give an engine, then a short life of
-//! that engine (`engine/src/engine.rs`, `ring.rs`, `dispatch.rs`,
-//! `bookmarks.rs`, `watcher.rs`).
+//! that engine (`engine/src/engine.rs`, `ring.rs`, `dispatch/`,
+//! `bookmarks.rs`, `watch/`).
 //!
 //! The input's bytes choose, each from edge values or freely:
 //!

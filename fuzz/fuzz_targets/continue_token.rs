@@ -1,6 +1,6 @@
 //! Fuzz target for [`herald::Continue`], the list continue token a client
 //! hands back: its parser, its printed form, and [`herald::Engine::list`]
-//! serving it (`engine/src/read.rs`).
+//! serving it (`engine/src/read/`).
 //!
 //! One small engine is built once (a list index on `spec.nodeName`, a
 //! re-list, then changes; a 16-change ring, so older versions are gone)
