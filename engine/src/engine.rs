@@ -168,7 +168,7 @@ impl Engine {
 
     /// Stops the engine: every watch ends with
     /// [`EndReason::EngineStopped`](crate::EndReason::EngineStopped), the
-    /// writer's calls fail with [`WriteError::Stopped`], new watches fail.
+    /// writer's calls fail with [`WriteError::Stopped`](crate::WriteError::Stopped), new watches fail.
     /// Final; idempotent. Waits for the dispatcher thread to exit.
     ///
     /// ```

@@ -9,7 +9,7 @@ use crate::rv::ResourceVersion;
 use crate::source::SourceError;
 
 /// A continue token this engine refuses as one it could not have issued
-/// ([`ReadError::InvalidContinue`]); see the [rules](Continue#rules).
+/// ([`ReadError::InvalidContinue`]); see the [rules](crate::Continue#rules).
 ///
 /// ```
 /// use herald::*;
@@ -22,7 +22,7 @@ use crate::source::SourceError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvalidContinue {
-    /// The text is not a token in the [format](Continue#format).
+    /// The text is not a token in the [format](crate::Continue#format).
     Malformed(MalformedContinue),
     /// The token names a version above the one the engine has reached.
     VersionNotReached {

@@ -19,7 +19,7 @@ pub enum ReadAt {
     /// `resourceVersion=R`, match `NotOlderThan`): waits up to
     /// [`Config::too_large_timeout`](crate::Config::too_large_timeout)
     /// (for the first list too), then
-    /// [`ReadError::TooLargeResourceVersion`] (or `NotReady`).
+    /// [`ReadError::TooLargeResourceVersion`](crate::ReadError::TooLargeResourceVersion) (or `NotReady`).
     NotOlderThan(ResourceVersion),
     /// The state exactly at this version (match `Exact`), anywhere in the
     /// history window; a future version waits as `NotOlderThan` does.

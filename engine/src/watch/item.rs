@@ -75,7 +75,7 @@ impl Raw {
     }
 }
 
-/// An event lent to a [`Watch::visit_batch`] callback: like [`Event`], but
+/// An event lent to a [`Watch::visit_batch`](crate::Watch::visit_batch) callback: like [`Event`], but
 /// borrowing the object from the history ring instead of holding a
 /// reference count on it. Keep what you need with
 /// [`to_event`](EventRef::to_event).

@@ -68,7 +68,7 @@ impl WatchRequest {
 
     /// Sends the state at the start (at or after the requested version) as
     /// Added events, then a Bookmark marked
-    /// [`initial-events-end`](Event::is_initial_events_end), then changes.
+    /// [`initial-events-end`](crate::Event::is_initial_events_end), then changes.
     /// Requires [`allow_bookmarks`](WatchRequest::allow_bookmarks).
     ///
     /// ```
@@ -99,7 +99,7 @@ impl WatchRequest {
         self
     }
 
-    /// Ends the watch with [`EndReason::Deadline`] once `timeout` has
+    /// Ends the watch with [`EndReason::Deadline`](crate::EndReason::Deadline) once `timeout` has
     /// passed on the engine's clock, counted from [`Engine::watch`](crate::Engine::watch)
     /// (the Kubernetes `timeoutSeconds`). With bookmarks allowed, the last
     /// one comes 2 s before.
