@@ -45,6 +45,26 @@ pub enum WriteError {
         /// The rule it breaks.
         rule: &'static str,
     },
+    /// A listed object's own version is above the list's: no consistent
+    /// list holds an object changed after it was taken
+    /// ([`Writer::replace_items`](crate::Writer::replace_items)).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (_engine, mut writer) = Engine::new(Config::default())?;
+    /// let a = Item::new(Object::builder("ns", "a").build(), 8.into());
+    /// let err = writer.replace_items([a], 7.into()).unwrap_err();
+    /// assert_eq!(err.to_string(), "object \"ns/a\" at resource version 8 is newer than its list at 7");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ItemAhead {
+        /// The object's key, cut to at most 128 bytes.
+        key: String,
+        /// The object's version.
+        item: ResourceVersion,
+        /// The list's version.
+        list: ResourceVersion,
+    },
     /// A change or progress before the first `replace` (the initial list),
     /// or a re-list after a regression with nothing listed to go back from.
     NotReady,
@@ -67,6 +87,10 @@ impl fmt::Display for WriteError {
             WriteError::InvalidName { part, value, rule } => {
                 write!(f, "invalid {part} {value:?}: {rule}")
             }
+            WriteError::ItemAhead { key, item, list } => write!(
+                f,
+                "object {key:?} at resource version {item} is newer than its list at {list}"
+            ),
             WriteError::NotReady => {
                 f.write_str("the cache has not been listed yet: replace() must come first")
             }

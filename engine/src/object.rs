@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
+use crate::rv::ResourceVersion;
+
 /// The field name under which an object's name is selectable.
 pub const FIELD_NAME: &str = "metadata.name";
 /// The field name under which an object's namespace is selectable.
@@ -322,6 +324,27 @@ fn sorted_unique(mut pairs: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<st
         }
     }
     out.into_boxed_slice()
+}
+
+/// One object with the resource version of its last change (etcd's
+/// `mod_revision`): what a read returns, and what a re-list gives the
+/// writer ([`Writer::replace_items`](crate::Writer::replace_items)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    /// The object.
+    pub object: Object,
+    /// The resource version of its last change.
+    pub resource_version: ResourceVersion,
+}
+
+impl Item {
+    /// `object` at `resource_version`.
+    pub fn new(object: Object, resource_version: ResourceVersion) -> Item {
+        Item {
+            object,
+            resource_version,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -518,9 +518,9 @@ fn round(shared: &Shared, writer: &mut Writer) -> Round {
              backup?): re-listed into a new generation, every watch ended",
             listing.revision
         ));
-        writer.replace_after_regression(listing.objects, listing.revision)
+        writer.replace_items_after_regression(listing.items, listing.revision)
     } else {
-        writer.replace(listing.objects, listing.revision)
+        writer.replace_items(listing.items, listing.revision)
     };
     if let Err(e) = replaced {
         if e == WriteError::Stopped {

@@ -19,13 +19,14 @@ use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::{Change, ChangeKind, Object, ResourceVersion};
+use crate::{Change, ChangeKind, Item, Object, ResourceVersion};
 
 /// A list of everything the source holds, at one revision.
 #[derive(Debug, Clone)]
 pub struct Listing {
-    /// The objects.
-    pub objects: Vec<Object>,
+    /// The objects, each with the revision of its last change (etcd's
+    /// `mod_revision`), at most `revision`.
+    pub items: Vec<Item>,
     /// The revision the list reflects.
     pub revision: ResourceVersion,
 }
@@ -126,7 +127,8 @@ pub struct MemorySource {
 #[derive(Debug, Default)]
 struct Store {
     revision: u64,
-    objects: BTreeMap<String, Object>,
+    /// key -> (object, the revision of its last change).
+    objects: BTreeMap<String, (Object, ResourceVersion)>,
     /// Every change after `compacted`, in revision order.
     log: VecDeque<(u64, ChangeKind, Object)>,
     /// Revisions at or below this are gone from the log.
@@ -164,7 +166,7 @@ impl MemorySource {
     /// use herald::{MemorySource, Object, Source};
     /// let source = MemorySource::seeded([Object::builder("ns", "a").build()], 41.into());
     /// assert_eq!(source.put(Object::builder("ns", "b").build()).get(), 42);
-    /// assert_eq!(source.list()?.objects.len(), 2);
+    /// assert_eq!(source.list()?.items.len(), 2);
     /// assert!(source.watch(40.into()).is_err());
     /// # Ok::<(), herald::SourceError>(())
     /// ```
@@ -177,7 +179,7 @@ impl MemorySource {
             let mut st = source.lock();
             st.objects = objects
                 .into_iter()
-                .map(|o| (o.key().to_owned(), o))
+                .map(|o| (o.key().to_owned(), (o, revision)))
                 .collect();
             st.revision = revision.get();
             st.compacted = revision.get();
@@ -207,14 +209,14 @@ impl MemorySource {
     /// source.restore([Object::builder("ns", "a").build()], 1.into());
     /// assert_eq!(source.current_revision()?.get(), 1);
     /// assert_eq!(source.put(Object::builder("ns", "d").build()).get(), 2);
-    /// assert_eq!(source.list()?.objects.len(), 2);
+    /// assert_eq!(source.list()?.items.len(), 2);
     /// # Ok::<(), herald::SourceError>(())
     /// ```
     pub fn restore(&self, objects: impl IntoIterator<Item = Object>, revision: ResourceVersion) {
         let mut st = self.lock();
         st.objects = objects
             .into_iter()
-            .map(|o| (o.key().to_owned(), o))
+            .map(|o| (o.key().to_owned(), (o, revision)))
             .collect();
         st.revision = revision.get();
         st.compacted = revision.get();
@@ -230,15 +232,16 @@ impl MemorySource {
         } else {
             ChangeKind::Added
         };
-        st.objects.insert(object.key().to_owned(), object.clone());
-        st.record(kind, object)
+        let rev = st.record(kind, object.clone());
+        st.objects.insert(object.key().to_owned(), (object, rev));
+        rev
     }
 
     /// Deletes the object under `key`; returns the new revision, or `None`
     /// if there was none (the revision does not move).
     pub fn delete(&self, key: &str) -> Option<ResourceVersion> {
         let mut st = self.lock();
-        let object = st.objects.remove(key)?;
+        let (object, _) = st.objects.remove(key)?;
         Some(st.record(ChangeKind::Deleted, object))
     }
 
@@ -351,7 +354,11 @@ impl Source for MemorySource {
         let st = self.lock();
         st.check_up()?;
         Ok(Listing {
-            objects: st.objects.values().cloned().collect(),
+            items: st
+                .objects
+                .values()
+                .map(|(object, rev)| Item::new(object.clone(), *rev))
+                .collect(),
             revision: ResourceVersion::new(st.revision),
         })
     }
@@ -475,7 +482,7 @@ mod tests {
         assert!(matches!(next(&mut w), SourceEvent::Change(_)));
         assert_eq!(next(&mut w), SourceEvent::Progress(5.into()));
         let l = s.list().unwrap();
-        assert_eq!((l.objects.len(), l.revision.get()), (2, 5));
+        assert_eq!((l.items.len(), l.revision.get()), (2, 5));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
-use crate::object::Object;
+use crate::object::{Item, Object};
 use crate::ring::RecordKind;
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Shared, VIEW_EVERY};
@@ -147,7 +147,32 @@ impl Writer {
         objects: impl IntoIterator<Item = Object>,
         rv: ResourceVersion,
     ) -> Result<(), WriteError> {
-        self.relist(objects, rv, Relist::Forward)
+        let items = objects.into_iter().map(|object| Item::new(object, rv));
+        self.relist(items, rv, Relist::Forward)
+    }
+
+    /// [`Writer::replace`] with each object's own version: the version of
+    /// its last change (etcd's `mod_revision`), which watches' initial
+    /// events, gets and lists then report, as the apiserver does. Each must
+    /// be at most `rv`, or the whole list is refused
+    /// ([`WriteError::ItemAhead`]). The [`Reflector`](crate::Reflector)
+    /// re-lists this way.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// let pod = |name: &str| Object::builder("ns", name).build();
+    /// writer.replace_items([Item::new(pod("a"), 3.into()), Item::new(pod("b"), 9.into())], 12.into())?;
+    /// let a = engine.get("ns/a", ReadAt::Any)?;
+    /// assert_eq!((a.resource_version.get(), a.item.unwrap().resource_version.get()), (12, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn replace_items(
+        &mut self,
+        items: impl IntoIterator<Item = Item>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        self.relist(items, rv, Relist::Forward)
     }
 
     /// Replaces the whole state with a list at `rv`, which must be *older*
@@ -195,21 +220,47 @@ impl Writer {
         objects: impl IntoIterator<Item = Object>,
         rv: ResourceVersion,
     ) -> Result<(), WriteError> {
-        self.relist(objects, rv, Relist::Back)
+        let items = objects.into_iter().map(|object| Item::new(object, rv));
+        self.relist(items, rv, Relist::Back)
     }
 
-    /// `replace` and `replace_after_regression`.
+    /// [`Writer::replace_after_regression`] with each object's own version
+    /// (see [`Writer::replace_items`]).
+    pub fn replace_items_after_regression(
+        &mut self,
+        items: impl IntoIterator<Item = Item>,
+        rv: ResourceVersion,
+    ) -> Result<(), WriteError> {
+        self.relist(items, rv, Relist::Back)
+    }
+
+    /// Every re-list: `replace` and `replace_after_regression`, with or
+    /// without the objects' own versions.
     fn relist(
         &mut self,
-        objects: impl IntoIterator<Item = Object>,
+        items: impl IntoIterator<Item = Item>,
         rv: ResourceVersion,
         direction: Relist,
     ) -> Result<(), WriteError> {
         let shared = &*self.shared;
         let mut store = State::new(shared.list_fields.clone());
-        for object in objects {
+        for Item {
+            object,
+            resource_version,
+        } in items
+        {
             check_names(&object)?;
-            store.put(Stored { object, rv });
+            if resource_version > rv {
+                return Err(WriteError::ItemAhead {
+                    key: capped(object.key()),
+                    item: resource_version,
+                    list: rv,
+                });
+            }
+            store.put(Stored {
+                object,
+                rv: resource_version,
+            });
         }
         shared.write(|st, dispatched| {
             let out_of_order = match (shared.lifecycle(), direction) {

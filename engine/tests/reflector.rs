@@ -15,29 +15,26 @@ fn obj(name: &str, v: &str) -> Object {
     Object::builder("ns", name).label("v", v).build()
 }
 
-/// (key, label v) of every object, in key order.
-fn contents(items: &[Item]) -> Vec<(String, String)> {
-    items
+/// (key, label v, the version of its last change) of every object, in
+/// key order: the cache must report each object's own version, as the
+/// source does, however it came to hold it (a list or a watch).
+fn contents(items: &[Item]) -> Vec<(String, String, u64)> {
+    let mut l: Vec<_> = items
         .iter()
         .map(|i| {
             (
                 i.object.key().to_owned(),
                 i.object.label("v").unwrap_or("").to_owned(),
+                i.resource_version.get(),
             )
         })
-        .collect()
-}
-
-fn source_contents(source: &MemorySource) -> Vec<(String, String)> {
-    let mut l: Vec<_> = source
-        .list()
-        .unwrap()
-        .objects
-        .iter()
-        .map(|o| (o.key().to_owned(), o.label("v").unwrap_or("").to_owned()))
         .collect();
     l.sort();
     l
+}
+
+fn source_contents(source: &MemorySource) -> Vec<(String, String, u64)> {
+    contents(&source.list().unwrap().items)
 }
 
 fn start(source: &MemorySource, config: ReflectorConfig) -> (Engine, Reflector) {

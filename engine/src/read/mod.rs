@@ -78,5 +78,5 @@ mod serve;
 mod token;
 
 pub use error::{InvalidContinue, MalformedContinue, ReadError};
-pub use request::{GetResponse, Item, ListRequest, ListResponse, ReadAt};
+pub use request::{GetResponse, ListRequest, ListResponse, ReadAt};
 pub use token::Continue;

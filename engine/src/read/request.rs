@@ -3,10 +3,9 @@
 
 use super::token::Continue;
 use crate::filter::KeyScope;
-use crate::object::Object;
+use crate::object::Item;
 use crate::rv::ResourceVersion;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::store::Stored;
 
 /// Which state a read is served from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,24 +75,6 @@ impl ListRequest {
     pub fn continue_from(mut self, token: Continue) -> Self {
         self.continue_from = Some(token);
         self
-    }
-}
-
-/// One object as the cache holds it, with the version of its last change.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Item {
-    /// The object.
-    pub object: Object,
-    /// The resource version of its last change.
-    pub resource_version: ResourceVersion,
-}
-
-impl Item {
-    pub(crate) fn of(e: &Stored) -> Item {
-        Item {
-            object: e.object.clone(),
-            resource_version: e.rv,
-        }
     }
 }
 

@@ -7,10 +7,11 @@ use std::ops::Bound;
 use std::time::Duration;
 
 use super::error::{InvalidContinue, ReadError};
-use super::request::{GetResponse, Item, ListRequest, ListResponse, ReadAt};
+use super::request::{GetResponse, ListRequest, ListResponse, ReadAt};
 use super::token::Continue;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
 use crate::filter::{Filter, KeyScope};
+use crate::object::Item;
 use crate::ring::{RecordKind, RecordRef};
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Shared, VIEW_EVERY, View};
@@ -248,7 +249,7 @@ impl Shared {
             ReadAt::Exact(_) => {
                 let read = self.read_state(at)?;
                 Ok(GetResponse {
-                    item: read.state.get(key).map(Item::of),
+                    item: read.state.get(key).map(item_of),
                     resource_version: read.rv,
                 })
             }
@@ -296,7 +297,7 @@ impl Shared {
             }
             let item = match newest {
                 Some((_, item)) => item,
-                None => view.state.get(key).map(Item::of),
+                None => view.state.get(key).map(item_of),
             };
             return Ok(GetResponse {
                 item,
@@ -363,7 +364,7 @@ impl Shared {
                 more = true;
                 break;
             }
-            items.push(Item::of(e));
+            items.push(item_of(e));
         }
         let continue_token = more.then(|| Continue {
             engine: self.engine_id,
@@ -455,4 +456,9 @@ fn undo(state: &mut State, rec: &RecordRef) {
             state.delete(object.key());
         }
     }
+}
+
+/// A stored entry as a read returns it.
+fn item_of(e: &Stored) -> Item {
+    Item::new(e.object.clone(), e.rv)
 }
