@@ -21,7 +21,8 @@ use crate::error::ConfigError;
 #[derive(Debug, Clone)]
 pub struct Config {
     pub(crate) history_lower: usize,
-    pub(crate) history_upper: usize,
+    /// `None`: follows the window ([`Config::history_upper`]).
+    pub(crate) history_upper: Option<usize>,
     pub(crate) history_window: Duration,
     pub(crate) history_max_bytes: Option<usize>,
     pub(crate) indexes: Vec<String>,
@@ -40,7 +41,7 @@ impl Default for Config {
         Config {
             // seeds: watch_cache.go defaultLowerBoundCapacity, defaultUpperBoundCapacity
             history_lower: 100,
-            history_upper: 100 * 1024,
+            history_upper: None,
             // seeds: watch_cache.go eventFreshDuration
             history_window: Duration::from_secs(75),
             history_max_bytes: None,
@@ -124,10 +125,12 @@ impl Config {
         self
     }
 
-    /// The history ring's capacity bounds, in changes (reference 100 and
-    /// 102,400). The ring starts at `lower`. `1 <= lower <= upper <=`
-    /// [`Config::MAX_HISTORY`], or [`Engine::new`](crate::Engine::new) refuses the
-    /// configuration.
+    /// The history ring's capacity bounds, in changes (reference 100, and
+    /// an upper bound that follows the window: see
+    /// [`Config::history_upper`]). The ring starts at `lower`. `1 <= lower
+    /// <= upper <=` [`Config::MAX_HISTORY`], or
+    /// [`Engine::new`](crate::Engine::new) refuses the configuration. Set
+    /// here, the upper bound no longer follows the window.
     ///
     /// ```
     /// use herald::{Config, ConfigError, Engine};
@@ -136,8 +139,42 @@ impl Config {
     /// ```
     pub fn history_bounds(mut self, lower: usize, upper: usize) -> Self {
         self.history_lower = lower;
-        self.history_upper = upper;
+        self.history_upper = Some(upper);
         self
+    }
+
+    /// The ring's upper bound: as set by [`Config::history_bounds`], or
+    /// else the reference's rule (`capacityUpperBound`, watch_cache.go):
+    /// 102,400 changes for a window up to 75 s, and for a longer window
+    /// 102,400 times the ratio of the window to 75 s rounded up to a power
+    /// of two (the ring only doubles), at most [`Config::MAX_HISTORY`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herald::Config;
+    /// let secs = |s| Config::default().history_window(Duration::from_secs(s));
+    /// assert_eq!(secs(75).history_upper(), 102_400);
+    /// assert_eq!(secs(10).history_upper(), 102_400);
+    /// assert_eq!(secs(76).history_upper(), 204_800);
+    /// assert_eq!(secs(300).history_upper(), 409_600);
+    /// assert_eq!(secs(301).history_upper(), 819_200);
+    /// assert_eq!(secs(300).history_bounds(100, 1000).history_upper(), 1000);
+    /// ```
+    pub fn history_upper(&self) -> usize {
+        self.history_upper.unwrap_or_else(|| {
+            // seeds: watch_cache.go defaultUpperBoundCapacity, DefaultEventFreshDuration
+            const BASE: usize = 100 * 1024;
+            const BASE_WINDOW: Duration = Duration::from_secs(75);
+            if self.history_window <= BASE_WINDOW {
+                return BASE;
+            }
+            let ratio = self.history_window.as_secs_f64() / BASE_WINDOW.as_secs_f64();
+            // The reference caps the exponent so the bound fits an int32;
+            // this engine caps the bound at MAX_HISTORY, which is lower.
+            let max_exponent = (Config::MAX_HISTORY / BASE).ilog2();
+            let exponent = (ratio.log2().ceil() as u32).min(max_exponent);
+            BASE << exponent
+        })
     }
 
     /// The history window (reference 75 s): the ring doubles while all it
@@ -240,13 +277,11 @@ impl Config {
     }
 
     pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if self.history_lower == 0
-            || self.history_lower > self.history_upper
-            || self.history_upper > Config::MAX_HISTORY
-        {
+        let upper = self.history_upper();
+        if self.history_lower == 0 || self.history_lower > upper || upper > Config::MAX_HISTORY {
             return Err(ConfigError::HistoryBounds {
                 lower: self.history_lower,
-                upper: self.history_upper,
+                upper,
             });
         }
         for (d, what) in [

@@ -200,7 +200,7 @@ impl Shared {
     pub(crate) fn new(config: Config) -> Shared {
         let (ring_writer, ring) = RingWriter::new(Sizing {
             lower: config.history_lower,
-            upper: config.history_upper,
+            upper: config.history_upper(),
             window: config.history_window,
             max_bytes: config.history_max_bytes,
         });

@@ -235,3 +235,31 @@ fn the_history_shrinks_back_when_the_writer_goes_idle() {
         .unwrap_err();
     assert_eq!(err.to_string(), "too old resource version: 36 (37)");
 }
+
+/// Fills a ring on a clock that does not move (every change inside the
+/// window) and returns the capacity it stopped growing at.
+fn grown_capacity(config: Config, changes: u64) -> u64 {
+    let clock = ManualClock::new();
+    let (engine, mut writer) = Engine::new(config.clock(clock)).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let o = obj("a");
+    for rv in 2..=changes + 1 {
+        writer.apply(Change::modified(o.clone(), rv.into())).unwrap();
+    }
+    let s = engine.stats();
+    assert_eq!(s.ring_len, s.ring_capacity, "{s:?}");
+    s.ring_capacity
+}
+
+#[test]
+fn the_history_upper_bound_follows_the_window() {
+    let n = 250_000;
+    // The reference's 102,400 at its 75 s window.
+    assert_eq!(grown_capacity(Config::default(), n), 102_400);
+    // A window twice as long (rounded up to a power of two): twice.
+    let long = Config::default().history_window(Duration::from_secs(150));
+    assert_eq!(grown_capacity(long.clone(), n), 204_800);
+    // Set explicitly, the bound no longer follows the window.
+    let fixed = long.history_bounds(100, 1_000);
+    assert_eq!(grown_capacity(fixed, n), 1_000);
+}
