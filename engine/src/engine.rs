@@ -89,7 +89,7 @@ impl Engine {
         Ok((engine, Writer::new(shared)))
     }
 
-    fn shared(&self) -> &Arc<Shared> {
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.handle.shared
     }
 

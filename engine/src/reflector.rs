@@ -12,11 +12,14 @@
 //!
 //! Consistent reads ([`Reflector::consistent_list`],
 //! [`Reflector::consistent_get`]) ask the source for its current revision
-//! and wait until the engine has reached it. While anyone waits, the
+//! and wait until the engine has reached it. While anyone waits for a
+//! version the engine has not reached (a consistent read, an engine read
+//! at `NotOlderThan` or `Exact`, a watch from a future version), the
 //! reflector asks the source for progress about every
 //! [`ReflectorConfig::progress_every`]: one request serves every waiter,
-//! however many there are (a quiet store sends no change that would move
-//! the engine on otherwise).
+//! however many there are (a quiet store, or one whose revision moves
+//! through other resources, sends no change that would move the engine on
+//! otherwise).
 
 //!
 //! A source that goes back (restored from a backup): see
@@ -564,7 +567,9 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
             shared.note("a consistent read found the source behind the cache: re-listing");
             return Round::Relist;
         }
-        if shared.waiters.load(Ordering::Relaxed) > 0 {
+        let waiting =
+            shared.waiters.load(Ordering::Relaxed) > 0 || shared.engine.shared().wants_progress();
+        if waiting {
             let now = clock.now();
             let due = last_request
                 .is_none_or(|t| now.saturating_duration_since(t) >= shared.config.progress_every);
@@ -579,7 +584,7 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
                 }
             }
         }
-        let wait = if shared.waiters.load(Ordering::Relaxed) > 0 {
+        let wait = if waiting {
             shared.config.poll.min(shared.config.progress_every)
         } else {
             shared.config.poll

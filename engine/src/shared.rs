@@ -192,6 +192,24 @@ pub(crate) struct Shared {
     /// This engine's random id, carried by its continue tokens so it
     /// refuses another engine's (`read/`).
     pub(crate) engine_id: u64,
+    /// Reads waiting for a version the cache has not reached (`read/`).
+    /// `Relaxed`: a demand signal, read by a reflector once per poll; a
+    /// late read costs one poll of delay, never a lost wait (the waiter
+    /// keeps waiting until its timeout).
+    read_waiters: AtomicU64,
+    /// Watches waiting for a version the cache has not reached (set by
+    /// the dispatcher once per loop). `Relaxed`, as `read_waiters`.
+    pub(crate) watch_waiters: AtomicU64,
+}
+
+/// A read counted as waiting for a version while it lives
+/// ([`Shared::waiting_read`]).
+pub(crate) struct WaitingRead<'a>(&'a Shared);
+
+impl Drop for WaitingRead<'_> {
+    fn drop(&mut self) {
+        self.0.read_waiters.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Shared {
@@ -246,8 +264,25 @@ impl Shared {
             epoch: config.clock.now(),
             failure: OnceLock::new(),
             engine_id: engine_id(),
+            read_waiters: AtomicU64::new(0),
+            watch_waiters: AtomicU64::new(0),
             config,
         }
+    }
+
+    /// Counts a read as waiting for a version until the guard drops.
+    pub(crate) fn waiting_read(&self) -> WaitingRead<'_> {
+        self.read_waiters.fetch_add(1, Ordering::Relaxed);
+        WaitingRead(self)
+    }
+
+    /// Whether a read or a watch waits for a version the cache has not
+    /// reached: a reflector then asks its source for progress, so that
+    /// the wait ends as soon as the source has moved on, even through
+    /// writes the cache never sees (other resources).
+    pub(crate) fn wants_progress(&self) -> bool {
+        self.read_waiters.load(Ordering::Relaxed) > 0
+            || self.watch_waiters.load(Ordering::Relaxed) > 0
     }
 
     /// A new watcher's id (unique is all that matters, so `Relaxed`).

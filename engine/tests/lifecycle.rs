@@ -244,7 +244,9 @@ fn grown_capacity(config: Config, changes: u64) -> u64 {
     writer.replace([], 1.into()).unwrap();
     let o = obj("a");
     for rv in 2..=changes + 1 {
-        writer.apply(Change::modified(o.clone(), rv.into())).unwrap();
+        writer
+            .apply(Change::modified(o.clone(), rv.into()))
+            .unwrap();
     }
     let s = engine.stats();
     assert_eq!(s.ring_len, s.ring_capacity, "{s:?}");

@@ -226,3 +226,43 @@ fn stopping_returns_the_writer_and_an_engine_stop_ends_the_reflector() {
     assert_eq!(reflector.stats().backoffs, 0);
     assert!(reflector.stop().is_some());
 }
+
+/// Issue 16, point 3: a watch or a read waiting for a version the cache has
+/// not reached makes the reflector ask the source for progress, whatever
+/// API the wait came from; so a version reached only through writes the
+/// cache never sees (other resources) is reached, and the wait ends,
+/// instead of timing out.
+#[test]
+fn waits_from_the_engine_itself_are_served_by_progress_requests() {
+    let source = MemorySource::new();
+    source.put(obj("a", "1"));
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
+    let before = reflector.stats().progress_requests;
+    // Writes to other resources: the revision moves, no event comes.
+    let future = source.advance_revision(5);
+    assert!(future > listed.resource_version);
+    let mut watch = engine
+        .watch(WatchRequest::new().resource_version(Some(future)))
+        .unwrap();
+    // Activated through progress alone: nothing else moves the cache.
+    eventually("the watch to start", || {
+        let s = engine.stats();
+        s.watchers_pending == 0 && s.watchers_active == 1
+    });
+    assert_eq!(engine.resource_version(), future);
+    // A read waiting for a version is a waiter too.
+    let further = source.advance_revision(3);
+    let read = engine
+        .list(&ListRequest::new().at(ReadAt::NotOlderThan(further)))
+        .unwrap();
+    assert_eq!(read.resource_version, further);
+    assert!(reflector.stats().progress_requests >= before + 2);
+    // The watch then follows the source from the version it asked for.
+    let b = source.put(obj("b", "1"));
+    let (seen, end) = recv_events(&mut watch, 1);
+    assert_eq!(
+        (seen[0].key.as_str(), seen[0].rv, end),
+        ("ns/b", b.get(), None)
+    );
+}

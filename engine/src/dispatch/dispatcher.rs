@@ -85,6 +85,8 @@ struct Dispatcher {
     waiting: usize,
     routed: usize,
     retired: usize,
+    /// Of `waiting`, those waiting for a version (`WAIT_RV`).
+    waiting_rv_n: usize,
     /// Watchers pushed to in this batch, to wake.
     wakes: Wakes,
     /// The version of the last record dispatched: what a bookmark says
@@ -136,6 +138,7 @@ impl Dispatcher {
             waiting: 0,
             routed: 0,
             retired: 0,
+            waiting_rv_n: 0,
             wakes: Wakes::default(),
             policy,
             kept: false,
@@ -257,6 +260,9 @@ impl Dispatcher {
         // Relaxed: only this thread reads or writes `place`.
         let from = w.place.swap(to, Ordering::Relaxed);
         for (p, delta) in [(from, usize::wrapping_neg(1)), (to, 1)] {
+            if p == place::WAIT_RV {
+                self.waiting_rv_n = self.waiting_rv_n.wrapping_add(delta);
+            }
             let count = match p {
                 place::WAIT_LIST | place::WAIT_RV => &mut self.waiting,
                 place::ROUTED => &mut self.routed,
@@ -463,6 +469,11 @@ impl Dispatcher {
         Counters::set(&c.watchers_pending, self.waiting as u64);
         Counters::set(&c.watchers_active, self.routed as u64);
         Counters::set(&c.watchers_retiring, self.retired as u64);
+        // Relaxed: a demand signal (see `Shared::wants_progress`).
+        let waiting_rv = self.waiting_rv_n as u64;
+        self.shared
+            .watch_waiters
+            .store(waiting_rv, Ordering::Relaxed);
     }
 
     fn dispatch_batch(&mut self, end: u64) {
@@ -696,7 +707,7 @@ impl Dispatcher {
         self.wheel.retain(|_| false);
         self.routes = Routes::new(self.shared.index_fields.clone());
         self.publish_routes();
-        (self.waiting, self.routed, self.retired) = (0, 0, 0);
+        (self.waiting, self.routed, self.retired, self.waiting_rv_n) = (0, 0, 0, 0);
         self.update_gauges();
     }
 }

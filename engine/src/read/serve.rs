@@ -66,6 +66,8 @@ impl Shared {
         let clock = &self.config.clock;
         // A timeout past the clock's range (`Duration::MAX`) waits for ever.
         let deadline = crate::clock::later(clock.now(), self.config.too_large_timeout);
+        // Counted while it waits: a reflector asks its source for progress.
+        let _waiting = self.waiting_read();
         loop {
             // A cache not yet listed is waited for too (it is about to
             // be fresh); it is `NotReady` only if it stays so.
