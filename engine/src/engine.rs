@@ -140,7 +140,13 @@ impl Engine {
                     }
                     (Some(st.generation), st.ring.capacity())
                 }
-                Lifecycle::Pending => (None, st.ring.capacity()),
+                // Never listed: begins at the first list. Fallen back to
+                // pending (the writer lost its source): waits for the
+                // next list rather than start from a stale cache.
+                Lifecycle::Pending => {
+                    let next = (st.generation > 0).then_some(st.generation + 1);
+                    (next, st.ring.capacity())
+                }
             }
         };
         let queue = if resolved.route == Route::Follow {

@@ -259,8 +259,8 @@ pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Item, Object, ObjectBuilder};
 pub use read::{
-    Continue, GetResponse, InvalidContinue, ListRequest, ListResponse, MalformedContinue, ReadAt,
-    ReadError,
+    Continue, GetResponse, InvalidContinue, ListRequest, ListResponse, MalformedContinue, NotReady,
+    ReadAt, ReadError,
 };
 pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
 pub use rv::{InvalidResourceVersion, ResourceVersion};

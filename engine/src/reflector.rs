@@ -195,6 +195,9 @@ struct Shared {
     counters: Counters,
     /// The last error, for diagnostics.
     last_error: Mutex<Option<String>>,
+    /// The last error as the engine is told it while it waits for the next
+    /// list (`Writer::mark_unready`).
+    last_cause: Mutex<Option<SourceError>>,
     /// A consistent read proved the source went back: re-list at once.
     /// `Relaxed`: a request, no data; the thread looks once per `poll`.
     relist_wanted: AtomicBool,
@@ -285,6 +288,7 @@ impl Reflector {
             waiters: AtomicUsize::new(0),
             counters: Counters::default(),
             last_error: Mutex::new(None),
+            last_cause: Mutex::new(None),
             relist_wanted: AtomicBool::new(false),
         });
         let for_thread = shared.clone();
@@ -437,7 +441,25 @@ impl Shared {
     }
 
     fn note(&self, e: impl ToString) {
-        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.to_string());
+        let e = e.to_string();
+        *self.last_cause.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(SourceError::Unavailable(e.clone()));
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+
+    /// Notes a source's error, keeping it whole for the engine.
+    fn note_source(&self, e: SourceError) {
+        self.note(&e);
+        *self.last_cause.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+    }
+
+    /// The cause the engine is told while it waits for the next list.
+    fn cause(&self) -> SourceError {
+        self.last_cause
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| SourceError::Unavailable("the source's watch ended".into()))
     }
 
     /// Whether the source's current revision is behind the engine's (its
@@ -482,7 +504,16 @@ enum Round {
 fn run(shared: &Shared, mut writer: Writer) -> Writer {
     let mut backoff = Backoff::new(shared.config.backoff.clone());
     loop {
-        match round(shared, &mut writer) {
+        let ended = round(shared, &mut writer);
+        if !matches!(ended, Round::Stop) {
+            // Neither a list nor a watch until the next round's list: the
+            // engine says so (reads at any version fail with `NotReady`,
+            // new watches wait), and the list makes it ready again.
+            if writer.mark_unready(shared.cause()) == Err(WriteError::Stopped) {
+                return writer;
+            }
+        }
+        match ended {
             Round::Stop => return writer,
             Round::Compacted => {
                 shared.counters.compactions.fetch_add(1, Ordering::Relaxed);
@@ -508,7 +539,7 @@ fn round(shared: &Shared, writer: &mut Writer) -> Round {
     let listing = match shared.source.list() {
         Ok(l) => l,
         Err(e) => {
-            shared.note(e);
+            shared.note_source(e);
             return Round::Failed;
         }
     };
@@ -547,7 +578,7 @@ fn round(shared: &Shared, writer: &mut Writer) -> Round {
 
 fn failed(shared: &Shared, e: SourceError) -> Round {
     let compacted = matches!(e, SourceError::Compacted { .. });
-    shared.note(e);
+    shared.note_source(e);
     if compacted {
         Round::Compacted
     } else {

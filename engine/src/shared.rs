@@ -32,6 +32,7 @@ use crate::error::WriteError;
 use crate::index::Routes;
 use crate::ring::{Gated, Record, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::rv::ResourceVersion;
+use crate::source::SourceError;
 use crate::stats::Counters;
 use crate::store::State;
 use crate::sync::{
@@ -44,7 +45,10 @@ use crate::watch::WatcherShared;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Lifecycle {
-    /// Before the first `replace` (the initial list). Watches wait.
+    /// Before the first `replace` (the initial list), or since the writer
+    /// lost its source ([`Writer::mark_unready`](crate::Writer::mark_unready))
+    /// until the next one. New watches wait; reads that need a fresh cache
+    /// fail with [`ReadError::NotReady`](crate::ReadError::NotReady).
     Pending,
     /// Serving.
     Ready,
@@ -200,6 +204,10 @@ pub(crate) struct Shared {
     /// Watches waiting for a version the cache has not reached (set by
     /// the dispatcher once per loop). `Relaxed`, as `read_waiters`.
     pub(crate) watch_waiters: AtomicU64,
+    /// Why the engine fell back to `Pending` after a list (the source's
+    /// last error; `Writer::mark_unready`), cleared by the next list.
+    /// Written under `state`'s lock, with the lifecycle.
+    unready: Mutex<Option<SourceError>>,
 }
 
 /// A read counted as waiting for a version while it lives
@@ -266,6 +274,7 @@ impl Shared {
             engine_id: engine_id(),
             read_waiters: AtomicU64::new(0),
             watch_waiters: AtomicU64::new(0),
+            unready: Mutex::new(None),
             config,
         }
     }
@@ -392,6 +401,29 @@ impl Shared {
         self.wake_writer_if_waiting();
     }
 
+    /// Falls back to `Pending` (the writer lost its source): reads that
+    /// need a fresh cache fail with `NotReady` carrying `cause`, new
+    /// watches wait for the next list, running ones keep running.
+    pub(crate) fn mark_unready(&self, cause: SourceError) -> Result<(), WriteError> {
+        let _st = self.lock_state();
+        if self.lifecycle() == Lifecycle::Stopped {
+            return Err(WriteError::Stopped);
+        }
+        *self.lock_unready() = Some(cause);
+        self.lifecycle.store(PENDING, Ordering::Release);
+        Ok(())
+    }
+
+    /// Why the engine fell back to `Pending`, if it did (`None` before the
+    /// first list and while ready).
+    pub(crate) fn unready_cause(&self) -> Option<SourceError> {
+        self.lock_unready().clone()
+    }
+
+    fn lock_unready(&self) -> MutexGuard<'_, Option<SourceError>> {
+        self.unready.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn is_stopping(&self) -> bool {
         self.stop_requested.load(Ordering::Acquire)
     }
@@ -513,6 +545,7 @@ impl Shared {
         st.generation = generation;
         self.current_rv.store(rv.get(), Ordering::Release);
         self.publish_view(st);
+        *self.lock_unready() = None;
         self.lifecycle.store(READY, Ordering::Release);
         Counters::add(&self.counters.relists, 1);
         Ok(resize)

@@ -9,6 +9,7 @@ use crate::object::{Item, Object};
 use crate::ring::RecordKind;
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Shared, VIEW_EVERY};
+use crate::source::SourceError;
 use crate::stats::Counters;
 use crate::store::{State, Stored};
 use crate::sync::{Arc, Ordering};
@@ -263,23 +264,56 @@ impl Writer {
             });
         }
         shared.write(|st, dispatched| {
-            let out_of_order = match (shared.lifecycle(), direction) {
-                (Lifecycle::Stopped, _) => return Err(WriteError::Stopped.into()),
-                (Lifecycle::Ready, Relist::Forward) if rv < st.rv => WriteError::OutOfOrder {
+            if shared.lifecycle() == Lifecycle::Stopped {
+                return Err(WriteError::Stopped.into());
+            }
+            // Listed before (ready, or fallen back to pending since).
+            let listed = st.generation > 0;
+            let out_of_order = match direction {
+                Relist::Forward if listed && rv < st.rv => WriteError::OutOfOrder {
                     given: rv,
                     current: st.rv,
                 },
-                (Lifecycle::Ready, Relist::Back) if rv >= st.rv => WriteError::NotARegression {
+                Relist::Back if !listed => WriteError::NotReady,
+                Relist::Back if rv >= st.rv => WriteError::NotARegression {
                     given: rv,
                     current: st.rv,
                 },
-                (Lifecycle::Pending, Relist::Back) => WriteError::NotReady,
                 // A clone of a persistent map: O(1), once per attempt.
                 _ => return shared.relist_locked(st, store.clone(), rv, dispatched),
             };
             Err(out_of_order.into())
         })
     }
+    /// Says the engine lost its source: the lifecycle falls back to
+    /// [`Lifecycle::Pending`] until the next re-list (`replace`, which
+    /// makes it ready again). Meanwhile reads that need a fresh cache
+    /// ([`ReadAt::Any`](crate::ReadAt::Any), and waits that time out) fail
+    /// with [`ReadError::NotReady`](crate::ReadError::NotReady), carrying
+    /// a retry-after hint and `cause`; new watches wait for the re-list;
+    /// running watches keep running and are told nothing false (no event
+    /// is invented; the re-list ends them with `Relisted`); changes and
+    /// progress are refused ([`WriteError::NotReady`]). The
+    /// [`Reflector`](crate::Reflector) calls it while it has neither a
+    /// list nor a watch (the source down, a re-list failing). Refused only
+    /// after a stop.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.mark_unready(SourceError::Unavailable("etcd: connection refused".into()))?;
+    /// assert_eq!(engine.lifecycle(), Lifecycle::Pending);
+    /// let Err(ReadError::NotReady(why)) = engine.get("ns/a", ReadAt::Any) else { panic!() };
+    /// assert_eq!(why.cause(), Some(&SourceError::Unavailable("etcd: connection refused".into())));
+    /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
+    /// assert_eq!(engine.lifecycle(), Lifecycle::Ready);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mark_unready(&mut self, cause: SourceError) -> Result<(), WriteError> {
+        self.shared.mark_unready(cause)
+    }
+
     /// Advances the resource version with no change (a progress
     /// notification). A version equal to the engine's is a no-op.
     ///

@@ -368,11 +368,17 @@ fn list_indexes_are_validated_like_trigger_indexes() {
 #[test]
 fn reads_before_the_list_and_after_the_stop_say_so() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    assert_eq!(engine.get("a", ReadAt::Any), Err(ReadError::NotReady));
+    let Err(ReadError::NotReady(why)) = engine.get("a", ReadAt::Any) else {
+        panic!("a read before the list")
+    };
     assert_eq!(
-        engine.list(&ListRequest::new()).map(|l| l.items.len()),
-        Err(ReadError::NotReady)
+        (why.retry_after(), why.cause()),
+        (NotReady::RETRY_AFTER, None)
     );
+    assert!(matches!(
+        engine.list(&ListRequest::new()),
+        Err(ReadError::NotReady(_))
+    ));
     writer
         .replace([Object::builder("ns", "a").build()], 1.into())
         .unwrap();

@@ -266,3 +266,50 @@ fn waits_from_the_engine_itself_are_served_by_progress_requests() {
         ("ns/b", b.get(), None)
     );
 }
+
+/// Issue 16, point 4: while the reflector has neither a list nor a watch
+/// (the source down, re-lists failing), the engine falls back to Pending:
+/// reads at any version fail with `NotReady` carrying the retry-after hint
+/// and the source's error, new watches wait, running watches keep running
+/// and are told nothing false; the next list makes it ready again.
+#[test]
+fn an_outage_falls_back_to_pending_and_the_next_list_recovers() {
+    let source = MemorySource::new();
+    source.put(obj("a", "1"));
+    source.put(obj("b", "1"));
+    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
+    assert_eq!(engine.lifecycle(), Lifecycle::Ready);
+    let mut running = engine
+        .watch(WatchRequest::new().resource_version(Some(listed.resource_version)))
+        .unwrap();
+    source.go_down("etcd: connection refused");
+    eventually("the fall back to pending", || {
+        engine.lifecycle() == Lifecycle::Pending
+    });
+    let Err(ReadError::NotReady(why)) = engine.list(&ListRequest::new()) else {
+        panic!("a read at any version while the source is down")
+    };
+    assert_eq!(why.retry_after(), std::time::Duration::from_secs(1));
+    let down = SourceError::Unavailable("etcd: connection refused".into());
+    assert_eq!(why.cause(), Some(&down));
+    assert!(why.to_string().contains("connection refused"), "{why}");
+    // A new watch waits for the next list rather than serve a stale state.
+    let mut new = engine.watch(WatchRequest::new()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_eq!(new.try_recv(), Err(TryRecvError::Empty));
+    // The running watch is not ended, and nothing is invented for it.
+    assert_eq!(running.try_recv(), Err(TryRecvError::Empty));
+    let c = source.put(obj("c", "1"));
+    source.recover();
+    eventually("ready again", || engine.lifecycle() == Lifecycle::Ready);
+    let now = engine.list(&ListRequest::new()).unwrap();
+    assert_eq!(now.items.len(), 3);
+    assert!(now.resource_version >= c);
+    // The new watch begins at the new list; the running one ends with it.
+    let (seen, _) = recv_events(&mut new, 3);
+    let keys: Vec<_> = seen.iter().map(|s| s.key.as_str()).collect();
+    assert_eq!(keys, ["ns/a", "ns/b", "ns/c"]);
+    let (seen, end) = recv_to_end(&mut running);
+    assert_eq!((seen.len(), end), (0, EndReason::Relisted));
+}

@@ -2,6 +2,7 @@
 //! token was refused ([`InvalidContinue`], [`MalformedContinue`]).
 
 use std::fmt;
+use std::time::Duration;
 
 use crate::echo::Echo;
 use crate::event::{Gone, TooLargeResourceVersion};
@@ -110,19 +111,65 @@ impl fmt::Display for MalformedContinue {
     }
 }
 
+/// Why a cache cannot serve a read now: it has not been listed yet, or it
+/// lost its source (the engine fell back to
+/// [`Lifecycle::Pending`](crate::Lifecycle::Pending) with
+/// [`Writer::mark_unready`](crate::Writer::mark_unready)). Retry after
+/// [`NotReady::retry_after`]; [`NotReady::cause`] says what the source
+/// last failed with. An HTTP front answers 429 with `Retry-After`, as the
+/// apiserver does while its cache (re)initializes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReady {
+    cause: Option<SourceError>,
+}
+
+impl NotReady {
+    /// The hint a client is given: 1 s, the reference's `Retry-After`
+    /// while its watch cache (re)initializes.
+    pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+    pub(crate) fn new(cause: Option<SourceError>) -> NotReady {
+        NotReady { cause }
+    }
+
+    /// How long a client should wait before it retries: [`NotReady::RETRY_AFTER`].
+    pub fn retry_after(&self) -> Duration {
+        NotReady::RETRY_AFTER
+    }
+
+    /// Why the cache lost its source, if it had one: the source's last
+    /// error. `None` before the first list.
+    pub fn cause(&self) -> Option<&SourceError> {
+        self.cause.as_ref()
+    }
+}
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.cause {
+            None => f.write_str("the cache has not been listed yet")?,
+            Some(cause) => write!(f, "the cache is not ready: {cause}")?,
+        }
+        write!(f, "; retry after {:?}", self.retry_after())
+    }
+}
+
 /// A read that could not be served. Nothing is changed by a failed read.
 ///
 /// ```
 /// use herald::*;
 /// let (engine, _writer) = Engine::new(Config::default())?;
-/// assert_eq!(engine.get("ns/a", ReadAt::Any), Err(ReadError::NotReady));
+/// let Err(ReadError::NotReady(why)) = engine.get("ns/a", ReadAt::Any) else { panic!() };
+/// assert_eq!(why.retry_after(), std::time::Duration::from_secs(1));
+/// assert_eq!(why.to_string(), "the cache has not been listed yet; retry after 1s");
 /// # Ok::<(), ConfigError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ReadError {
-    /// The cache has not been listed yet (retry once it is ready).
-    NotReady,
+    /// The cache has not been listed yet, or lost its source: retry after
+    /// the hint it carries.
+    NotReady(NotReady),
     /// The engine has been stopped.
     EngineStopped,
     /// The version asked for (or the continue token's) is older than the
@@ -170,7 +217,7 @@ pub enum ReadError {
 impl fmt::Display for ReadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ReadError::NotReady => f.write_str("the cache has not been listed yet"),
+            ReadError::NotReady(why) => fmt::Display::fmt(why, f),
             ReadError::EngineStopped => f.write_str("the engine is stopped"),
             ReadError::Gone(g) => fmt::Display::fmt(g, f),
             ReadError::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),

@@ -77,6 +77,6 @@ mod request;
 mod serve;
 mod token;
 
-pub use error::{InvalidContinue, MalformedContinue, ReadError};
+pub use error::{InvalidContinue, MalformedContinue, NotReady, ReadError};
 pub use request::{GetResponse, ListRequest, ListResponse, ReadAt};
 pub use token::Continue;

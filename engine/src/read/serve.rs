@@ -6,7 +6,7 @@
 use std::ops::Bound;
 use std::time::Duration;
 
-use super::error::{InvalidContinue, ReadError};
+use super::error::{InvalidContinue, NotReady, ReadError};
 use super::request::{GetResponse, ListRequest, ListResponse, ReadAt};
 use super::token::Continue;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
@@ -72,7 +72,7 @@ impl Shared {
             // A cache not yet listed is waited for too (it is about to
             // be fresh); it is `NotReady` only if it stays so.
             let pending = match self.check_readable() {
-                Err(ReadError::NotReady) => true,
+                Err(ReadError::NotReady(_)) => true,
                 Err(e) => return Err(e),
                 Ok(()) => false,
             };
@@ -83,7 +83,7 @@ impl Shared {
             let now = clock.now();
             if deadline.is_some_and(|d| now >= d) {
                 return Err(if pending {
-                    ReadError::NotReady
+                    ReadError::NotReady(self.not_ready())
                 } else {
                     ReadError::TooLargeResourceVersion(TooLargeResourceVersion::new(rv, current))
                 });
@@ -95,7 +95,7 @@ impl Shared {
 
     fn check_readable(&self) -> Result<(), ReadError> {
         match self.lifecycle() {
-            Lifecycle::Pending => Err(ReadError::NotReady),
+            Lifecycle::Pending => Err(ReadError::NotReady(self.not_ready())),
             Lifecycle::Stopped => Err(ReadError::EngineStopped),
             _ => Ok(()),
         }
@@ -463,4 +463,11 @@ fn undo(state: &mut State, rec: &RecordRef) {
 /// A stored entry as a read returns it.
 fn item_of(e: &Stored) -> Item {
     Item::new(e.object.clone(), e.rv)
+}
+
+impl Shared {
+    /// What a read is told while the engine is `Pending`.
+    fn not_ready(&self) -> NotReady {
+        NotReady::new(self.unready_cause())
+    }
 }
