@@ -7,7 +7,8 @@
 use std::thread;
 
 use herald::{
-    Change, Config, Engine, EventKind, KeyScope, Object, TryRecvError, WatchItem, WatchRequest,
+    Change, Config, Engine, EventKind, KeyScope, Object, ResourceVersionMatch, TryRecvError,
+    WatchItem, WatchRequest,
 };
 
 fn pod(ns: &str, name: &str, app: &str, node: &str) -> Object {
@@ -54,6 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             "everything, initial events",
             WatchRequest::new()
                 .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
                 .allow_bookmarks(true),
         ),
     ];

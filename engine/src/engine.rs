@@ -123,15 +123,21 @@ impl Engine {
     /// ```
     pub fn watch(&self, req: WatchRequest) -> Result<Watch, WatchError> {
         let shared = self.shared();
-        let resolved = req.resolve(
+        let mut resolved = req.resolve(
             &shared.index_fields,
             policy::has_followers(shared.config.slow_watchers),
+            || shared.most_recent().map_err(WatchError::Upstream),
         )?;
         let (generation, ring_capacity) = {
             let st = shared.lock_state();
             match shared.lifecycle() {
                 Lifecycle::Stopped => return Err(WatchError::EngineStopped),
                 Lifecycle::Ready => {
+                    // "Changes from now" means from the watch's creation,
+                    // not its first receive: resolved under the lock.
+                    if resolved.start == Start::Now {
+                        resolved.start = Start::After(st.rv);
+                    }
                     if let Start::After(rv) = resolved.start {
                         let oldest = st.ring.oldest_minus_one();
                         if rv < oldest {

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::echo::Echo;
+use crate::options::OptionsError;
 use crate::{Gone, ResourceVersion};
 
 /// A change, re-list or progress the writer refused. The engine is unchanged.
@@ -109,9 +110,14 @@ pub enum WatchError {
     Gone(Gone),
     /// The engine has been stopped.
     EngineStopped,
-    /// `send_initial_events` needs `allow_bookmarks`: the end of the initial
-    /// events is marked by a bookmark (as Kubernetes' validation requires).
-    InitialEventsNeedBookmarks,
+    /// The request's options break one of Kubernetes' rules for a watch
+    /// (see [`OptionsError`]).
+    InvalidOptions(OptionsError),
+    /// The watch starts at the most recent version (a watch-list, or
+    /// `send_initial_events(false)`, without a resource version), and the
+    /// engine's source could not say which that is (see
+    /// [`Reflector`](crate::Reflector)).
+    Upstream(crate::ReadError),
 }
 
 impl fmt::Display for WatchError {
@@ -119,14 +125,19 @@ impl fmt::Display for WatchError {
         match self {
             WatchError::Gone(g) => fmt::Display::fmt(g, f),
             WatchError::EngineStopped => f.write_str("the engine is stopped"),
-            WatchError::InitialEventsNeedBookmarks => {
-                f.write_str("send_initial_events requires allow_bookmarks")
-            }
+            WatchError::InvalidOptions(e) => fmt::Display::fmt(e, f),
+            WatchError::Upstream(e) => write!(f, "the most recent resource version: {e}"),
         }
     }
 }
 
 impl std::error::Error for WatchError {}
+
+impl From<OptionsError> for WatchError {
+    fn from(e: OptionsError) -> Self {
+        WatchError::InvalidOptions(e)
+    }
+}
 
 impl From<Gone> for WatchError {
     fn from(g: Gone) -> Self {

@@ -232,6 +232,7 @@ mod index;
 #[doc(hidden)]
 pub mod model;
 mod object;
+mod options;
 mod policy;
 mod queue;
 mod read;
@@ -258,12 +259,13 @@ pub use event::{
 pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Item, Object, ObjectBuilder};
+pub use options::OptionsError;
 pub use read::{
     Continue, GetResponse, InvalidContinue, ListRequest, ListResponse, MalformedContinue, NotReady,
     ReadAt, ReadError,
 };
 pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
-pub use rv::{InvalidResourceVersion, ResourceVersion};
+pub use rv::{InvalidResourceVersion, ResourceVersion, ResourceVersionMatch, UnsupportedMatch};
 pub use selector::{
     ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
     LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,

@@ -25,11 +25,13 @@
 //! A source that goes back (restored from a backup): see
 //! [`Reflector`](crate::Reflector#a-source-that-goes-back).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::rv::ResourceVersion;
+use crate::shared::Upstream;
 use crate::source::{Source, SourceError, SourceEvent, SourceWatch};
 use crate::{
     Clock, Engine, GetResponse, ListRequest, ListResponse, ReadAt, ReadError, SystemClock,
@@ -188,10 +190,6 @@ struct Shared {
     /// Asked to stop. `Relaxed`: it publishes no data (the join does), and
     /// the thread looks at it at least once per `poll`.
     stop: AtomicBool,
-    /// Consistent reads waiting for the engine to reach a revision.
-    /// `Relaxed`: only a count; the thread reads it once per `poll`, so a
-    /// late read delays a progress request by at most that.
-    waiters: AtomicUsize,
     counters: Counters,
     /// The last error, for diagnostics.
     last_error: Mutex<Option<String>>,
@@ -285,12 +283,18 @@ impl Reflector {
             engine,
             config,
             stop: AtomicBool::new(false),
-            waiters: AtomicUsize::new(0),
             counters: Counters::default(),
             last_error: Mutex::new(None),
             last_cause: Mutex::new(None),
             relist_wanted: AtomicBool::new(false),
         });
+        // The engine's consistent reads and watches ask the source through
+        // this reflector from now on (`ReadAt::Latest`).
+        let upstream: Arc<dyn Upstream> = shared.clone();
+        shared
+            .engine
+            .shared()
+            .set_upstream(Some(Arc::downgrade(&upstream)));
         let for_thread = shared.clone();
         let thread = std::thread::Builder::new()
             .name("herald-reflector".into())
@@ -347,11 +351,7 @@ impl Reflector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn consistent_list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
-        self.consistent(|rv| {
-            self.shared
-                .engine
-                .list(&req.clone().at(ReadAt::NotOlderThan(rv)))
-        })
+        self.shared.engine.list(&req.clone().at(ReadAt::Latest))
     }
 
     /// A get as of the source's current revision (as
@@ -368,53 +368,7 @@ impl Reflector {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn consistent_get(&self, key: &str) -> Result<GetResponse, ReadError> {
-        self.consistent(|rv| self.shared.engine.get(key, ReadAt::NotOlderThan(rv)))
-    }
-
-    /// Runs `read` at the source's current revision, once the engine is
-    /// of the source's present history.
-    fn consistent<T>(
-        &self,
-        read: impl Fn(crate::ResourceVersion) -> Result<T, ReadError>,
-    ) -> Result<T, ReadError> {
-        let shared = &self.shared;
-        let clock = &shared.config.clock;
-        let deadline = crate::clock::deadline_after(clock.now(), shared.config.regression_wait);
-        self.waiting(|| {
-            loop {
-                // Before the versions: a list applied after them is seen.
-                let lists = shared.counters.lists.load(Ordering::Acquire);
-                // The engine's version before the source's revision: a
-                // source behind it then went back (see the type's docs).
-                let cache = shared.engine.resource_version();
-                let rv = shared
-                    .source
-                    .current_revision()
-                    .map_err(ReadError::Source)?;
-                if rv >= cache {
-                    return read(rv);
-                }
-                // Ask for a re-list, wait for any list to be applied, and
-                // look again: a list begun before the source went back
-                // would leave the engine ahead, and the check above asks
-                // again.
-                shared.relist_wanted.store(true, Ordering::Relaxed);
-                while shared.counters.lists.load(Ordering::Acquire) == lists {
-                    if shared.stopping() || clock.now() >= deadline {
-                        return Err(ReadError::SourceRegressed { source: rv, cache });
-                    }
-                    clock.park_until(deadline, RELIST_WAIT_STEP);
-                }
-            }
-        })
-    }
-
-    /// Runs `read` counted as a waiter, so progress is requested meanwhile.
-    fn waiting<T>(&self, read: impl FnOnce() -> T) -> T {
-        self.shared.waiters.fetch_add(1, Ordering::Relaxed);
-        let out = read();
-        self.shared.waiters.fetch_sub(1, Ordering::Relaxed);
-        out
+        self.shared.engine.get(key, ReadAt::Latest)
     }
 
     /// Stops the thread and returns the writer (the engine keeps what it
@@ -424,6 +378,7 @@ impl Reflector {
     }
 
     fn stop_thread(&mut self) -> Option<Writer> {
+        self.shared.engine.shared().set_upstream(None);
         self.shared.stop.store(true, Ordering::Relaxed);
         self.thread.take().and_then(|t| t.join().ok())
     }
@@ -432,6 +387,37 @@ impl Reflector {
 impl Drop for Reflector {
     fn drop(&mut self) {
         self.stop_thread();
+    }
+}
+
+impl Upstream for Shared {
+    /// The source's current revision, once the engine is of the source's
+    /// present history: a consistent read's target (see the type's docs,
+    /// A source that goes back).
+    fn most_recent(&self) -> Result<ResourceVersion, ReadError> {
+        let clock = &self.config.clock;
+        let deadline = crate::clock::deadline_after(clock.now(), self.config.regression_wait);
+        loop {
+            // Before the versions: a list applied after them is seen.
+            let lists = self.counters.lists.load(Ordering::Acquire);
+            // The engine's version before the source's revision: a source
+            // behind it then went back (see the type's docs).
+            let cache = self.engine.resource_version();
+            let rv = self.source.current_revision().map_err(ReadError::Source)?;
+            if rv >= cache {
+                return Ok(rv);
+            }
+            // Ask for a re-list, wait for any list to be applied, and look
+            // again: a list begun before the source went back would leave
+            // the engine ahead, and the check above asks again.
+            self.relist_wanted.store(true, Ordering::Relaxed);
+            while self.counters.lists.load(Ordering::Acquire) == lists {
+                if self.stopping() || clock.now() >= deadline {
+                    return Err(ReadError::SourceRegressed { source: rv, cache });
+                }
+                clock.park_until(deadline, RELIST_WAIT_STEP);
+            }
+        }
     }
 }
 
@@ -598,8 +584,9 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
             shared.note("a consistent read found the source behind the cache: re-listing");
             return Round::Relist;
         }
-        let waiting =
-            shared.waiters.load(Ordering::Relaxed) > 0 || shared.engine.shared().wants_progress();
+        // Reads and watches waiting for a version the engine has not
+        // reached (consistent reads among them).
+        let waiting = shared.engine.shared().wants_progress();
         if waiting {
             let now = clock.now();
             let due = last_request

@@ -68,6 +68,77 @@ impl ResourceVersion {
     }
 }
 
+/// Kubernetes' `resourceVersionMatch`: how a read's (or a watch-list's)
+/// resource version is matched. Parsed from its wire form with
+/// [`FromStr`] (`"NotOlderThan"`, `"Exact"`; anything else is refused with
+/// [`UnsupportedMatch`], naming the value).
+///
+/// ```
+/// use herald::ResourceVersionMatch;
+/// assert_eq!("Exact".parse(), Ok(ResourceVersionMatch::Exact));
+/// assert!("exact".parse::<ResourceVersionMatch>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ResourceVersionMatch {
+    /// The state at the version or any later one.
+    NotOlderThan,
+    /// The state exactly at the version (reads only).
+    Exact,
+}
+
+impl ResourceVersionMatch {
+    /// The wire form.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ResourceVersionMatch::NotOlderThan => "NotOlderThan",
+            ResourceVersionMatch::Exact => "Exact",
+        }
+    }
+}
+
+impl fmt::Display for ResourceVersionMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ResourceVersionMatch {
+    type Err = UnsupportedMatch;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "NotOlderThan" => Ok(ResourceVersionMatch::NotOlderThan),
+            "Exact" => Ok(ResourceVersionMatch::Exact),
+            _ => Err(UnsupportedMatch(Echo::new(s))),
+        }
+    }
+}
+
+/// A `resourceVersionMatch` that is neither `NotOlderThan` nor `Exact`.
+///
+/// ```
+/// let err = "Newest".parse::<herald::ResourceVersionMatch>().unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     r#"resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan""#
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnsupportedMatch(Echo);
+
+impl fmt::Display for UnsupportedMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "resourceVersionMatch: Unsupported value: {}: supported values: \"Exact\", \"NotOlderThan\"",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnsupportedMatch {}
+
 impl From<u64> for ResourceVersion {
     fn from(rv: u64) -> Self {
         ResourceVersion(rv)

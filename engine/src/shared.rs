@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use crate::config::Config;
 use crate::error::WriteError;
 use crate::index::Routes;
+use crate::read::ReadError;
 use crate::ring::{Gated, Record, RecordKind, Resize, Ring, RingWriter, Sizing};
 use crate::rv::ResourceVersion;
 use crate::source::SourceError;
@@ -208,6 +209,17 @@ pub(crate) struct Shared {
     /// last error; `Writer::mark_unready`), cleared by the next list.
     /// Written under `state`'s lock, with the lifecycle.
     unready: Mutex<Option<SourceError>>,
+    /// The source behind the engine, while a reflector drives it.
+    upstream: Mutex<Option<std::sync::Weak<dyn Upstream>>>,
+}
+
+/// The source behind an engine, as a [`Reflector`](crate::Reflector)
+/// attaches it: what "the most recent version" is.
+pub(crate) trait Upstream: Send + Sync {
+    /// The source's current revision, once the cache is known to be of
+    /// the source's present history (a consistent read's target; see the
+    /// reflector's docs on a source that goes back).
+    fn most_recent(&self) -> Result<ResourceVersion, ReadError>;
 }
 
 /// A read counted as waiting for a version while it lives
@@ -275,6 +287,7 @@ impl Shared {
             read_waiters: AtomicU64::new(0),
             watch_waiters: AtomicU64::new(0),
             unready: Mutex::new(None),
+            upstream: Mutex::new(None),
             config,
         }
     }
@@ -412,6 +425,23 @@ impl Shared {
         *self.lock_unready() = Some(cause);
         self.lifecycle.store(PENDING, Ordering::Release);
         Ok(())
+    }
+
+    /// Attaches (or, with `None`, detaches) the source behind the engine.
+    pub(crate) fn set_upstream(&self, upstream: Option<std::sync::Weak<dyn Upstream>>) {
+        *self.upstream.lock().unwrap_or_else(|e| e.into_inner()) = upstream;
+    }
+
+    /// The most recent version: the source's current revision if a
+    /// reflector drives the engine (`None` without one).
+    pub(crate) fn most_recent(&self) -> Result<Option<ResourceVersion>, ReadError> {
+        let upstream = self
+            .upstream
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .and_then(std::sync::Weak::upgrade);
+        upstream.map(|u| u.most_recent()).transpose()
     }
 
     /// Why the engine fell back to `Pending`, if it did (`None` before the

@@ -171,7 +171,11 @@ fn none_before_the_first_list() {
     let mut rig = Rig::new(Config::default());
     let mut w = rig
         .engine
-        .watch(after(0).send_initial_events(true))
+        .watch(
+            after(0)
+                .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan),
+        )
         .unwrap();
     for _ in 0..3 {
         rig.advance(30 * S);
@@ -235,7 +239,11 @@ fn the_initial_events_end_bookmark_once_then_plain_ones() {
     rig.writer
         .replace([Object::builder("ns", "a").build()], 3.into())
         .unwrap();
-    let mut w = rig.watch(after(0).send_initial_events(true));
+    let mut w = rig.watch(
+        after(0)
+            .send_initial_events(true)
+            .resource_version_match(ResourceVersionMatch::NotOlderThan),
+    );
     let Some(WatchItem::Event(a)) = w.recv() else {
         panic!("the initial event")
     };

@@ -232,7 +232,10 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         (f.request().resource_version(Some(r.into())), Some(r))
                     }
                     StartSpec::Snapshot => (
-                        f.request().send_initial_events(true).allow_bookmarks(true),
+                        f.request()
+                            .send_initial_events(true)
+                            .resource_version_match(ResourceVersionMatch::NotOlderThan)
+                            .allow_bookmarks(true),
                         None,
                     ),
                 };

@@ -198,7 +198,8 @@ enum StartSpec {
     /// `send_initial_events` with bookmarks, from unset / current-n /
     /// current+n.
     Initial(Option<i8>),
-    /// `send_initial_events` without bookmarks (an error).
+    /// `send_initial_events` without bookmarks (initial events, no end
+    /// bookmark).
     InitialNoBookmarks,
     /// current - n (too old once n exceeds the ring's reach).
     Back(u8),
@@ -932,6 +933,7 @@ impl Harness {
                 WatchRequest::new()
                     .scope(KeyScope::exact("barrier/none"))
                     .send_initial_events(true)
+                    .resource_version_match(ResourceVersionMatch::NotOlderThan)
                     .allow_bookmarks(true),
             )
             .map_err(|e| format!("barrier watch: {e}"))?;

@@ -219,7 +219,10 @@ fn changes_fan_out_to_a_thousand_watchers_exactly() {
                 starts[i] = Some(rv);
                 req.resource_version(Some(rv.into()))
             }
-            Start::Snapshot => req.send_initial_events(true).allow_bookmarks(true),
+            Start::Snapshot => req
+                .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
+                .allow_bookmarks(true),
         };
         let mut w = engine.watch(req).unwrap();
         let rec = received[i].clone();

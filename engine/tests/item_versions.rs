@@ -68,6 +68,7 @@ fn initial_events_carry_each_objects_version() {
         WatchRequest::new().resource_version(Some(0.into())),
         WatchRequest::new()
             .send_initial_events(true)
+            .resource_version_match(ResourceVersionMatch::NotOlderThan)
             .allow_bookmarks(true),
     ] {
         let mut w = engine.watch(req.clone()).unwrap();

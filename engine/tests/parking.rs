@@ -128,6 +128,7 @@ fn visiting_lends_exactly_what_receiving_gives() {
         WatchRequest::new()
             .labels("app=web".parse().unwrap())
             .send_initial_events(true)
+            .resource_version_match(ResourceVersionMatch::NotOlderThan)
             .allow_bookmarks(true)
     };
     let mut received = engine.watch(req()).unwrap();

@@ -319,7 +319,8 @@ fn expired_malformed_and_misused_tokens_are_typed_errors() {
             .continue_from(token.clone())
             .at(ReadAt::Exact(last.into())),
     );
-    assert_eq!(err, Err(ReadError::ContinueWithResourceVersion));
+    let rule = OptionsError::ContinueWithResourceVersion;
+    assert_eq!(err, Err(ReadError::InvalidOptions(rule)));
     // Malformed.
     for bad in [
         "",

@@ -184,6 +184,7 @@ fn the_graceful_drain() {
     let initial = || {
         WatchRequest::new()
             .send_initial_events(true)
+            .resource_version_match(ResourceVersionMatch::NotOlderThan)
             .allow_bookmarks(true)
     };
     // Received: has taken its snapshot (one initial event read).
@@ -249,6 +250,7 @@ fn a_tick_bookmark_makes_a_waiting_watcher_end_gracefully() {
         .watch(
             WatchRequest::new()
                 .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
                 .allow_bookmarks(true),
         )
         .unwrap();

@@ -255,6 +255,7 @@ fn send_initial_events_ends_the_state_with_a_bookmark() {
         .watch(
             WatchRequest::new()
                 .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
                 .allow_bookmarks(true),
         )
         .unwrap();
@@ -281,6 +282,7 @@ fn send_initial_events_at_a_future_rv_waits_for_it() {
             WatchRequest::new()
                 .resource_version(Some(18.into()))
                 .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
                 .allow_bookmarks(true),
         )
         .unwrap();
@@ -296,15 +298,6 @@ fn send_initial_events_at_a_future_rv_waits_for_it() {
             ev(EventKind::Bookmark, 18, ""),
         ]
     );
-}
-
-#[test]
-fn send_initial_events_requires_bookmarks() {
-    let (engine, _writer) = engine_with_history(Config::default());
-    let err = engine
-        .watch(WatchRequest::new().send_initial_events(true))
-        .unwrap_err();
-    assert_eq!(err, WatchError::InitialEventsNeedBookmarks);
 }
 
 #[test]

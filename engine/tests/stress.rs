@@ -376,6 +376,7 @@ fn drain_everything(shared: &Shared, pos: u64) {
                 WatchRequest::new()
                     .scope(KeyScope::exact("barrier/none"))
                     .send_initial_events(true)
+                    .resource_version_match(ResourceVersionMatch::NotOlderThan)
                     .allow_bookmarks(true),
             )
             .unwrap();
@@ -460,7 +461,10 @@ fn thousands_of_watchers_real_threads() {
         let f = filter(rng);
         let (req, begin) = if rng.chance(4) {
             (
-                f.request().send_initial_events(true).allow_bookmarks(true),
+                f.request()
+                    .send_initial_events(true)
+                    .resource_version_match(ResourceVersionMatch::NotOlderThan)
+                    .allow_bookmarks(true),
                 Begin::Snapshot(generation),
             )
         } else {
@@ -644,6 +648,7 @@ fn churn(engine: &Engine, churning: &AtomicBool, seed: u64) -> u64 {
             2 => f.resource_version(Some((rv + 1 + rng.below(50)).into())),
             _ => f
                 .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan)
                 .allow_bookmarks(true)
                 .timeout(Duration::from_millis(1 + rng.below(50))),
         };

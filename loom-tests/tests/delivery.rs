@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use herald::{
-    Change, Config, EndReason, Engine, EventKind, KeyScope, Object, SlowWatchers, Watch, WatchItem,
-    WatchRequest, Writer,
+    Change, Config, EndReason, Engine, EventKind, KeyScope, Object, ResourceVersionMatch,
+    SlowWatchers, Watch, WatchItem, WatchRequest, Writer,
 };
 use herald_loom_tests::{FrozenClock, model};
 use loom::thread;
@@ -280,6 +280,7 @@ fn a_budget_end_is_gap_free_and_final() {
             .watch(
                 WatchRequest::new()
                     .send_initial_events(true)
+                    .resource_version_match(ResourceVersionMatch::NotOlderThan)
                     .allow_bookmarks(true),
             )
             .unwrap();

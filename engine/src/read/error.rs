@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::echo::Echo;
 use crate::event::{Gone, TooLargeResourceVersion};
+use crate::options::OptionsError;
 use crate::rv::ResourceVersion;
 use crate::source::SourceError;
 
@@ -198,8 +199,15 @@ pub enum ReadError {
     /// ```
     ForeignContinue,
     /// A continued list names its version in the token: the request must
-    /// not name one too.
+    /// not name one too. Now reported as
+    /// [`ReadError::InvalidOptions`]`(`[`OptionsError::ContinueWithResourceVersion`]`)`.
+    #[deprecated(
+        note = "reported as ReadError::InvalidOptions(OptionsError::ContinueWithResourceVersion)"
+    )]
     ContinueWithResourceVersion,
+    /// The request's options break one of Kubernetes' rules for a read
+    /// (see [`OptionsError`]).
+    InvalidOptions(OptionsError),
     /// A consistent read could not learn the source's current revision.
     Source(SourceError),
     /// A consistent read found the source behind the cache: its history
@@ -225,9 +233,11 @@ impl fmt::Display for ReadError {
             ReadError::ForeignContinue => f.write_str(
                 "the continue token was issued by another engine: list again from the start",
             ),
+            #[allow(deprecated)]
             ReadError::ContinueWithResourceVersion => {
                 f.write_str("a continued list must not name a resource version")
             }
+            ReadError::InvalidOptions(e) => fmt::Display::fmt(e, f),
             ReadError::Source(e) => write!(f, "consistent read: {e}"),
             ReadError::SourceRegressed { source, cache } => write!(
                 f,

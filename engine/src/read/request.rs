@@ -4,7 +4,8 @@
 use super::token::Continue;
 use crate::filter::KeyScope;
 use crate::object::Item;
-use crate::rv::ResourceVersion;
+use crate::options::OptionsError;
+use crate::rv::{ResourceVersion, ResourceVersionMatch};
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// Which state a read is served from.
@@ -23,6 +24,88 @@ pub enum ReadAt {
     /// The state exactly at this version (match `Exact`), anywhere in the
     /// history window; a future version waits as `NotOlderThan` does.
     Exact(ResourceVersion),
+    /// The most recent state (Kubernetes' unset `resourceVersion`: a
+    /// consistent read): with a [`Reflector`](crate::Reflector) driving
+    /// the engine, the present once the cache has reached the source's
+    /// current revision (it asks the source, and for progress while it
+    /// waits); without one, the present, as [`ReadAt::Any`].
+    Latest,
+}
+
+impl ReadAt {
+    /// The state a get asks for, as Kubernetes spells it
+    /// (`resourceVersion`, `resourceVersionMatch`; the API concepts'
+    /// table): unset is [`ReadAt::Latest`], `0` is [`ReadAt::Any`], `R` is
+    /// [`ReadAt::NotOlderThan`] unless the match says `Exact`. A match
+    /// without a version, or `Exact` at `0`, is refused.
+    ///
+    /// ```
+    /// use herald::{OptionsError, ReadAt, ResourceVersionMatch::*};
+    /// assert_eq!(ReadAt::for_get(None, None), Ok(ReadAt::Latest));
+    /// assert_eq!(ReadAt::for_get(Some(0.into()), Some(NotOlderThan)), Ok(ReadAt::Any));
+    /// assert_eq!(ReadAt::for_get(Some(5.into()), Some(Exact)), Ok(ReadAt::Exact(5.into())));
+    /// assert_eq!(ReadAt::for_get(None, Some(Exact)), Err(OptionsError::MatchNeedsResourceVersion));
+    /// assert_eq!(ReadAt::for_get(Some(0.into()), Some(Exact)), Err(OptionsError::ExactAtZero));
+    /// ```
+    pub fn for_get(
+        rv: Option<ResourceVersion>,
+        rvm: Option<ResourceVersionMatch>,
+    ) -> Result<ReadAt, OptionsError> {
+        ReadAt::for_list(rv, rvm, false, false)
+    }
+
+    /// The state a list asks for, as Kubernetes spells it: as
+    /// [`ReadAt::for_get`], plus the paging rules (`limited`: a `limit` is
+    /// set; `continued`: a `continue` token is). With a limit and no
+    /// match, a version `R` is read exactly (the legacy paging rule); with
+    /// a token, the token names the version: an unset version or `0` read
+    /// at it ([`ReadAt::Latest`], to pass with the token), a match or any
+    /// other version is refused.
+    ///
+    /// ```
+    /// use herald::{OptionsError, ReadAt, ResourceVersionMatch::*};
+    /// assert_eq!(ReadAt::for_list(Some(5.into()), None, false, false), Ok(ReadAt::NotOlderThan(5.into())));
+    /// assert_eq!(ReadAt::for_list(Some(5.into()), None, true, false), Ok(ReadAt::Exact(5.into())));
+    /// assert_eq!(ReadAt::for_list(Some(0.into()), None, true, true), Ok(ReadAt::Latest));
+    /// assert_eq!(
+    ///     ReadAt::for_list(Some(5.into()), None, true, true),
+    ///     Err(OptionsError::ContinueWithResourceVersion)
+    /// );
+    /// assert_eq!(
+    ///     ReadAt::for_list(Some(5.into()), Some(NotOlderThan), true, true),
+    ///     Err(OptionsError::MatchWithContinue)
+    /// );
+    /// ```
+    pub fn for_list(
+        rv: Option<ResourceVersion>,
+        rvm: Option<ResourceVersionMatch>,
+        limited: bool,
+        continued: bool,
+    ) -> Result<ReadAt, OptionsError> {
+        use ResourceVersionMatch::{Exact, NotOlderThan};
+        let zero = ResourceVersion::ZERO;
+        // In the order Kubernetes checks them (`validateListOptions`).
+        if rvm.is_some() && rv.is_none() {
+            return Err(OptionsError::MatchNeedsResourceVersion);
+        }
+        if rvm.is_some() && continued {
+            return Err(OptionsError::MatchWithContinue);
+        }
+        if rvm == Some(Exact) && rv == Some(zero) {
+            return Err(OptionsError::ExactAtZero);
+        }
+        Ok(match (rv, rvm) {
+            (Some(rv), _) if continued && rv != zero => {
+                return Err(OptionsError::ContinueWithResourceVersion);
+            }
+            _ if continued => ReadAt::Latest,
+            (None, _) => ReadAt::Latest,
+            (Some(rv), _) if rv == zero => ReadAt::Any,
+            (Some(rv), Some(Exact)) => ReadAt::Exact(rv),
+            (Some(rv), None) if limited => ReadAt::Exact(rv),
+            (Some(rv), None | Some(NotOlderThan)) => ReadAt::NotOlderThan(rv),
+        })
+    }
 }
 
 /// What to list. Built with chained setters.

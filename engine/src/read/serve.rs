@@ -12,6 +12,7 @@ use super::token::Continue;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
 use crate::filter::{Filter, KeyScope};
 use crate::object::Item;
+use crate::options::OptionsError;
 use crate::ring::{RecordKind, RecordRef};
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Shared, VIEW_EVERY, View};
@@ -41,6 +42,10 @@ impl Shared {
     fn read_state(&self, at: ReadAt) -> Result<Read, ReadError> {
         match at {
             ReadAt::Any => self.present(),
+            ReadAt::Latest => match self.most_recent()? {
+                Some(rv) => self.read_state(ReadAt::NotOlderThan(rv)),
+                None => self.present(),
+            },
             // Loops only if the history went back during the wait (see
             // Snapshots).
             ReadAt::NotOlderThan(rv) => loop {
@@ -241,6 +246,10 @@ impl Shared {
     pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
         match at {
             ReadAt::Any => self.get_present(key),
+            ReadAt::Latest => match self.most_recent()? {
+                Some(rv) => self.get(key, ReadAt::NotOlderThan(rv)),
+                None => self.get_present(key),
+            },
             ReadAt::NotOlderThan(rv) => loop {
                 self.wait_for(rv)?;
                 let got = self.get_present(key)?;
@@ -339,8 +348,9 @@ impl Shared {
     pub(crate) fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
         let (read, after) = match &req.continue_from {
             Some(token) => {
-                if req.at != ReadAt::Any {
-                    return Err(ReadError::ContinueWithResourceVersion);
+                if !matches!(req.at, ReadAt::Any | ReadAt::Latest) {
+                    let rule = OptionsError::ContinueWithResourceVersion;
+                    return Err(ReadError::InvalidOptions(rule));
                 }
                 self.check_readable()?;
                 self.check_token(token)?;

@@ -390,6 +390,15 @@ impl Watch {
                 self.start_rv = rv;
                 self.phase = Phase::Stream;
             }
+            Start::Now => {
+                // Whatever the cache holds now, under the lock: the ring's
+                // head and the version it stands for.
+                self.next_pos = st.ring.head();
+                self.last_rv = st.rv;
+                self.start_rv = st.rv;
+                drop(st);
+                self.phase = Phase::Stream;
+            }
         }
     }
 

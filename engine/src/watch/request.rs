@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::WatchError;
 use crate::filter::{Filter, KeyScope};
-use crate::rv::ResourceVersion;
+use crate::options::OptionsError;
+use crate::rv::{ResourceVersion, ResourceVersionMatch};
 use crate::selector::{FieldSelector, LabelSelector};
 
 /// What to watch and from where. Built with chained setters.
@@ -27,7 +28,8 @@ pub struct WatchRequest {
     pub(crate) labels: LabelSelector,
     pub(crate) fields: FieldSelector,
     pub(crate) resource_version: Option<ResourceVersion>,
-    pub(crate) send_initial_events: bool,
+    pub(crate) send_initial_events: Option<bool>,
+    pub(crate) resource_version_match: Option<ResourceVersionMatch>,
     pub(crate) allow_bookmarks: bool,
     pub(crate) timeout: Option<Duration>,
 }
@@ -66,17 +68,34 @@ impl WatchRequest {
         self
     }
 
-    /// Sends the state at the start (at or after the requested version) as
-    /// Added events, then a Bookmark marked
-    /// [`initial-events-end`](crate::Event::is_initial_events_end), then changes.
-    /// Requires [`allow_bookmarks`](WatchRequest::allow_bookmarks).
+    /// Kubernetes' `sendInitialEvents` (a watch-list, KEP-3157): unset by
+    /// default. With `true`, the watch sends the state at its start as
+    /// Added events, then (if bookmarks are allowed) a Bookmark marked
+    /// [`initial-events-end`](crate::Event::is_initial_events_end), then
+    /// changes; with `false`, only changes. Either value requires
+    /// [`resource_version_match`](WatchRequest::resource_version_match)
+    /// `NotOlderThan`, as Kubernetes' validation does. Where it starts:
+    ///
+    /// | `send_initial_events` | version unset | `0` | `R` |
+    /// | --- | --- | --- | --- |
+    /// | unset | the state now, then changes | the same | changes after `R` |
+    /// | `true` | the state at the most recent version, then changes | the state now, then changes | the state at `R` or later, then changes |
+    /// | `false` | changes after the most recent version | changes after the cache's version | changes after `R` |
+    ///
+    /// "The most recent version" is the source's current revision when a
+    /// [`Reflector`](crate::Reflector) drives the engine (a consistent
+    /// start: the watch waits until the cache holds it, asking the source
+    /// for progress meanwhile); without one, the cache's own version.
     ///
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
     /// let mut w = engine.watch(
-    ///     WatchRequest::new().send_initial_events(true).allow_bookmarks(true),
+    ///     WatchRequest::new()
+    ///         .send_initial_events(true)
+    ///         .resource_version_match(ResourceVersionMatch::NotOlderThan)
+    ///         .allow_bookmarks(true),
     /// )?;
     /// let Some(WatchItem::Event(added)) = w.recv() else { panic!() };
     /// let Some(WatchItem::Event(end)) = w.recv() else { panic!() };
@@ -85,7 +104,16 @@ impl WatchRequest {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn send_initial_events(mut self, yes: bool) -> Self {
-        self.send_initial_events = yes;
+        self.send_initial_events = Some(yes);
+        self
+    }
+
+    /// Kubernetes' `resourceVersionMatch` for a watch: only
+    /// `NotOlderThan`, and only with
+    /// [`send_initial_events`](WatchRequest::send_initial_events); anything
+    /// else is refused with [`WatchError::InvalidOptions`](crate::WatchError::InvalidOptions).
+    pub fn resource_version_match(mut self, rvm: ResourceVersionMatch) -> Self {
+        self.resource_version_match = Some(rvm);
         self
     }
 
@@ -136,6 +164,9 @@ pub(crate) enum Start {
     },
     /// Every change after `rv`, once the cache has reached it.
     After(ResourceVersion),
+    /// Every change after the version the cache has when the watch
+    /// begins (no initial events).
+    Now,
 }
 
 impl Start {
@@ -144,6 +175,7 @@ impl Start {
         match self {
             Start::Snapshot { min_rv, .. } => min_rv,
             Start::After(rv) => rv,
+            Start::Now => ResourceVersion::ZERO,
         }
     }
 }
@@ -187,25 +219,9 @@ impl WatchRequest {
         self,
         index_fields: &[Box<str>],
         followers: bool,
+        most_recent: impl FnOnce() -> Result<Option<ResourceVersion>, WatchError>,
     ) -> Result<Resolved, WatchError> {
-        if self.send_initial_events && !self.allow_bookmarks {
-            return Err(WatchError::InitialEventsNeedBookmarks);
-        }
-        let start = match (self.resource_version, self.send_initial_events) {
-            (None, initial_events_end) => Start::Snapshot {
-                min_rv: ResourceVersion::ZERO,
-                initial_events_end,
-            },
-            (Some(rv), true) => Start::Snapshot {
-                min_rv: rv,
-                initial_events_end: true,
-            },
-            (Some(rv), false) if rv == ResourceVersion::ZERO => Start::Snapshot {
-                min_rv: rv,
-                initial_events_end: false,
-            },
-            (Some(rv), false) => Start::After(rv),
-        };
+        let start = self.start(most_recent)?;
         let route = index_fields
             .iter()
             .enumerate()
@@ -232,6 +248,49 @@ impl WatchRequest {
             start,
             timeout: self.timeout,
             allow_bookmarks: self.allow_bookmarks,
+        })
+    }
+}
+
+impl WatchRequest {
+    /// Checks the options by Kubernetes' rules (`validateWatchOptions`)
+    /// and resolves where the watch starts (see
+    /// [`send_initial_events`](WatchRequest::send_initial_events)).
+    /// `most_recent` gives the source's current revision, if the engine
+    /// has a source.
+    fn start(
+        &self,
+        most_recent: impl FnOnce() -> Result<Option<ResourceVersion>, WatchError>,
+    ) -> Result<Start, WatchError> {
+        use ResourceVersionMatch::{Exact, NotOlderThan};
+        // The first rule broken, in the order Kubernetes checks them (a
+        // watch's `Exact` always breaks one of these first).
+        let sie = self.send_initial_events;
+        match (sie, self.resource_version_match) {
+            (Some(_), None | Some(Exact)) => {
+                return Err(OptionsError::InitialEventsNeedNotOlderThan.into());
+            }
+            (None, Some(_)) => return Err(OptionsError::MatchNeedsInitialEvents.into()),
+            (None, None) | (Some(_), Some(NotOlderThan)) => {}
+        }
+        let zero = ResourceVersion::ZERO;
+        // The end bookmark goes only to a watch that takes bookmarks
+        // (seeds/004 `setInitialEventsEndBookmarkIfRequested`).
+        let end = sie == Some(true) && self.allow_bookmarks;
+        let snapshot = |min_rv| Start::Snapshot {
+            min_rv,
+            initial_events_end: end,
+        };
+        Ok(match (sie, self.resource_version) {
+            (None | Some(false), Some(rv)) if rv != zero => Start::After(rv),
+            // The legacy watch from an unset version or `0`: the state now
+            // (the reference's cacher serves an unset version as "0").
+            (None, _) => snapshot(zero),
+            (Some(true), Some(rv)) => snapshot(rv),
+            // `0`: any version; the cache's, when the watch begins.
+            (Some(false), Some(_)) => Start::Now,
+            (Some(true), None) => snapshot(most_recent()?.unwrap_or(zero)),
+            (Some(false), None) => most_recent()?.map_or(Start::Now, Start::After),
         })
     }
 }

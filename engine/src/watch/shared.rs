@@ -206,7 +206,7 @@ impl WatcherShared {
                 min_rv,
                 initial_events_end,
             } => InitialEventsEnd::new(initial_events_end, min_rv),
-            Start::After(_) => InitialEventsEnd::new(false, ResourceVersion::ZERO),
+            Start::After(_) | Start::Now => InitialEventsEnd::new(false, ResourceVersion::ZERO),
         };
         WatcherShared {
             spec,

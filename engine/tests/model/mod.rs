@@ -95,7 +95,7 @@ use std::time::Duration;
 
 use herald::{
     ChangeKind, EndReason, Event, EventKind, Gone, KeyScope, Lifecycle, Object, ResourceVersion,
-    TooLargeResourceVersion, WatchError, WatchRequest, WriteError,
+    ResourceVersionMatch, TooLargeResourceVersion, WatchError, WatchRequest, WriteError,
 };
 
 // ---------------------------------------------------------------------------
@@ -503,8 +503,12 @@ impl WatchSpec {
             .filter
             .request()
             .resource_version(self.resource_version.map(ResourceVersion::new))
-            .send_initial_events(self.send_initial_events)
             .allow_bookmarks(self.allow_bookmarks);
+        if self.send_initial_events {
+            req = req
+                .send_initial_events(true)
+                .resource_version_match(ResourceVersionMatch::NotOlderThan);
+        }
         if let Some(t) = self.timeout {
             req = req.timeout(t);
         }
@@ -925,18 +929,17 @@ impl Model {
 
     /// `Engine::watch`: the watch's id, or the error the call returns.
     pub fn watch(&mut self, spec: &WatchSpec) -> Result<usize, WatchError> {
-        // SEMANTICS 3: initial events need bookmarks.
-        if spec.send_initial_events && !spec.allow_bookmarks {
-            return Err(WatchError::InitialEventsNeedBookmarks);
-        }
+        // The initial-events-end bookmark goes only to a watch that takes
+        // bookmarks (KEP-3157).
+        let iee = spec.send_initial_events && spec.allow_bookmarks;
         let start = match (spec.resource_version, spec.send_initial_events) {
-            (None, iee) => Start::Snapshot {
+            (None, sie) => Start::Snapshot {
                 min_rv: 0,
-                initial_events_end: iee,
+                initial_events_end: sie && iee,
             },
             (Some(r), true) => Start::Snapshot {
                 min_rv: r,
-                initial_events_end: true,
+                initial_events_end: iee,
             },
             (Some(0), false) => Start::Snapshot {
                 min_rv: 0,
