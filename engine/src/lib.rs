@@ -74,14 +74,20 @@
 //! ## Starting a watch
 //!
 //! - version unset or `0`: the current state first, each object as Added in
-//!   key order, then every later change;
-//! - with `send_initial_events`: the same, then a Bookmark marked
-//!   [initial-events-end](Event::is_initial_events_end);
+//!   key order at its own version, then every later change;
 //! - version `R`: every change after `R`, replayed from history. An `R`
 //!   older than the history fails with [`Gone`] ("too old resource version:
 //!   R (oldest-1)"); an `R` the cache has not reached yet waits, and ends the
 //!   watch with [`EndReason::TooLargeResourceVersion`] after
-//!   [`Config::too_large_timeout`].
+//!   [`Config::too_large_timeout`];
+//! - a watch-list ([`send_initial_events`](WatchRequest::send_initial_events)
+//!   `true`, with `resourceVersionMatch=NotOlderThan`): the state at the
+//!   version or later (unset: the most recent, the source's current
+//!   revision when a [`Reflector`] drives the engine), then a Bookmark
+//!   marked [initial-events-end](Event::is_initial_events_end) if bookmarks
+//!   are allowed, then changes; with `false`, only the changes after it.
+//!   Kubernetes' table, row by row, and its invalid combinations
+//!   ([`OptionsError`]) are in [`WatchRequest::send_initial_events`].
 //!
 //! ## Filtering
 //!
@@ -189,20 +195,40 @@
 //! ## Lifecycle
 //!
 //! [`Lifecycle::Pending`] until the first `replace` (watches wait), then
-//! [`Lifecycle::Ready`]; [`Engine::stop`] is final.
+//! [`Lifecycle::Ready`]; back to `Pending` while the writer has lost its
+//! source ([`Writer::mark_unready`]: reads that need a fresh cache fail
+//! with [`ReadError::NotReady`], new watches wait for the next list,
+//! running ones keep running); [`Engine::stop`] is final.
 //!
 //! # Differences from the reference
 //!
-//! Where Herald's behaviour was chosen against, or checked against, the
-//! reference's (`seeds/`), and why:
+//! Every deliberate difference from the reference (`seeds/`, and the
+//! current Kubernetes code where it moved on), and why. A difference not
+//! in this table is a bug.
 //!
 //! | | the reference | Herald | why |
 //! | --- | --- | --- | --- |
-//! | a watch ends | the channel closes | one [`WatchItem::End`] with its reason | a client knows whether to re-watch, re-list or give up |
-//! | a slow watcher | ended after a shared time budget | parked and resumed from history ([`SlowWatchers::Park`]; the budget is an option) | see [Slow watchers](#slow-watchers) |
-//! | a deletion of a key the cache never held | delivered to no one (a deletion without a previous object passes no filter: seeds/000 `convertToWatchEvent`) | the same: no event, no history; the version moves as with [`Writer::progress`] | no watcher can have seen the object, so a `Deleted` would tell it of one it never had, judged on a state the cache never held. (Herald delivered it before issue 14.) |
+//! | a watch ends | the channel closes (an error event first, for some reasons) | one [`WatchItem::End`] with a typed reason | a client knows whether to re-watch, re-list or give up |
+//! | a slow watcher | ended after a shared time budget | parked and resumed from history by default ([`SlowWatchers::Park`]; the budget is an option) | see [Slow watchers](#slow-watchers) |
+//! | the initial-events-end bookmark | sent with the next bookmark tick after the initial events (up to ~1 s later; seeds/000 `bookmarkAfterResourceVersion`) | sent at once after the initial events | the client's list is complete then; waiting for a timer only delays it |
+//! | a watch's snapshot | taken when the watch is created | taken at its first receive ([`Engine::watch`], "When a watch begins") | the engine does no per-watch work for a handle never read; the client cannot tell the two apart |
+//! | a list at `resourceVersion=0` with a limit | served from the cache whole, the limit ignored (seeds/004 `shouldDelegateList`) | pages of `limit`, with continue tokens | a cache that holds history can page at any version; an unbounded answer is what limits exist to avoid |
+//! | a continue token | any API server of the cluster serves it | only the engine that issued it ([`ReadError::ForeignContinue`]) | another engine's generations and key order mean nothing here (see [`Continue`]) |
+//! | a read while not ready | `resourceVersion=0` reads go to etcd; others wait for the cache, or get 429 "storage is (re)initializing" (newer versions) | [`ReadError::NotReady`] with a retry-after hint of 1 s and the source's last error; new watches wait for the next list | an embedded engine has no storage to fall back to; the hint is the reference's `Retry-After` |
+//! | trigger indexes | one indexed field per resource | any number ([`Config::index`]), plus routes by any field a selector requires exactly | a cache serving several kinds of exact watchers routes them all; the semantics are unchanged |
+//! | the history | grows while full and young, shrinks only when a write finds it old | the same, and also shrinks when idle (the tick), and may be bounded in bytes ([`Config::history_max_bytes`]) | an idle cache should not keep a burst's memory for ever |
+//! | a deletion of a key the cache never held | delivered to no one (a deletion without a previous object passes no filter: seeds/000 `convertToWatchEvent`) | the same: no event, no history; the version moves as with [`Writer::progress`] | no watcher can have seen the object. (Herald delivered it before issue 14.) |
 //! | names | validated by the API server (`path.IsValidPathSegmentName`) | the writer enforces the same rule ([`WriteError::InvalidName`]) | a cache fed by anything but an API server must still keep keys apart: see [Keys](#keys) |
 //! | a source restored to a lower revision | the reflector re-lists whatever the version | the same, through a deliberate call ([`Writer::replace_after_regression`]); `replace` keeps refusing to go back, and consistent reads never answer from the old history | a careless writer is still caught, and a restore cannot make a stale read look fresh (see the [`Reflector`]) |
+//! | a re-list's objects | each keeps its own version | the same with [`Writer::replace_items`] (the reflector's way); [`Writer::replace`] stamps the list's version on objects whose own is unknown | a writer fed by a source without versions per object still works |
+//!
+//! Checked to be the same, for the record: the start of a watch and of a
+//! read for every combination of the version options (see
+//! [`WatchRequest::send_initial_events`] and [`ReadAt::for_list`]; a legacy
+//! watch without a version starts from the cache's present, as the
+//! reference's cacher), the history's bounds and their scaling with the
+//! window ([`Config::history_upper`]), the queue sizes, bookmark times,
+//! the too-large wait, and the time budget's constants.
 //!
 //! # Design
 //!
