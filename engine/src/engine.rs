@@ -8,7 +8,7 @@ use crate::dispatch;
 use crate::error::{ConfigError, WatchError};
 use crate::event::Gone;
 use crate::policy;
-use crate::read::{GetResponse, ListRequest, ListResponse, ReadAt, ReadError};
+use crate::read::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel, ReadError};
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Request, Shared};
 use crate::stats::{Counters, Stats};
@@ -233,7 +233,32 @@ impl Engine {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
-        self.shared().get(key, at)
+        self.shared().get(key, at, None)
+    }
+
+    /// [`Engine::get`], whose wait for a version ends with
+    /// [`ReadError::Cancelled`] once `cancel` is cancelled (see
+    /// [`ReadCancel`]).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let cancel = ReadCancel::new();
+    /// cancel.cancel();
+    /// let waiting = engine.get_with("ns/a", ReadAt::NotOlderThan(2.into()), &cancel);
+    /// assert_eq!(waiting, Err(ReadError::Cancelled));
+    /// // A read that does not wait is served all the same.
+    /// assert!(engine.get_with("ns/a", ReadAt::Any, &cancel).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn get_with(
+        &self,
+        key: &str,
+        at: ReadAt,
+        cancel: &ReadCancel,
+    ) -> Result<GetResponse, ReadError> {
+        self.shared().get(key, at, Some(cancel))
     }
 
     /// Lists objects: by key scope and selectors, served from a list index

@@ -181,7 +181,9 @@
 //! changes queued for the watch but not yet received are not delivered
 //! (what was received is still a gap-free prefix), except the graceful
 //! `TooSlow` above, which drains first. Dropping a [`Watch`] stops and
-//! unregisters it.
+//! unregisters it; a [`WatchStopper`] ([`Watch::stopper`]) stops it from
+//! another thread, waking a receiver blocked in any receive, and a
+//! [`ReadCancel`] ends a read waiting for a version.
 //!
 //! ## Receiving
 //!
@@ -288,7 +290,7 @@ pub use object::{FIELD_NAME, FIELD_NAMESPACE, Item, Object, ObjectBuilder};
 pub use options::OptionsError;
 pub use read::{
     Continue, GetResponse, InvalidContinue, ListRequest, ListResponse, MalformedContinue, NotReady,
-    ReadAt, ReadError,
+    ReadAt, ReadCancel, ReadError,
 };
 pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
 pub use rv::{InvalidResourceVersion, ResourceVersion, ResourceVersionMatch, UnsupportedMatch};
@@ -299,7 +301,9 @@ pub use selector::{
 pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
-pub use watch::{EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest};
+pub use watch::{
+    EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest, WatchStopper,
+};
 pub use writer::Writer;
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature

@@ -205,6 +205,9 @@ pub enum ReadError {
         note = "reported as ReadError::InvalidOptions(OptionsError::ContinueWithResourceVersion)"
     )]
     ContinueWithResourceVersion,
+    /// The read waited for a version, and its
+    /// [`ReadCancel`](crate::ReadCancel) was cancelled.
+    Cancelled,
     /// The request's options break one of Kubernetes' rules for a read
     /// (see [`OptionsError`]).
     InvalidOptions(OptionsError),
@@ -238,6 +241,7 @@ impl fmt::Display for ReadError {
                 f.write_str("a continued list must not name a resource version")
             }
             ReadError::InvalidOptions(e) => fmt::Display::fmt(e, f),
+            ReadError::Cancelled => f.write_str("the read was cancelled"),
             ReadError::Source(e) => write!(f, "consistent read: {e}"),
             ReadError::SourceRegressed { source, cache } => write!(
                 f,

@@ -78,5 +78,5 @@ mod serve;
 mod token;
 
 pub use error::{InvalidContinue, MalformedContinue, NotReady, ReadError};
-pub use request::{GetResponse, ListRequest, ListResponse, ReadAt};
+pub use request::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel};
 pub use token::Continue;

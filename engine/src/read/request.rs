@@ -127,6 +127,7 @@ pub struct ListRequest {
     pub(crate) at: ReadAt,
     pub(crate) limit: usize,
     pub(crate) continue_from: Option<Continue>,
+    pub(crate) cancel: Option<ReadCancel>,
 }
 
 impl ListRequest {
@@ -159,6 +160,16 @@ impl ListRequest {
         self.continue_from = Some(token);
         self
     }
+
+    /// Ends the list's wait for a version (at
+    /// [`ReadAt::NotOlderThan`], [`ReadAt::Exact`] or [`ReadAt::Latest`])
+    /// with [`ReadError::Cancelled`](crate::ReadError::Cancelled) as soon as
+    /// `cancel` is cancelled, from any thread (a client hung up). A read
+    /// that does not wait is not affected.
+    pub fn cancel_on(mut self, cancel: &ReadCancel) -> Self {
+        self.cancel = Some(cancel.clone());
+        self
+    }
 }
 
 /// What [`Engine::get`](crate::Engine::get) found.
@@ -181,4 +192,49 @@ pub struct ListResponse {
     /// Set when more objects follow: pass it to
     /// [`ListRequest::continue_from`].
     pub continue_token: Option<Continue>,
+}
+
+/// Cancels reads that wait for a version, from any thread: pass it to
+/// [`ListRequest::cancel_on`] or [`Engine::get_with`](crate::Engine::get_with),
+/// and call [`ReadCancel::cancel`] when the caller no longer wants the
+/// answer (an HTTP client hung up). Clones share one flag; a cancelled
+/// token stays cancelled. A waiting read sees it within a millisecond (it
+/// looks at its clock that often).
+///
+/// ```
+/// # use herald::*;
+/// let (engine, mut writer) = Engine::new(Config::default())?;
+/// writer.replace([], 1.into())?;
+/// let cancel = ReadCancel::new();
+/// let waiting = {
+///     let (engine, cancel) = (engine.clone(), cancel.clone());
+///     std::thread::spawn(move || {
+///         engine.list(&ListRequest::new().at(ReadAt::NotOlderThan(9.into())).cancel_on(&cancel))
+///     })
+/// };
+/// cancel.cancel();
+/// assert_eq!(waiting.join().unwrap(), Err(ReadError::Cancelled));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct ReadCancel(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl ReadCancel {
+    /// A token not cancelled yet.
+    pub fn new() -> ReadCancel {
+        ReadCancel::default()
+    }
+
+    /// Cancels every read waiting with this token (or a clone), now and
+    /// later. Idempotent.
+    pub fn cancel(&self) {
+        // Release: pairs with the waiting read's Acquire; no data rides on
+        // it, but a cancel is then seen no later than the reader's next look.
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether it has been cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Acquire)
+    }
 }

@@ -7,7 +7,7 @@ use std::ops::Bound;
 use std::time::Duration;
 
 use super::error::{InvalidContinue, NotReady, ReadError};
-use super::request::{GetResponse, ListRequest, ListResponse, ReadAt};
+use super::request::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel};
 use super::token::Continue;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
 use crate::filter::{Filter, KeyScope};
@@ -39,24 +39,24 @@ const WAIT_STEP: Duration = Duration::from_millis(1);
 
 impl Shared {
     /// The state at `at`.
-    fn read_state(&self, at: ReadAt) -> Result<Read, ReadError> {
+    fn read_state(&self, at: ReadAt, cancel: Option<&ReadCancel>) -> Result<Read, ReadError> {
         match at {
             ReadAt::Any => self.present(),
             ReadAt::Latest => match self.most_recent()? {
-                Some(rv) => self.read_state(ReadAt::NotOlderThan(rv)),
+                Some(rv) => self.read_state(ReadAt::NotOlderThan(rv), cancel),
                 None => self.present(),
             },
             // Loops only if the history went back during the wait (see
             // Snapshots).
             ReadAt::NotOlderThan(rv) => loop {
-                self.wait_for(rv)?;
+                self.wait_for(rv, cancel)?;
                 let read = self.present()?;
                 if read.rv >= rv {
                     return Ok(read);
                 }
             },
             ReadAt::Exact(rv) => loop {
-                self.wait_for(rv)?;
+                self.wait_for(rv, cancel)?;
                 if let Some(read) = self.exactly(rv, None)? {
                     return Ok(read);
                 }
@@ -65,15 +65,19 @@ impl Shared {
     }
 
     /// Waits until the cache has reached `rv`, up to the too-large timeout
-    /// on the engine's clock. It looks again every [`WAIT_STEP`] (or when
-    /// the clock moves): readers cost the writer nothing.
-    fn wait_for(&self, rv: ResourceVersion) -> Result<(), ReadError> {
+    /// on the engine's clock, or until `cancel` is cancelled. It looks
+    /// again every [`WAIT_STEP`] (or when the clock moves): readers cost
+    /// the writer nothing, and a cancel is seen within a step.
+    fn wait_for(&self, rv: ResourceVersion, cancel: Option<&ReadCancel>) -> Result<(), ReadError> {
         let clock = &self.config.clock;
         // A timeout past the clock's range (`Duration::MAX`) waits for ever.
         let deadline = crate::clock::later(clock.now(), self.config.too_large_timeout);
         // Counted while it waits: a reflector asks its source for progress.
         let _waiting = self.waiting_read();
         loop {
+            if cancel.is_some_and(ReadCancel::is_cancelled) {
+                return Err(ReadError::Cancelled);
+            }
             // A cache not yet listed is waited for too (it is about to
             // be fresh); it is `NotReady` only if it stays so.
             let pending = match self.check_readable() {
@@ -243,22 +247,27 @@ impl Shared {
         ReadError::Gone(Gone::new(rv, oldest))
     }
 
-    pub(crate) fn get(&self, key: &str, at: ReadAt) -> Result<GetResponse, ReadError> {
+    pub(crate) fn get(
+        &self,
+        key: &str,
+        at: ReadAt,
+        cancel: Option<&ReadCancel>,
+    ) -> Result<GetResponse, ReadError> {
         match at {
             ReadAt::Any => self.get_present(key),
             ReadAt::Latest => match self.most_recent()? {
-                Some(rv) => self.get(key, ReadAt::NotOlderThan(rv)),
+                Some(rv) => self.get(key, ReadAt::NotOlderThan(rv), cancel),
                 None => self.get_present(key),
             },
             ReadAt::NotOlderThan(rv) => loop {
-                self.wait_for(rv)?;
+                self.wait_for(rv, cancel)?;
                 let got = self.get_present(key)?;
                 if got.resource_version >= rv {
                     return Ok(got);
                 }
             },
             ReadAt::Exact(_) => {
-                let read = self.read_state(at)?;
+                let read = self.read_state(at, cancel)?;
                 Ok(GetResponse {
                     item: read.state.get(key).map(item_of),
                     resource_version: read.rv,
@@ -361,7 +370,7 @@ impl Shared {
                     .ok_or_else(|| self.gone(token.rv))?;
                 (read, Some(&*token.after))
             }
-            None => (self.read_state(req.at)?, None),
+            None => (self.read_state(req.at, req.cancel.as_ref())?, None),
         };
         let filter = Filter::new(req.scope.clone(), req.labels.clone(), req.fields.clone());
         let limit = if req.limit == 0 {

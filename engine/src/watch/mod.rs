@@ -7,6 +7,7 @@
 //! | `consumer.rs` | [`Watch`] and its state machine: activation, the initial list, replay, the queue, parks, ends |
 //! | `item.rs` | what a consumer hands out: owned items, or [`EventRef`]s lent from the ring |
 //! | `recv.rs` | the public receive API: blocking, timed, non-blocking, batches, lending, polling, `Stream` |
+//! | `stopper.rs` | [`WatchStopper`]: ends a watch from another thread |
 //!
 //! What the dispatcher does when a watcher's queue is full is not here:
 //! it is the slow-watcher policy's (`policy/`), written in the steps that
@@ -17,6 +18,7 @@ mod item;
 mod recv;
 mod request;
 mod shared;
+mod stopper;
 
 pub use consumer::Watch;
 pub use item::EventRef;
@@ -26,3 +28,4 @@ pub use request::WatchRequest;
 pub(crate) use request::WatcherSpec;
 pub(crate) use request::{Route, Start};
 pub(crate) use shared::{Pushed, WatcherShared};
+pub use stopper::WatchStopper;
