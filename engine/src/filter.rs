@@ -2,7 +2,7 @@
 //! Added/Modified/Deleted decision on an object's current and previous state.
 
 use crate::event::{ChangeKind, EventKind};
-use crate::{FieldSelector, LabelSelector, Object};
+use crate::{FieldSelector, LabelSelector, Object, ShardSelector};
 
 /// Which keys a watch covers.
 ///
@@ -58,7 +58,7 @@ impl KeyScope {
 
 /// The scope and selector setters of a request ([`WatchRequest`],
 /// [`ListRequest`]), written once so the two cannot drift apart. The
-/// type must have `scope`, `labels` and `fields` fields.
+/// type must have `scope`, `labels`, `fields` and `shard` fields.
 ///
 /// [`WatchRequest`]: crate::WatchRequest
 /// [`ListRequest`]: crate::ListRequest
@@ -80,6 +80,14 @@ macro_rules! selection_setters {
         #[doc = $routed]
         pub fn fields(mut self, selector: $crate::FieldSelector) -> Self {
             self.fields = selector;
+            self
+        }
+
+        /// The shard selector (KEP-5866; default: everything): only
+        /// objects whose hashed uid or namespace falls in one of its
+        /// ranges (see [`ShardSelector`]($crate::ShardSelector)).
+        pub fn shard(mut self, selector: $crate::ShardSelector) -> Self {
+            self.shard = selector;
             self
         }
     };
@@ -121,18 +129,28 @@ pub(crate) struct Filter {
     scope: KeyScope,
     labels: LabelSelector,
     fields: FieldSelector,
+    shard: ShardSelector,
     /// Admits every object (no scope, no selectors): the verdict then
     /// needs no evaluation at all, the common case of "all" watchers.
     everything: bool,
 }
 
 impl Filter {
-    pub(crate) fn new(scope: KeyScope, labels: LabelSelector, fields: FieldSelector) -> Filter {
-        let everything = scope == KeyScope::All && labels.is_everything() && fields.is_everything();
+    pub(crate) fn new(
+        scope: KeyScope,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        shard: ShardSelector,
+    ) -> Filter {
+        let everything = scope == KeyScope::All
+            && labels.is_everything()
+            && fields.is_everything()
+            && shard.is_everything();
         Filter {
             scope,
             labels,
             fields,
+            shard,
             everything,
         }
     }
@@ -153,6 +171,7 @@ impl Filter {
         self.scope.contains(obj.key())
             && self.labels.matches(|k| obj.label(k))
             && self.fields.matches(|f| obj.field(f))
+            && self.shard.admits(obj)
     }
 
     /// The Added/Modified/Deleted decision of the reference
@@ -194,6 +213,7 @@ mod tests {
             KeyScope::All,
             "app=web".parse().unwrap(),
             FieldSelector::default(),
+            ShardSelector::default(),
         )
     }
 
@@ -238,6 +258,7 @@ mod tests {
             KeyScope::prefix("ns/"),
             LabelSelector::default(),
             "spec.nodeName=n1".parse().unwrap(),
+            ShardSelector::default(),
         );
         assert!(f.admits(&pod("ns", "a", "web", "n1")));
         assert!(!f.admits(&pod("ns", "a", "web", "n2")));
@@ -252,6 +273,7 @@ mod tests {
             KeyScope::All,
             LabelSelector::default(),
             FieldSelector::default(),
+            ShardSelector::default(),
         );
         assert!(all.everything);
         let o = pod("ns", "a", "web", "n1");
@@ -274,8 +296,19 @@ mod tests {
             KeyScope::exact("ns/b"),
             LabelSelector::default(),
             FieldSelector::default(),
+            ShardSelector::default(),
         );
         assert!(!scoped.everything && !scoped.admits(&o));
+        let none: ShardSelector = "shardRange(object.metadata.uid, '0x0', '0x1')"
+            .parse()
+            .unwrap();
+        let sharded = Filter::new(
+            KeyScope::All,
+            LabelSelector::default(),
+            FieldSelector::default(),
+            none,
+        );
+        assert!(!sharded.everything && !sharded.admits(&o));
     }
 
     #[test]

@@ -27,6 +27,19 @@
 //! reference's; only the queue size follows the configured indexes, as in
 //! the reference. A field's map goes away with its last watcher.
 //!
+//! # Shard routes
+//!
+//! A watcher whose shard selector (KEP-5866) has exactly one range, and no
+//! exact field to route by, is registered under that range in a table per
+//! hashed key (uid, namespace): the distinct ranges sorted by start, each
+//! with its watchers, and a running maximum of the ends. A change hashes
+//! its object's key once and finds the ranges that hold the hash by a
+//! binary search, walking back only while an earlier range could still
+//! reach it: for ranges that partition the space (N shards, any number of
+//! watchers each), exactly one range is visited, whatever N is. The
+//! previous object's hash is looked up only if it differs, skipping the
+//! ranges that hold both, so no watcher is offered a change twice.
+//!
 //! # Synchronization
 //!
 //! The dispatcher is the only writer: it builds a new [`Routes`] value
@@ -41,6 +54,7 @@
 //! half of the table (see `dispatch/`).
 
 use crate::Object;
+use crate::selector::ShardKey;
 use crate::sync::Arc;
 use crate::watch::{Route, WatcherShared};
 
@@ -63,7 +77,61 @@ pub(crate) struct Routes {
     /// Selector routes: (field, value -> watchers), for fields with no
     /// index and at least one watcher.
     selected: Vec<(Box<str>, IndexMap)>,
+    /// Shard routes, one table per hashed key with at least one watcher.
+    sharded: Vec<(ShardKey, std::sync::Arc<ShardTable>)>,
     len: usize,
+}
+
+/// One key's shard routes (see [Shard routes](self#shard-routes)).
+#[derive(Debug, Clone, Default)]
+struct ShardTable {
+    /// Distinct ranges `[start, end)`, sorted, each with its watchers.
+    ranges: Vec<(u64, u128, Bucket)>,
+    /// `reach[i]`: the largest end among `ranges[..=i]`.
+    reach: Vec<u128>,
+}
+
+impl ShardTable {
+    fn insert(&mut self, start: u64, end: u128, w: Arc<WatcherShared>) {
+        let at = self.ranges.partition_point(|r| (r.0, r.1) < (start, end));
+        match self.ranges.get_mut(at) {
+            Some(r) if (r.0, r.1) == (start, end) => std::sync::Arc::make_mut(&mut r.2).push(w),
+            _ => {
+                self.ranges
+                    .insert(at, (start, end, std::sync::Arc::new(vec![w])));
+                self.reindex();
+            }
+        }
+    }
+
+    fn reindex(&mut self) {
+        let mut reach = 0;
+        self.reach = self
+            .ranges
+            .iter()
+            .map(|r| {
+                reach = reach.max(r.1);
+                reach
+            })
+            .collect();
+    }
+
+    /// Calls `f` with the bucket of every range that holds `hash` and
+    /// not `skip` (a hash already looked up).
+    #[inline]
+    fn for_each_holding(&self, hash: u64, skip: Option<u64>, mut f: impl FnMut(&Bucket)) {
+        let holds = |r: &(u64, u128, Bucket), h: u64| r.0 <= h && u128::from(h) < r.1;
+        let below = self.ranges.partition_point(|r| r.0 <= hash);
+        for i in (0..below).rev() {
+            if self.reach[i] <= u128::from(hash) {
+                break;
+            }
+            let r = &self.ranges[i];
+            if holds(r, hash) && !skip.is_some_and(|s| holds(r, s)) {
+                f(&r.2);
+            }
+        }
+    }
 }
 
 impl Routes {
@@ -78,6 +146,7 @@ impl Routes {
             followers: Bucket::default(),
             by_value,
             selected: Vec::new(),
+            sharded: Vec::new(),
             len: 0,
         }
     }
@@ -100,6 +169,18 @@ impl Routes {
                     }
                 };
                 bucket_insert(&mut self.selected[at].1, value, w.clone());
+            }
+            Route::Sharded(range) => {
+                let key = range.key();
+                let at = match self.sharded.iter().position(|(k, _)| *k == key) {
+                    Some(at) => at,
+                    None => {
+                        self.sharded.push((key, Default::default()));
+                        self.sharded.len() - 1
+                    }
+                };
+                let table = std::sync::Arc::make_mut(&mut self.sharded[at].1);
+                table.insert(range.start(), range.end(), w.clone());
             }
         }
         self.len += 1;
@@ -136,18 +217,35 @@ impl Routes {
             *map = rebuilt;
         }
         self.selected.retain(|(_, m)| !m.is_empty());
+        for (_, table) in &mut self.sharded {
+            let table = std::sync::Arc::make_mut(table);
+            for r in &mut table.ranges {
+                len += kept_in(&mut r.2);
+            }
+            table.ranges.retain(|r| !r.2.is_empty());
+            table.reindex();
+        }
+        self.sharded.retain(|(_, t)| !t.ranges.is_empty());
         self.len = len;
         len != before
     }
 
     /// Every registered watcher.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<WatcherShared>> {
-        self.all.iter().chain(self.followers.iter()).chain(
-            self.by_value
-                .iter()
-                .chain(self.selected.iter().map(|(_, m)| m))
-                .flat_map(|m| m.values().flat_map(|b| b.iter())),
-        )
+        let sharded = self
+            .sharded
+            .iter()
+            .flat_map(|(_, t)| t.ranges.iter().flat_map(|r| r.2.iter()));
+        self.all
+            .iter()
+            .chain(self.followers.iter())
+            .chain(
+                self.by_value
+                    .iter()
+                    .chain(self.selected.iter().map(|(_, m)| m))
+                    .flat_map(|m| m.values().flat_map(|b| b.iter())),
+            )
+            .chain(sharded)
     }
 
     /// The followers: they read the ring themselves; the dispatcher only
@@ -187,6 +285,16 @@ impl Routes {
                 }
             }
         }
+        for (key, table) in &self.sharded {
+            let cur = key.hash(object);
+            table.for_each_holding(cur, None, |b| b.iter().for_each(&mut f));
+            if let Some(p) = prev {
+                let old = key.hash(p);
+                if old != cur {
+                    table.for_each_holding(old, Some(cur), |b| b.iter().for_each(&mut f));
+                }
+            }
+        }
     }
 }
 
@@ -194,4 +302,84 @@ fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
     let mut bucket = map.get(value).cloned().unwrap_or_default();
     std::sync::Arc::make_mut(&mut bucket).push(w);
     map.insert(value.into(), bucket);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::selector::{ShardRange, ShardSelector};
+    use crate::watch::WatchRequest;
+
+    /// A watcher of shard `i` of `n` (on uid), as the engine registers it.
+    fn shard_watcher(id: u64, i: u64, n: u64) -> Arc<WatcherShared> {
+        let range = ShardRange::nth(ShardKey::Uid, i, n).unwrap();
+        let resolved = WatchRequest::new()
+            .shard(ShardSelector::new([range]))
+            .resolve(&[], true, || Ok(None))
+            .unwrap();
+        assert!(matches!(resolved.route, Route::Sharded(_)));
+        let spec = resolved.into_spec(id, Some(1), std::time::Instant::now());
+        Arc::new(WatcherShared::new(spec, 1))
+    }
+
+    fn pod(uid: &str) -> Object {
+        Object::builder("ns", "p")
+            .field("metadata.uid", uid)
+            .build()
+    }
+
+    /// Watchers whose ranges partition the space are found by a range
+    /// lookup: each change is offered to the one shard that holds it (or
+    /// its watchers), not to every sharded watcher.
+    #[test]
+    fn a_partition_offers_each_change_to_its_one_shard() {
+        let n = 1000;
+        let mut routes = Routes::new(std::sync::Arc::from(Vec::new()));
+        for i in 0..n {
+            routes.insert(shard_watcher(i, i, n));
+        }
+        // A second watcher on shard 7, and one on a range across 3 shards.
+        routes.insert(shard_watcher(n, 7, n));
+        let wide = ShardRange::new(ShardKey::Uid, 0, u128::from(u64::MAX / n * 3)).unwrap();
+        let resolved = WatchRequest::new()
+            .shard(ShardSelector::new([wide]))
+            .resolve(&[], true, || Ok(None))
+            .unwrap();
+        routes.insert(Arc::new(WatcherShared::new(
+            resolved.into_spec(n + 1, Some(1), std::time::Instant::now()),
+            1,
+        )));
+        let mut offered = 0;
+        for u in 0..5000 {
+            let object = pod(&format!("uid-{u}"));
+            let hash = ShardKey::Uid.hash(&object);
+            let mut ids = Vec::new();
+            routes.for_each_candidate(&object, None, |w| ids.push(w.spec.id));
+            offered += ids.len();
+            let shard = ((u128::from(hash) * u128::from(n)) >> 64) as u64;
+            let mut want = vec![shard];
+            if shard == 7 {
+                want.push(n);
+            }
+            if u128::from(hash) < wide.end() {
+                want.push(n + 1);
+            }
+            ids.sort_unstable();
+            want.sort_unstable();
+            assert_eq!(ids, want, "uid-{u}");
+            // A move to another uid reaches both sides once each.
+            let moved = pod(&format!("moved-{u}"));
+            let mut both = Vec::new();
+            routes.for_each_candidate(&moved, Some(&object), |w| both.push(w.spec.id));
+            let mut dedup = both.clone();
+            dedup.sort_unstable();
+            dedup.dedup();
+            assert_eq!(dedup.len(), both.len(), "offered twice: {both:?}");
+        }
+        // About one offer per change, not a thousand.
+        assert!(offered < 5000 * 2, "{offered}");
+        assert_eq!(routes.iter().count() as u64, n + 2);
+        assert!(routes.retain(|w| w.spec.id % 2 == 0));
+        assert_eq!(routes.iter().count() as u64, n / 2 + 1);
+    }
 }

@@ -91,8 +91,9 @@
 //!
 //! ## Filtering
 //!
-//! A watch selects by key ([`KeyScope`]), labels ([`LabelSelector`]) and
-//! fields ([`FieldSelector`]), in Kubernetes syntax. Each change is judged on
+//! A watch selects by key ([`KeyScope`]), labels ([`LabelSelector`]),
+//! fields ([`FieldSelector`]) and shard ([`ShardSelector`], KEP-5866's
+//! hash ranges of the uid or namespace), in Kubernetes syntax. Each change is judged on
 //! the object's current and previous state: both match, Modified; only the
 //! current, Added; only the previous, Deleted (with the previous state and
 //! the change's version); neither, nothing. A watcher never receives an
@@ -217,7 +218,8 @@
 //! | a list at `resourceVersion=0` with a limit | served from the cache whole, the limit ignored (seeds/004 `shouldDelegateList`) | pages of `limit`, with continue tokens | a cache that holds history can page at any version; an unbounded answer is what limits exist to avoid |
 //! | a continue token | any API server of the cluster serves it | only the engine that issued it ([`ReadError::ForeignContinue`]) | another engine's generations and key order mean nothing here (see [`Continue`]) |
 //! | a read while not ready | `resourceVersion=0` reads go to etcd; others wait for the cache, or get 429 "storage is (re)initializing" (newer versions) | [`ReadError::NotReady`] with a retry-after hint of 1 s and the source's last error; new watches wait for the next list | an embedded engine has no storage to fall back to; the hint is the reference's `Retry-After` |
-//! | trigger indexes | one indexed field per resource | any number ([`Config::index`]), plus routes by any field a selector requires exactly | a cache serving several kinds of exact watchers routes them all; the semantics are unchanged |
+//! | trigger indexes | one indexed field per resource | any number ([`Config::index`]), plus routes by any field a selector requires exactly, and by a shard selector's range | a cache serving several kinds of exact or sharded watchers routes them all; the semantics are unchanged |
+//! | shard selectors (KEP-5866, alpha) | the apiserver's filter; its hash is FNV-1a 64 of the field | the same filter and hash ([`fnv1a64`] of the uid or namespace's bytes), at most [`MAX_SHARD_RANGES`] ranges per selector | a bound on what one request costs every change |
 //! | the history | grows while full and young, shrinks only when a write finds it old | the same, and also shrinks when idle (the tick), and may be bounded in bytes ([`Config::history_max_bytes`]) | an idle cache should not keep a burst's memory for ever |
 //! | a deletion of a key the cache never held | delivered to no one (a deletion without a previous object passes no filter: seeds/000 `convertToWatchEvent`) | the same: no event, no history; the version moves as with [`Writer::progress`] | no watcher can have seen the object. (Herald delivered it before issue 14.) |
 //! | names | validated by the API server (`path.IsValidPathSegmentName`) | the writer enforces the same rule ([`WriteError::InvalidName`]) | a cache fed by anything but an API server must still keep keys apart: see [Keys](#keys) |
@@ -296,7 +298,8 @@ pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, Reflecto
 pub use rv::{InvalidResourceVersion, ResourceVersion, ResourceVersionMatch, UnsupportedMatch};
 pub use selector::{
     ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
-    LabelRequirement, LabelSelector, SelectorError, SelectorErrorKind,
+    LabelRequirement, LabelSelector, MAX_SHARD_RANGES, SelectorError, SelectorErrorKind, ShardKey,
+    ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
 };
 pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};

@@ -6,7 +6,7 @@ use crate::filter::KeyScope;
 use crate::object::Item;
 use crate::options::OptionsError;
 use crate::rv::{ResourceVersion, ResourceVersionMatch};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector, ShardSelector};
 
 /// Which state a read is served from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -124,6 +124,7 @@ pub struct ListRequest {
     pub(crate) scope: KeyScope,
     pub(crate) labels: LabelSelector,
     pub(crate) fields: FieldSelector,
+    pub(crate) shard: ShardSelector,
     pub(crate) at: ReadAt,
     pub(crate) limit: usize,
     pub(crate) continue_from: Option<Continue>,
@@ -192,6 +193,10 @@ pub struct ListResponse {
     /// Set when more objects follow: pass it to
     /// [`ListRequest::continue_from`].
     pub continue_token: Option<Continue>,
+    /// The shard selector the list applied (KEP-5866's shard info, echoed
+    /// back so a client knows the server honoured it); `None` for a list
+    /// without one.
+    pub shard: Option<ShardSelector>,
 }
 
 /// Cancels reads that wait for a version, from any thread: pass it to

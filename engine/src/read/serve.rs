@@ -372,7 +372,12 @@ impl Shared {
             }
             None => (self.read_state(req.at, req.cancel.as_ref())?, None),
         };
-        let filter = Filter::new(req.scope.clone(), req.labels.clone(), req.fields.clone());
+        let filter = Filter::new(
+            req.scope.clone(),
+            req.labels.clone(),
+            req.fields.clone(),
+            req.shard.clone(),
+        );
         let limit = if req.limit == 0 {
             usize::MAX
         } else {
@@ -399,6 +404,7 @@ impl Shared {
             items,
             resource_version: read.rv,
             continue_token,
+            shard: (!req.shard.is_everything()).then(|| req.shard.clone()),
         })
     }
 }

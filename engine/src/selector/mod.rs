@@ -42,6 +42,7 @@ mod error;
 mod fields;
 mod labels;
 mod lexer;
+mod shard;
 mod validate;
 
 #[cfg(test)]
@@ -50,3 +51,6 @@ mod tests;
 pub use error::{ExpectedToken, InvalidLabelReason, SelectorError, SelectorErrorKind};
 pub use fields::{FieldOperator, FieldSelector, FieldTerm};
 pub use labels::{LabelOperator, LabelRequirement, LabelSelector};
+pub use shard::{
+    MAX_SHARD_RANGES, ShardKey, ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
+};

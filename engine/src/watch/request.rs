@@ -9,7 +9,7 @@ use crate::error::WatchError;
 use crate::filter::{Filter, KeyScope};
 use crate::options::OptionsError;
 use crate::rv::{ResourceVersion, ResourceVersionMatch};
-use crate::selector::{FieldSelector, LabelSelector};
+use crate::selector::{FieldSelector, LabelSelector, ShardRange, ShardSelector};
 
 /// What to watch and from where. Built with chained setters.
 ///
@@ -27,6 +27,7 @@ pub struct WatchRequest {
     pub(crate) scope: KeyScope,
     pub(crate) labels: LabelSelector,
     pub(crate) fields: FieldSelector,
+    pub(crate) shard: ShardSelector,
     pub(crate) resource_version: Option<ResourceVersion>,
     pub(crate) send_initial_events: Option<bool>,
     pub(crate) resource_version_match: Option<ResourceVersionMatch>,
@@ -151,6 +152,9 @@ pub(crate) enum Route {
     /// `index.rs`, Selector routes). Sized as an unindexed watcher.
     /// Boxed: the route would otherwise cost every watcher 16 bytes more.
     Selected(Box<(Box<str>, Box<str>)>),
+    /// The shard selector's one range: found by a range lookup on the
+    /// change's hash (see `index.rs`, Shard routes). Boxed, as `Selected`.
+    Sharded(Box<ShardRange>),
 }
 
 /// How a watch begins.
@@ -235,8 +239,9 @@ impl WatchRequest {
                     .first_exact()
                     .map(|(f, v)| Route::Selected(Box::new((f.into(), v.into()))))
             })
+            .or_else(|| self.shard.single().map(|r| Route::Sharded(Box::new(r))))
             .unwrap_or(Route::All);
-        let filter = Filter::new(self.scope, self.labels, self.fields);
+        let filter = Filter::new(self.scope, self.labels, self.fields, self.shard);
         let route = if route == Route::All && filter.is_everything() && followers {
             Route::Follow
         } else {
