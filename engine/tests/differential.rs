@@ -201,6 +201,11 @@ enum StartSpec {
     /// `send_initial_events` without bookmarks (initial events, no end
     /// bookmark).
     InitialNoBookmarks,
+    /// `send_initial_events(false)`: changes only, from unset, `0`
+    /// (`i8::MIN`), or current±n.
+    ChangesOnly(Option<i8>),
+    /// Options Kubernetes refuses (0-3: see `watch_spec`).
+    BadOptions(u8),
     /// current - n (too old once n exceeds the ring's reach).
     Back(u8),
     /// current + n (waits; too large after the timeout).
@@ -240,6 +245,8 @@ enum Op {
         start: StartSpec,
         timeout: Option<u8>,
     },
+    /// The writer lost its source (`Writer::mark_unready`).
+    Unready,
     /// A re-list after the source went back
     /// (`Writer::replace_after_regression`).
     Regress {
@@ -280,6 +287,7 @@ impl fmt::Debug for Op {
             Op::Progress(rv) => write!(f, "progress {rv:?}"),
             Op::Relist { objects, rv } => write!(f, "relist {rv:?} {objects:?}"),
             Op::Regress { objects, rv } => write!(f, "relist after regression {rv:?} {objects:?}"),
+            Op::Unready => write!(f, "mark unready"),
             Op::Watch {
                 filter,
                 start,
@@ -415,6 +423,14 @@ fn start_spec() -> impl Strategy<Value = StartSpec> {
         ]
         .prop_map(StartSpec::Initial),
         1 => Just(StartSpec::InitialNoBookmarks),
+        2 => prop_oneof![
+            Just(None),
+            Just(Some(i8::MIN)),
+            (-20..0i8).prop_map(Some),
+            (1..4i8).prop_map(Some),
+        ]
+        .prop_map(StartSpec::ChangesOnly),
+        1 => (0..4u8).prop_map(StartSpec::BadOptions),
         6 => (0..24u8).prop_map(StartSpec::Back),
         2 => (1..5u8).prop_map(StartSpec::Future),
         1 => Just(StartSpec::Ancient),
@@ -436,6 +452,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(obj, kind, rv)| Op::Apply { obj, kind, rv }),
         3 => (8..40u8, any::<u8>()).prop_map(|(n, seed)| Op::Burst { n, seed }),
         3 => rv_step(4, 1, 1).prop_map(Op::Progress),
+        1 => Just(Op::Unready),
         1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(4, 1, 1))
             .prop_map(|(objects, rv)| Op::Relist { objects, rv }),
         1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(1, 1, 6))
@@ -738,6 +755,12 @@ impl Harness {
                     self.apply(obj, kind, rv)?;
                 }
             }
+            Op::Unready => {
+                let cause = SourceError::Unavailable("down".into());
+                let e = self.writer.mark_unready(cause);
+                let m = self.model.mark_unready();
+                self.write("mark unready".into(), e, m, 0)?;
+            }
             Op::Progress(step) => {
                 let to = step.resolve(rv);
                 let e = self.writer.progress(to.into());
@@ -749,20 +772,35 @@ impl Harness {
                 // version below the engine's, sometimes not (refused).
                 let back = matches!(op, Op::Regress { .. });
                 let to = step.resolve(rv);
-                let objects: Vec<Object> = objects
+                // Each object at its own version, at most the list's; now
+                // and then one newer than the list (refused, nothing moves).
+                let ahead = objects.len() == 4 && to % 3 == 0;
+                let n = objects.len();
+                let items: Vec<(Object, u64)> = objects
                     .iter()
-                    .map(|o| o.build(&format!("list{to}")))
+                    .enumerate()
+                    .map(|(i, o)| {
+                        let at = if ahead && i + 1 == n {
+                            to + 1
+                        } else {
+                            to.saturating_sub(i as u64 % 4)
+                        };
+                        (o.build(&format!("list{to}")), at)
+                    })
                     .collect();
+                let engine_items = items
+                    .iter()
+                    .map(|(o, at)| Item::new(o.clone(), (*at).into()));
                 let (e, m) = if back {
                     (
                         self.writer
-                            .replace_after_regression(objects.clone(), to.into()),
-                        self.model.replace_after_regression(objects, to),
+                            .replace_items_after_regression(engine_items, to.into()),
+                        self.model.replace_items_after_regression(items, to),
                     )
                 } else {
                     (
-                        self.writer.replace(objects.clone(), to.into()),
-                        self.model.replace(objects, to),
+                        self.writer.replace_items(engine_items, to.into()),
+                        self.model.replace_items(items, to),
                     )
                 };
                 let what = if back {
@@ -1138,11 +1176,28 @@ fn watch_spec(filter: &FilterSpec, start: StartSpec, timeout: Option<u8>, rv: u6
         StartSpec::Unset => {}
         StartSpec::Zero => spec.resource_version = Some(0),
         StartSpec::Initial(at) => {
-            spec.send_initial_events = true;
+            spec = spec.watch_list(true);
             spec.allow_bookmarks = true;
             spec.resource_version = at.map(|d| rv.saturating_add_signed(i64::from(d)).max(1));
         }
-        StartSpec::InitialNoBookmarks => spec.send_initial_events = true,
+        StartSpec::InitialNoBookmarks => spec = spec.watch_list(true),
+        StartSpec::ChangesOnly(at) => {
+            spec = spec.watch_list(false);
+            spec.resource_version = at.map(|d| match d {
+                i8::MIN => 0,
+                d => rv.saturating_add_signed(i64::from(d)).max(1),
+            });
+        }
+        StartSpec::BadOptions(which) => {
+            use ResourceVersionMatch::{Exact, NotOlderThan};
+            (spec.send_initial_events, spec.resource_version_match) = match which {
+                0 => (Some(true), None),
+                1 => (Some(false), Some(Exact)),
+                2 => (None, Some(NotOlderThan)),
+                _ => (None, Some(Exact)),
+            };
+            spec.resource_version = Some(rv);
+        }
         StartSpec::Back(n) => {
             spec.resource_version = Some(rv.saturating_sub(u64::from(n)).max(1));
         }
@@ -1357,8 +1412,8 @@ fn model_watch_starts_and_ring() {
     )
     .unwrap();
     // Snapshot with initial-events-end: key order, then the bookmark.
-    let mut spec = WatchSpec::new(web());
-    spec.send_initial_events = true;
+    let spec = WatchSpec::new(web());
+    let mut spec = spec.watch_list(true);
     spec.allow_bookmarks = true;
     let s = m.watch(&spec).unwrap();
     let got = events(&mut m, s);

@@ -94,8 +94,9 @@ use std::fmt;
 use std::time::Duration;
 
 use herald::{
-    ChangeKind, EndReason, Event, EventKind, Gone, KeyScope, Lifecycle, Object, ResourceVersion,
-    ResourceVersionMatch, TooLargeResourceVersion, WatchError, WatchRequest, WriteError,
+    ChangeKind, EndReason, Event, EventKind, Gone, KeyScope, Lifecycle, Object, OptionsError,
+    ResourceVersion, ResourceVersionMatch, TooLargeResourceVersion, WatchError, WatchRequest,
+    WriteError,
 };
 
 // ---------------------------------------------------------------------------
@@ -458,6 +459,9 @@ pub enum Start {
     },
     /// Every change after this version.
     After(u64),
+    /// Every change after the cache's version when the watch begins (a
+    /// watch of changes only, created before the first list).
+    Now,
 }
 
 impl Start {
@@ -466,6 +470,7 @@ impl Start {
         match self {
             Start::Snapshot { min_rv, .. } => min_rv,
             Start::After(rv) => rv,
+            Start::Now => 0,
         }
     }
 }
@@ -477,8 +482,10 @@ pub struct WatchSpec {
     pub filter: Filter,
     /// `None`: unset; `Some(0)`: any; `Some(R)`.
     pub resource_version: Option<u64>,
-    /// `send_initial_events`.
-    pub send_initial_events: bool,
+    /// `send_initial_events` (unset, true, false).
+    pub send_initial_events: Option<bool>,
+    /// `resource_version_match`.
+    pub resource_version_match: Option<ResourceVersionMatch>,
     /// `allow_bookmarks`.
     pub allow_bookmarks: bool,
     /// The deadline, from creation.
@@ -491,10 +498,18 @@ impl WatchSpec {
         WatchSpec {
             filter,
             resource_version: None,
-            send_initial_events: false,
+            send_initial_events: None,
+            resource_version_match: None,
             allow_bookmarks: false,
             timeout: None,
         }
+    }
+
+    /// A watch-list (`send_initial_events`, with `NotOlderThan`).
+    pub fn watch_list(mut self, sie: bool) -> WatchSpec {
+        self.send_initial_events = Some(sie);
+        self.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+        self
     }
 
     /// The engine request.
@@ -504,10 +519,11 @@ impl WatchSpec {
             .request()
             .resource_version(self.resource_version.map(ResourceVersion::new))
             .allow_bookmarks(self.allow_bookmarks);
-        if self.send_initial_events {
-            req = req
-                .send_initial_events(true)
-                .resource_version_match(ResourceVersionMatch::NotOlderThan);
+        if let Some(sie) = self.send_initial_events {
+            req = req.send_initial_events(sie);
+        }
+        if let Some(rvm) = self.resource_version_match {
+            req = req.resource_version_match(rvm);
         }
         if let Some(t) = self.timeout {
             req = req.timeout(t);
@@ -812,12 +828,32 @@ impl Model {
         Ok(())
     }
 
-    /// `Writer::replace`: a (re-)list.
+    /// `Writer::replace`: a (re-)list, every object at the list's version.
     pub fn replace(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
+        self.replace_items(objects.into_iter().map(|o| (o, rv)).collect(), rv)
+    }
+
+    /// A re-list's items, checked before anything else: an object newer
+    /// than its list refuses the whole list (the first in order).
+    fn check_items(items: &[(Object, u64)], rv: u64) -> Result<(), WriteError> {
+        match items.iter().find(|(_, v)| *v > rv) {
+            Some((o, v)) => Err(WriteError::ItemAhead {
+                key: o.key().to_owned(),
+                item: (*v).into(),
+                list: rv.into(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// `Writer::replace_items`: a (re-)list with each object's version.
+    pub fn replace_items(&mut self, items: Vec<(Object, u64)>, rv: u64) -> Result<(), WriteError> {
+        Self::check_items(&items, rv)?;
         match self.lifecycle {
             Lifecycle::Stopped => return Err(WriteError::Stopped),
-            // A re-list may keep the version but never go back.
-            Lifecycle::Ready if rv < self.rv => {
+            // A re-list may keep the version but never go back (ready, or
+            // fallen back to pending after a list).
+            _ if self.generation > 0 && rv < self.rv => {
                 return Err(WriteError::OutOfOrder {
                     given: rv.into(),
                     current: self.rv.into(),
@@ -825,31 +861,34 @@ impl Model {
             }
             _ => {}
         }
-        self.relist(objects, rv)
+        self.relist(items, rv)
     }
 
     /// `Writer::replace_after_regression`: a re-list at a version below the
     /// engine's (the source went back); otherwise a re-list like any other
     /// (SEMANTICS 2, 8: a new generation, the window emptied, every watch
     /// ended with Relisted).
-    pub fn replace_after_regression(
+    pub fn replace_items_after_regression(
         &mut self,
-        objects: Vec<Object>,
+        items: Vec<(Object, u64)>,
         rv: u64,
     ) -> Result<(), WriteError> {
+        Self::check_items(&items, rv)?;
         match self.lifecycle {
             Lifecycle::Stopped => Err(WriteError::Stopped),
-            Lifecycle::Pending => Err(WriteError::NotReady),
+            // Nothing listed to go back from.
+            _ if self.generation == 0 => Err(WriteError::NotReady),
             _ if rv >= self.rv => Err(WriteError::NotARegression {
                 given: rv.into(),
                 current: self.rv.into(),
             }),
-            _ => self.relist(objects, rv),
+            _ => self.relist(items, rv),
         }
     }
 
-    fn relist(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
-        let relist = self.lifecycle == Lifecycle::Ready;
+    fn relist(&mut self, items: Vec<(Object, u64)>, rv: u64) -> Result<(), WriteError> {
+        // Listed before (ready, or fallen back to pending since).
+        let relist = self.generation > 0;
         self.generation += 1;
         // SEMANTICS 2: the marker takes a position and empties the window.
         self.records.push(Record {
@@ -861,10 +900,10 @@ impl Model {
         });
         self.servable_from = self.records.len();
         self.list_rv = rv;
-        // Objects with the same key: the last wins.
-        self.store = objects
+        // Objects with the same key: the last wins, at its own version.
+        self.store = items
             .into_iter()
-            .map(|o| (o.key().to_owned(), (o, rv)))
+            .map(|(o, v)| (o.key().to_owned(), (o, v)))
             .collect();
         self.lists.push((rv, self.store.clone()));
         self.rv = rv;
@@ -876,6 +915,11 @@ impl Model {
             for w in &mut self.watches {
                 let waiting_since_pending =
                     w.generation.is_none() && matches!(w.phase, Phase::Waiting);
+                // Registered while fallen back to pending: begins on this
+                // list (`Writer::mark_unready`).
+                if w.generation == Some(self.generation) {
+                    continue;
+                }
                 if w.end.is_none() {
                     if survives && waiting_since_pending {
                         w.relist_ambiguous = true;
@@ -885,6 +929,16 @@ impl Model {
                 }
             }
         }
+        self.settle();
+        Ok(())
+    }
+
+    /// `Writer::mark_unready`: back to pending until the next list.
+    pub fn mark_unready(&mut self) -> Result<(), WriteError> {
+        if self.lifecycle == Lifecycle::Stopped {
+            return Err(WriteError::Stopped);
+        }
+        self.lifecycle = Lifecycle::Pending;
         self.settle();
         Ok(())
     }
@@ -929,23 +983,33 @@ impl Model {
 
     /// `Engine::watch`: the watch's id, or the error the call returns.
     pub fn watch(&mut self, spec: &WatchSpec) -> Result<usize, WatchError> {
+        // Kubernetes' option rules, the first broken (validateWatchOptions).
+        use ResourceVersionMatch::NotOlderThan;
+        let sie = spec.send_initial_events;
+        match (sie, spec.resource_version_match) {
+            (None, None) | (Some(_), Some(NotOlderThan)) => {}
+            (Some(_), _) => return Err(OptionsError::InitialEventsNeedNotOlderThan.into()),
+            (None, Some(_)) => return Err(OptionsError::MatchNeedsInitialEvents.into()),
+        }
         // The initial-events-end bookmark goes only to a watch that takes
         // bookmarks (KEP-3157).
-        let iee = spec.send_initial_events && spec.allow_bookmarks;
-        let start = match (spec.resource_version, spec.send_initial_events) {
-            (None, sie) => Start::Snapshot {
-                min_rv: 0,
-                initial_events_end: sie && iee,
-            },
-            (Some(r), true) => Start::Snapshot {
-                min_rv: r,
-                initial_events_end: iee,
-            },
-            (Some(0), false) => Start::Snapshot {
-                min_rv: 0,
-                initial_events_end: false,
-            },
-            (Some(r), false) => Start::After(r),
+        let iee = sie == Some(true) && spec.allow_bookmarks;
+        let snapshot = |min_rv| Start::Snapshot {
+            min_rv,
+            initial_events_end: iee,
+        };
+        // No source here: "the most recent version" is the cache's.
+        let start = match (sie, spec.resource_version) {
+            (None | Some(false), Some(r)) if r != 0 => Start::After(r),
+            (None, _) => snapshot(0),
+            (Some(true), Some(r)) => snapshot(r),
+            (Some(true), None) => snapshot(0),
+            (Some(false), _) => Start::Now,
+        };
+        // "Changes from now" is resolved at creation once listed.
+        let start = match (start, self.lifecycle) {
+            (Start::Now, Lifecycle::Ready) => Start::After(self.rv),
+            (start, _) => start,
         };
         if self.lifecycle == Lifecycle::Stopped {
             return Err(WatchError::EngineStopped);
@@ -963,7 +1027,12 @@ impl Model {
             start,
             created: self.now,
             deadline: spec.timeout.map(|t| self.now + t),
-            generation: (self.lifecycle == Lifecycle::Ready).then_some(self.generation),
+            generation: match self.lifecycle {
+                Lifecycle::Ready => Some(self.generation),
+                // Fallen back to pending after a list: waits for the next.
+                _ if self.generation > 0 => Some(self.generation + 1),
+                _ => None,
+            },
             phase: Phase::Waiting,
             end: None,
             relist_ambiguous: false,
@@ -987,12 +1056,19 @@ impl Model {
         if self.lifecycle == Lifecycle::Stopped {
             return;
         }
-        if self.lifecycle == Lifecycle::Ready {
+        // Ready, or fallen back to pending after a list: the watches of the
+        // current generation still start or time out (the dispatcher runs
+        // on); those registered since wait for the next list.
+        if self.lifecycle == Lifecycle::Ready || self.generation > 0 {
+            let ready = self.lifecycle == Lifecycle::Ready;
             for w in &mut self.watches {
                 if w.end.is_some() || !matches!(w.phase, Phase::Waiting) {
                     continue;
                 }
-                debug_assert!(w.generation.is_none_or(|g| g == self.generation));
+                let current = w.generation == Some(self.generation);
+                if !(current || ready && w.generation.is_none()) {
+                    continue;
+                }
                 let need = w.start.wait_for();
                 if need > self.rv {
                     // SEMANTICS 3: R above the current version waits, then
@@ -1043,6 +1119,11 @@ impl Model {
                     last_rv: self.rv,
                 }
             }
+            Start::Now => Phase::Streaming {
+                initial: VecDeque::new(),
+                cursor: head,
+                last_rv: self.rv,
+            },
             Start::After(r) => {
                 // SEMANTICS 2: below `oldest - 1` is Gone.
                 if r < oldest {
