@@ -868,6 +868,16 @@ impl Model {
     /// engine's (the source went back); otherwise a re-list like any other
     /// (SEMANTICS 2, 8: a new generation, the window emptied, every watch
     /// ended with Relisted).
+    pub fn replace_after_regression(
+        &mut self,
+        objects: Vec<Object>,
+        rv: u64,
+    ) -> Result<(), WriteError> {
+        let items = objects.into_iter().map(|o| (o, rv)).collect();
+        self.replace_items_after_regression(items, rv)
+    }
+
+    /// [`Model::replace_after_regression`] with each object's version.
     pub fn replace_items_after_regression(
         &mut self,
         items: Vec<(Object, u64)>,
