@@ -314,7 +314,7 @@ mod tests {
     fn shard_watcher(id: u64, i: u64, n: u64) -> Arc<WatcherShared> {
         let range = ShardRange::nth(ShardKey::Uid, i, n).unwrap();
         let resolved = WatchRequest::new()
-            .shard(ShardSelector::new([range]))
+            .shard(ShardSelector::new([range]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
         assert!(matches!(resolved.route, Route::Sharded(_)));
@@ -342,7 +342,7 @@ mod tests {
         routes.insert(shard_watcher(n, 7, n));
         let wide = ShardRange::new(ShardKey::Uid, 0, u128::from(u64::MAX / n * 3)).unwrap();
         let resolved = WatchRequest::new()
-            .shard(ShardSelector::new([wide]))
+            .shard(ShardSelector::new([wide]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
         routes.insert(Arc::new(WatcherShared::new(
@@ -351,7 +351,7 @@ mod tests {
         )));
         let mut offered = 0;
         for u in 0..5000 {
-            let object = pod(&format!("uid-{u}"));
+            let object = pod(&format!("6f1c2a4e-{u:04x}-4a1b-8c3d-0242ac120002"));
             let hash = ShardKey::Uid.hash(&object);
             let mut ids = Vec::new();
             routes.for_each_candidate(&object, None, |w| ids.push(w.spec.id));
@@ -366,7 +366,7 @@ mod tests {
             }
             ids.sort_unstable();
             want.sort_unstable();
-            assert_eq!(ids, want, "uid-{u}");
+            assert_eq!(ids, want, "object {u}");
             // A move to another uid reaches both sides once each.
             let moved = pod(&format!("moved-{u}"));
             let mut both = Vec::new();

@@ -149,9 +149,13 @@ impl fmt::Display for ShardRange {
 /// use herald::*;
 /// let s: ShardSelector =
 ///     "shardRange(object.metadata.uid, '0x0', '0x8000000000000000')".parse()?;
-/// let pod = |uid: &str| Object::builder("ns", "p").field("metadata.uid", uid).build();
-/// let low = (0..100).map(|i| pod(&i.to_string())).filter(|p| s.admits(p)).count();
-/// assert!(20 < low && low < 80, "about half: {low}");
+/// // Kubernetes uids are UUIDs: their hashes spread over the space.
+/// let pod = |i: u32| {
+///     let uid = format!("6f1c2a4e-{i:04x}-4a1b-8c3d-0242ac120002");
+///     Object::builder("ns", "p").field("metadata.uid", &uid).build()
+/// };
+/// let low = (0..400).map(pod).filter(|p| s.admits(p)).count();
+/// assert!(150 < low && low < 250, "about half: {low}");
 /// # Ok::<(), ShardSelectorError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
@@ -163,12 +167,29 @@ pub struct ShardSelector {
 /// makes the engine evaluate per change (Herald's, not the KEP's).
 pub const MAX_SHARD_RANGES: usize = 64;
 
+const TOO_MANY: &str = "too many ranges (at most 64)";
+
 impl ShardSelector {
-    /// A selector of these ranges (none: everything).
-    pub fn new(ranges: impl IntoIterator<Item = ShardRange>) -> ShardSelector {
-        ShardSelector {
-            ranges: ranges.into_iter().collect(),
+    /// A selector of these ranges (none: everything); refused past
+    /// [`MAX_SHARD_RANGES`] (every change would pay for each range).
+    ///
+    /// ```
+    /// use herald::{ShardKey, ShardRange, ShardSelector, MAX_SHARD_RANGES};
+    /// let r = ShardRange::nth(ShardKey::Uid, 0, 2).unwrap();
+    /// assert!(ShardSelector::new([r]).is_ok());
+    /// assert!(ShardSelector::new(vec![r; MAX_SHARD_RANGES + 1]).is_err());
+    /// ```
+    pub fn new(
+        ranges: impl IntoIterator<Item = ShardRange>,
+    ) -> Result<ShardSelector, ShardSelectorError> {
+        let ranges: Arc<[ShardRange]> = ranges.into_iter().collect();
+        if ranges.len() > MAX_SHARD_RANGES {
+            return Err(ShardSelectorError {
+                position: 0,
+                reason: TOO_MANY,
+            });
         }
+        Ok(ShardSelector { ranges })
     }
 
     /// Whether it admits every object (no range).
@@ -365,12 +386,14 @@ impl FromStr for ShardSelector {
         }
         loop {
             if ranges.len() == MAX_SHARD_RANGES {
-                return c.err("too many ranges (at most 64)");
+                return c.err(TOO_MANY);
             }
             ranges.push(c.range()?);
             c.skip_ws();
             if c.at == s.len() {
-                return Ok(ShardSelector::new(ranges));
+                return Ok(ShardSelector {
+                    ranges: ranges.into(),
+                });
             }
             c.expect("||", "expected '||' or the end")?;
         }
