@@ -17,9 +17,27 @@
 //! At the end every watch is drained, the engine is stopped (if it was not
 //! already) and every watch is read to its End.
 //!
+//! # What a case does
+//!
+//! Usually an initial list first (plain, or with per-object versions),
+//! then random operations (weights in `op()`): changes and bursts of them,
+//! progress, re-lists (`replace`, or `replace_items` with object `i` at the
+//! list's version minus `i % 4`, sometimes with an object above the list:
+//! `ItemAhead`), re-lists after a regression (the same two ways), falls
+//! back to pending (`mark_unready`; most are followed a few operations
+//! later by a list, the source coming back), watches with every
+//! combination of the version options (`send_initial_events` unset / true /
+//! false x version unset / 0 / current +- n / 1 x match none /
+//! NotOlderThan / Exact x bookmarks; see `start_spec()`, where the valid
+//! combinations dominate), churned watches, reads in four ways, stops,
+//! stalls, clock moves and sometimes a stop of the engine. The report
+//! (`HERALD_PROPTEST_REPORT=1`) counts what the run exercised: each kind of
+//! start, write error, watch error, event and end, and what happened to
+//! watches created while the engine was pending after a list.
+//!
 //! # Running
 //!
-//! - Fast profile (default, `cargo test`): a few dozen cases.
+//! - Fast profile (default, `cargo test`): 1,500 cases.
 //!   `CARGO_TARGET_DIR=/work/main/target/helper-diff cargo test -p herald --test differential`
 //! - Extended profile (over 1,000,000 operations; a burst counts each of
 //!   its changes):
@@ -188,30 +206,126 @@ enum KindSpec {
     Deleted,
 }
 
-/// Where a watch starts.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum StartSpec {
-    /// Resource version unset.
+/// A watch's resource version, relative to the engine's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RvSpec {
+    /// Unset.
     Unset,
     /// `0`.
     Zero,
-    /// `send_initial_events` with bookmarks, from unset / current-n /
-    /// current+n.
-    Initial(Option<i8>),
-    /// `send_initial_events` without bookmarks (initial events, no end
-    /// bookmark).
-    InitialNoBookmarks,
-    /// `send_initial_events(false)`: changes only, from unset, `0`
-    /// (`i8::MIN`), or current±n.
-    ChangesOnly(Option<i8>),
-    /// Options Kubernetes refuses (0-3: see `watch_spec`).
-    BadOptions(u8),
-    /// current - n (too old once n exceeds the ring's reach).
+    /// current - n (too old once n exceeds the ring's reach; at least 1).
     Back(u8),
     /// current + n (waits; too large after the timeout).
     Future(u8),
     /// Version 1: older than any list in these cases.
     Ancient,
+}
+
+impl RvSpec {
+    fn resolve(self, current: u64) -> Option<u64> {
+        match self {
+            RvSpec::Unset => None,
+            RvSpec::Zero => Some(0),
+            RvSpec::Back(n) => Some(current.saturating_sub(u64::from(n)).max(1)),
+            RvSpec::Future(n) => Some(current + u64::from(n)),
+            RvSpec::Ancient => Some(1),
+        }
+    }
+}
+
+impl fmt::Debug for RvSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RvSpec::Unset => f.write_str("unset"),
+            RvSpec::Zero => f.write_str("0"),
+            RvSpec::Back(n) => write!(f, "rv-{n}"),
+            RvSpec::Future(n) => write!(f, "rv+{n}"),
+            RvSpec::Ancient => f.write_str("1"),
+        }
+    }
+}
+
+/// Where a watch starts: its version options as the wire spells them,
+/// valid or not (`send_initial_events` unset / true / false x version
+/// unset / 0 / current +- n x match none / NotOlderThan / Exact x
+/// bookmarks).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct StartSpec {
+    rv: RvSpec,
+    sie: Option<bool>,
+    rvm: Option<ResourceVersionMatch>,
+    bookmarks: bool,
+}
+
+impl StartSpec {
+    /// A watch without `send_initial_events`.
+    const fn legacy(rv: RvSpec) -> StartSpec {
+        StartSpec {
+            rv,
+            sie: None,
+            rvm: None,
+            bookmarks: false,
+        }
+    }
+
+    /// `send_initial_events=sie` with `NotOlderThan`.
+    const fn watch_list(rv: RvSpec, sie: bool, bookmarks: bool) -> StartSpec {
+        StartSpec {
+            rv,
+            sie: Some(sie),
+            rvm: Some(ResourceVersionMatch::NotOlderThan),
+            bookmarks,
+        }
+    }
+}
+
+impl fmt::Debug for StartSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.rv)?;
+        if let Some(sie) = self.sie {
+            write!(f, " sie={sie}")?;
+        }
+        if let Some(rvm) = self.rvm {
+            write!(f, " match={}", rvm.as_str())?;
+        }
+        if self.bookmarks {
+            f.write_str(" bookmarks")?;
+        }
+        Ok(())
+    }
+}
+
+/// How a list gives each object its version.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Versions {
+    /// `replace` (`replace_after_regression`): every object at the list's
+    /// version.
+    Plain,
+    /// `replace_items` (`replace_items_after_regression`): object `i` at
+    /// the list's version minus `i % 4`.
+    Items,
+    /// The same, but object `k` (modulo the list's length) and every
+    /// second one after it are above the list (`ItemAhead` for the first).
+    Ahead(u8),
+}
+
+impl Versions {
+    /// Each object's version in a list at `to` of `n` objects.
+    fn at(self, i: usize, n: usize, to: u64) -> u64 {
+        let own = to.saturating_sub((i % 4) as u64);
+        match self {
+            Versions::Plain => to,
+            Versions::Items => own,
+            Versions::Ahead(k) => {
+                let k = usize::from(k) % n.max(1);
+                if i >= k && (i - k) % 2 == 0 {
+                    to + 1 + ((i - k) / 2) as u64
+                } else {
+                    own
+                }
+            }
+        }
+    }
 }
 
 /// How a read drains a watch.
@@ -239,20 +353,23 @@ enum Op {
     Relist {
         objects: Vec<ObjSpec>,
         rv: RvStep,
+        versions: Versions,
     },
     Watch {
         filter: FilterSpec,
         start: StartSpec,
         timeout: Option<u8>,
     },
-    /// The writer lost its source (`Writer::mark_unready`).
-    Unready,
     /// A re-list after the source went back
     /// (`Writer::replace_after_regression`).
     Regress {
         objects: Vec<ObjSpec>,
         rv: RvStep,
+        versions: Versions,
     },
+    /// The writer lost its source (`Writer::mark_unready`): the engine
+    /// falls back to Pending until the next list.
+    Unready,
     /// `n` watches like `Watch`'s, each dropped at once (churn).
     Churn {
         n: u8,
@@ -285,8 +402,16 @@ impl fmt::Debug for Op {
             Op::Apply { obj, kind, rv } => write!(f, "apply {kind:?} {obj:?} {rv:?}"),
             Op::Burst { n, seed } => write!(f, "burst n={n} seed={seed}"),
             Op::Progress(rv) => write!(f, "progress {rv:?}"),
-            Op::Relist { objects, rv } => write!(f, "relist {rv:?} {objects:?}"),
-            Op::Regress { objects, rv } => write!(f, "relist after regression {rv:?} {objects:?}"),
+            Op::Relist {
+                objects,
+                rv,
+                versions,
+            } => write!(f, "relist {rv:?} {versions:?} {objects:?}"),
+            Op::Regress {
+                objects,
+                rv,
+                versions,
+            } => write!(f, "relist after regression {rv:?} {versions:?} {objects:?}"),
             Op::Unready => write!(f, "mark unready"),
             Op::Watch {
                 filter,
@@ -412,29 +537,83 @@ fn filter_spec() -> impl Strategy<Value = FilterSpec> {
         })
 }
 
-fn start_spec() -> impl Strategy<Value = StartSpec> {
+/// A watch's version, weighted unset / 0 / current - n / current + n / 1.
+fn rv_spec(w: [u32; 5]) -> impl Strategy<Value = RvSpec> {
     prop_oneof![
-        3 => Just(StartSpec::Unset),
-        1 => Just(StartSpec::Zero),
-        3 => prop_oneof![
-            Just(None),
-            (-20..0i8).prop_map(Some),
-            (1..4i8).prop_map(Some),
-        ]
-        .prop_map(StartSpec::Initial),
-        1 => Just(StartSpec::InitialNoBookmarks),
-        2 => prop_oneof![
-            Just(None),
-            Just(Some(i8::MIN)),
-            (-20..0i8).prop_map(Some),
-            (1..4i8).prop_map(Some),
-        ]
-        .prop_map(StartSpec::ChangesOnly),
-        1 => (0..4u8).prop_map(StartSpec::BadOptions),
-        6 => (0..24u8).prop_map(StartSpec::Back),
-        2 => (1..5u8).prop_map(StartSpec::Future),
-        1 => Just(StartSpec::Ancient),
+        w[0] => Just(RvSpec::Unset),
+        w[1] => Just(RvSpec::Zero),
+        w[2] => (0..24u8).prop_map(RvSpec::Back),
+        w[3] => (1..5u8).prop_map(RvSpec::Future),
+        w[4] => Just(RvSpec::Ancient),
     ]
+}
+
+/// Every combination of the version options; the valid ones (29 in 31)
+/// dominate.
+fn start_spec() -> impl Strategy<Value = StartSpec> {
+    use ResourceVersionMatch::{Exact, NotOlderThan};
+    prop_oneof![
+        // The legacy watch (bookmarks change nothing it sees).
+        16 => (rv_spec([3, 1, 6, 2, 1]), prop::bool::weighted(0.15)).prop_map(|(rv, b)| {
+            StartSpec { bookmarks: b, ..StartSpec::legacy(rv) }
+        }),
+        // A watch-list: initial events, the end bookmark if bookmarks.
+        8 => (rv_spec([3, 1, 4, 2, 1]), prop::bool::weighted(0.75))
+            .prop_map(|(rv, b)| StartSpec::watch_list(rv, true, b)),
+        // Changes only.
+        5 => (rv_spec([3, 3, 4, 1, 1]), prop::bool::weighted(0.3))
+            .prop_map(|(rv, b)| StartSpec::watch_list(rv, false, b)),
+        // Refused: `send_initial_events` without `NotOlderThan`, or a
+        // match without `send_initial_events`.
+        2 => (
+            rv_spec([1, 1, 1, 1, 1]),
+            prop_oneof![
+                Just((Some(true), None)),
+                Just((Some(false), None)),
+                Just((Some(true), Some(Exact))),
+                Just((Some(false), Some(Exact))),
+                Just((None, Some(NotOlderThan))),
+                Just((None, Some(Exact))),
+            ],
+            any::<bool>(),
+        )
+            .prop_map(|(rv, (sie, rvm), bookmarks)| StartSpec { rv, sie, rvm, bookmarks }),
+    ]
+}
+
+/// How a list gives its objects their versions.
+fn versions() -> impl Strategy<Value = Versions> {
+    prop_oneof![
+        2 => Just(Versions::Plain),
+        3 => Just(Versions::Items),
+        1 => any::<u8>().prop_map(Versions::Ahead),
+    ]
+}
+
+fn relist_op() -> impl Strategy<Value = Op> {
+    (
+        prop::collection::vec(obj_spec(), 0..5),
+        rv_step(4, 1, 1),
+        versions(),
+    )
+        .prop_map(|(objects, rv, versions)| Op::Relist {
+            objects,
+            rv,
+            versions,
+        })
+}
+
+fn regress_op() -> impl Strategy<Value = Op> {
+    (
+        prop::collection::vec(obj_spec(), 0..5),
+        rv_step(1, 1, 6),
+        versions(),
+    )
+        .prop_map(|(objects, rv, versions)| Op::Regress {
+            objects,
+            rv,
+            versions,
+        })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -452,19 +631,14 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(obj, kind, rv)| Op::Apply { obj, kind, rv }),
         3 => (8..40u8, any::<u8>()).prop_map(|(n, seed)| Op::Burst { n, seed }),
         3 => rv_step(4, 1, 1).prop_map(Op::Progress),
+        1 => relist_op(),
+        1 => regress_op(),
         1 => Just(Op::Unready),
-        1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(4, 1, 1))
-            .prop_map(|(objects, rv)| Op::Relist { objects, rv }),
-        1 => (prop::collection::vec(obj_spec(), 0..5), rv_step(1, 1, 6))
-            .prop_map(|(objects, rv)| Op::Regress { objects, rv }),
         12 => (filter_spec(), start_spec(), prop::option::weighted(0.3, 1..20u8)).prop_map(
             |(filter, start, timeout)| {
-                // Bookmarks only with initial events, and then no deadline
-                // (see the model's docs, Bookmarks).
-                let timeout = match start {
-                    StartSpec::Initial(_) => None,
-                    _ => timeout,
-                };
+                // No deadline with bookmarks (see the model's docs,
+                // Bookmarks).
+                let timeout = if start.bookmarks { None } else { timeout };
                 Op::Watch { filter, start, timeout }
             }
         ),
@@ -498,10 +672,34 @@ fn case(max_ops: usize) -> impl Strategy<Value = Vec<Op>> {
     (
         prop::bool::weighted(0.95),
         prop::collection::vec(obj_spec(), 0..5),
+        prop_oneof![Just(Versions::Plain), Just(Versions::Items)],
         prop::collection::vec(op(), 1..max_ops),
         prop::option::weighted(0.15, any::<prop::sample::Index>()),
+        // The source coming back after a fall back to pending: a list
+        // (sometimes one that goes back) that many operations later.
+        prop::collection::vec(
+            prop::option::weighted(
+                0.9,
+                (1..10u8, prop_oneof![4 => relist_op(), 1 => regress_op()]),
+            ),
+            4,
+        ),
     )
-        .prop_map(|(listed, objects, mut ops, stop)| {
+        .prop_map(|(listed, objects, versions, mut ops, stop, recoveries)| {
+            // Most falls back to pending (the first four) end with a list
+            // a few operations later; without it the rest of the case
+            // would mostly be refused writes.
+            let mut recoveries = recoveries.into_iter();
+            let mut i = 0;
+            while i < ops.len() {
+                if matches!(ops[i], Op::Unready) {
+                    if let Some(Some((after, list))) = recoveries.next() {
+                        let at = (i + 1 + usize::from(after)).min(ops.len());
+                        ops.insert(at, list);
+                    }
+                }
+                i += 1;
+            }
             // Sometimes the engine stops mid-way (otherwise at the end).
             if let Some(at) = stop {
                 let at = at.index(ops.len() + 1);
@@ -513,6 +711,7 @@ fn case(max_ops: usize) -> impl Strategy<Value = Vec<Op>> {
                     Op::Relist {
                         objects,
                         rv: RvStep::Next(3),
+                        versions,
                     },
                 );
             }
@@ -569,6 +768,9 @@ struct HWatch {
     stalled_until: usize,
     /// What the engine handed out, for the failure message.
     got: Vec<Recv>,
+    /// Created while the engine was pending after a list (for the
+    /// coverage report).
+    pending_born: bool,
 }
 
 struct Harness {
@@ -585,6 +787,8 @@ struct Harness {
     ops: usize,
     /// Documented alternatives accepted (see `model::Allow`).
     alternatives: u64,
+    /// Every writer call's result, as the engine returned it.
+    writes: Vec<Result<(), WriteError>>,
 }
 
 type Res<T = ()> = Result<T, String>;
@@ -635,6 +839,7 @@ impl Harness {
             step: 0,
             ops: 0,
             alternatives: 0,
+            writes: Vec::new(),
         }
     }
 
@@ -643,9 +848,17 @@ impl Harness {
         for (i, op) in ops.iter().enumerate() {
             self.step = i;
             let before = self.engine.stats().ticks;
+            let ends = (self.model.deadline_ends(), self.model.too_large_ends());
             self.exec(op)?;
             self.quiesce(op, before)?;
             self.compare_engine()?;
+            if self.pending_after_list() {
+                let what = "end decided while pending after a list";
+                let deadline = self.model.deadline_ends() - ends.0;
+                cover(format!("{what}: Deadline"), deadline);
+                let too_large = self.model.too_large_ends() - ends.1;
+                cover(format!("{what}: TooLargeResourceVersion"), too_large);
+            }
         }
         self.step = ops.len();
         // Drain every watch as far as it goes now.
@@ -705,6 +918,7 @@ impl Harness {
     ) -> Res {
         OPS.fetch_add(1, Ordering::Relaxed);
         check_eq!(self, what, engine, model);
+        self.writes.push(engine.clone());
         if let Err(e) = &engine {
             let e = format!("{e:?}");
             cover(
@@ -736,6 +950,86 @@ impl Harness {
         self.write(format!("apply {kind:?} {obj:?} at {rv}"), e, m, positions)
     }
 
+    /// A list at `to` (`back`: after a regression), each object at the
+    /// version `versions` gives it.
+    fn relist(&mut self, objects: &[ObjSpec], to: u64, versions: Versions, back: bool) -> Res {
+        let tag = format!("list{to}");
+        let built: Vec<Object> = objects.iter().map(|o| o.build(&tag)).collect();
+        let what = match (back, versions) {
+            (false, Versions::Plain) => "replace",
+            (true, Versions::Plain) => "replace after regression",
+            (false, _) => "replace_items",
+            (true, _) => "replace_items after regression",
+        };
+        let pending = self.pending_after_list();
+        let (e, m) = if versions == Versions::Plain {
+            if back {
+                (
+                    self.writer
+                        .replace_after_regression(built.clone(), to.into()),
+                    self.model.replace_after_regression(built, to),
+                )
+            } else {
+                (
+                    self.writer.replace(built.clone(), to.into()),
+                    self.model.replace(built, to),
+                )
+            }
+        } else {
+            let n = built.len();
+            let items: Vec<(Object, u64)> = built
+                .into_iter()
+                .enumerate()
+                .map(|(i, o)| (o, versions.at(i, n, to)))
+                .collect();
+            let engine_items: Vec<Item> = items
+                .iter()
+                .map(|(o, at)| Item::new(o.clone(), (*at).into()))
+                .collect();
+            if back {
+                (
+                    self.writer
+                        .replace_items_after_regression(engine_items, to.into()),
+                    self.model.replace_items_after_regression(items, to),
+                )
+            } else {
+                (
+                    self.writer.replace_items(engine_items, to.into()),
+                    self.model.replace_items(items, to),
+                )
+            }
+        };
+        if pending && m.is_ok() {
+            cover("list: while pending after a list".into(), 1);
+        }
+        self.write(format!("{what} at {to}"), e, m, 1)
+    }
+
+    /// Counts what kind of start an accepted watch has.
+    fn cover_watch(&self, id: usize) {
+        let w = self.model.watch_state(id);
+        let start = match w.start {
+            Start::Snapshot {
+                min_rv: 0,
+                initial_events_end,
+            } => format!("snapshot now, end bookmark {initial_events_end}"),
+            Start::Snapshot {
+                initial_events_end, ..
+            } => format!("snapshot at or after R, end bookmark {initial_events_end}"),
+            Start::After(_) => "changes after R".into(),
+            Start::Now => "changes from now, resolved when begun".into(),
+        };
+        cover(format!("watch start: {start}"), 1);
+        if self.pending_after_list() {
+            cover("watch created while pending after a list".into(), 1);
+        }
+    }
+
+    /// Whether the engine has fallen back to pending after a list.
+    fn pending_after_list(&self) -> bool {
+        self.model.lifecycle() == Lifecycle::Pending && self.model.generation() > 0
+    }
+
     fn exec(&mut self, op: &Op) -> Res {
         let rv = self.model.resource_version();
         match op {
@@ -755,60 +1049,33 @@ impl Harness {
                     self.apply(obj, kind, rv)?;
                 }
             }
-            Op::Unready => {
-                let cause = SourceError::Unavailable("down".into());
-                let e = self.writer.mark_unready(cause);
-                let m = self.model.mark_unready();
-                self.write("mark unready".into(), e, m, 0)?;
-            }
             Op::Progress(step) => {
                 let to = step.resolve(rv);
                 let e = self.writer.progress(to.into());
                 let m = self.model.progress(to);
                 self.write(format!("progress to {to}"), e, m, 0)?;
             }
-            Op::Relist { objects, rv: step } | Op::Regress { objects, rv: step } => {
+            Op::Relist {
+                objects,
+                rv: step,
+                versions,
+            }
+            | Op::Regress {
+                objects,
+                rv: step,
+                versions,
+            } => {
                 // Regress: the source went back (a restore), mostly to a
                 // version below the engine's, sometimes not (refused).
                 let back = matches!(op, Op::Regress { .. });
                 let to = step.resolve(rv);
-                // Each object at its own version, at most the list's; now
-                // and then one newer than the list (refused, nothing moves).
-                let ahead = objects.len() == 4 && to % 3 == 0;
-                let n = objects.len();
-                let items: Vec<(Object, u64)> = objects
-                    .iter()
-                    .enumerate()
-                    .map(|(i, o)| {
-                        let at = if ahead && i + 1 == n {
-                            to + 1
-                        } else {
-                            to.saturating_sub(i as u64 % 4)
-                        };
-                        (o.build(&format!("list{to}")), at)
-                    })
-                    .collect();
-                let engine_items = items
-                    .iter()
-                    .map(|(o, at)| Item::new(o.clone(), (*at).into()));
-                let (e, m) = if back {
-                    (
-                        self.writer
-                            .replace_items_after_regression(engine_items, to.into()),
-                        self.model.replace_items_after_regression(items, to),
-                    )
-                } else {
-                    (
-                        self.writer.replace_items(engine_items, to.into()),
-                        self.model.replace_items(items, to),
-                    )
-                };
-                let what = if back {
-                    "replace after regression"
-                } else {
-                    "replace"
-                };
-                self.write(format!("{what} at {to}"), e, m, 1)?;
+                self.relist(objects, to, *versions, back)?;
+            }
+            Op::Unready => {
+                let cause = SourceError::Unavailable("differential: the source is down".into());
+                let e = self.writer.mark_unready(cause);
+                let m = self.model.mark_unready();
+                self.write("mark unready".into(), e, m, 0)?;
             }
             Op::Watch {
                 filter,
@@ -820,19 +1087,24 @@ impl Harness {
                 let e = self.engine.watch(spec.request());
                 let m = self.model.watch(&spec);
                 match (e, m) {
-                    (Ok(watch), Ok(id)) => self.watches.push(HWatch {
-                        watch,
-                        id,
-                        stalled_until: 0,
-                        got: Vec::new(),
-                    }),
+                    (Ok(watch), Ok(id)) => {
+                        self.cover_watch(id);
+                        self.watches.push(HWatch {
+                            watch,
+                            id,
+                            stalled_until: 0,
+                            got: Vec::new(),
+                            pending_born: self.pending_after_list(),
+                        });
+                    }
                     (Err(e), Err(m)) => {
                         check_eq!(self, "watch() error", e, m);
-                        let e = format!("{e:?}");
-                        cover(
-                            format!("watch error: {}", e.split('(').next().unwrap_or("")),
-                            1,
-                        );
+                        // The options' rule in full; the kind of any other.
+                        let e = match e {
+                            WatchError::InvalidOptions(rule) => format!("InvalidOptions({rule:?})"),
+                            e => format!("{e:?}").split('(').next().unwrap_or("").to_owned(),
+                        };
+                        cover(format!("watch error: {e}"), 1);
                     }
                     (e, m) => {
                         return Err(format!(
@@ -939,11 +1211,18 @@ impl Harness {
             // Nothing can activate; only deadlines move (on the tick's
             // dispatcher pass, which comes after the registrations it
             // found; wait for the count the model expects).
+            // Nothing can activate (writes are refused); only deadlines
+            // move, and, after a fall back from Ready, the too-large waits
+            // of the watches registered before it (on the tick's
+            // dispatcher pass, which comes after the registrations it
+            // found; wait for the counts the model expects).
             Lifecycle::Pending => {
-                let want = self.model.deadline_ends();
+                let deadline = self.model.deadline_ends();
+                let too_large = self.model.too_large_ends();
                 let e = &self.engine;
-                wait_until("deadline ends while pending", || {
-                    e.stats().terminations.deadline >= want
+                wait_until("deadline and too-large ends while pending", || {
+                    let t = e.stats().terminations;
+                    t.deadline >= deadline && t.too_large_resource_version >= too_large
                 })
             }
             _ => {
@@ -1134,6 +1413,20 @@ fn cover(what: String, n: u64) {
 }
 
 fn run_case(ops: &[Op]) -> Res<u64> {
+    run_recorded(ops).map(|r| r.alternatives)
+}
+
+/// What a case did, as the engine reported it (and the model agreed).
+struct Recorded {
+    /// Documented alternatives accepted.
+    alternatives: u64,
+    /// What each watch received, in the order the case made them.
+    got: Vec<Vec<Recv>>,
+    /// Every writer call's result, in order.
+    writes: Vec<Result<(), WriteError>>,
+}
+
+fn run_recorded(ops: &[Op]) -> Res<Recorded> {
     let mut h = Harness::new();
     let r = h.run(ops);
     // Stop before the handles drop (their drop would stop it anyway).
@@ -1154,11 +1447,22 @@ fn run_case(ops: &[Op]) -> Res<u64> {
                     }
                     _ => continue,
                 };
+                if w.pending_born {
+                    cover(
+                        format!("{what} (watch created while pending after a list)"),
+                        1,
+                    );
+                }
                 cover(what, 1);
             }
         }
     }
-    r.map(|()| h.alternatives)
+    let got = h.watches.iter().map(|w| w.got.clone()).collect();
+    r.map(|()| Recorded {
+        alternatives: h.alternatives,
+        got,
+        writes: std::mem::take(&mut h.writes),
+    })
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -1172,38 +1476,10 @@ fn env_usize(name: &str, default: usize) -> usize {
 fn watch_spec(filter: &FilterSpec, start: StartSpec, timeout: Option<u8>, rv: u64) -> WatchSpec {
     let mut spec = WatchSpec::new(filter.filter());
     spec.timeout = timeout.map(|t| Duration::from_secs(u64::from(t)));
-    match start {
-        StartSpec::Unset => {}
-        StartSpec::Zero => spec.resource_version = Some(0),
-        StartSpec::Initial(at) => {
-            spec = spec.watch_list(true);
-            spec.allow_bookmarks = true;
-            spec.resource_version = at.map(|d| rv.saturating_add_signed(i64::from(d)).max(1));
-        }
-        StartSpec::InitialNoBookmarks => spec = spec.watch_list(true),
-        StartSpec::ChangesOnly(at) => {
-            spec = spec.watch_list(false);
-            spec.resource_version = at.map(|d| match d {
-                i8::MIN => 0,
-                d => rv.saturating_add_signed(i64::from(d)).max(1),
-            });
-        }
-        StartSpec::BadOptions(which) => {
-            use ResourceVersionMatch::{Exact, NotOlderThan};
-            (spec.send_initial_events, spec.resource_version_match) = match which {
-                0 => (Some(true), None),
-                1 => (Some(false), Some(Exact)),
-                2 => (None, Some(NotOlderThan)),
-                _ => (None, Some(Exact)),
-            };
-            spec.resource_version = Some(rv);
-        }
-        StartSpec::Back(n) => {
-            spec.resource_version = Some(rv.saturating_sub(u64::from(n)).max(1));
-        }
-        StartSpec::Future(n) => spec.resource_version = Some(rv + u64::from(n)),
-        StartSpec::Ancient => spec.resource_version = Some(1),
-    }
+    spec.resource_version = start.rv.resolve(rv);
+    spec.send_initial_events = start.sie;
+    spec.resource_version_match = start.rvm;
+    spec.allow_bookmarks = start.bookmarks;
     spec
 }
 
@@ -1412,10 +1688,7 @@ fn model_watch_starts_and_ring() {
     )
     .unwrap();
     // Snapshot with initial-events-end: key order, then the bookmark.
-    let spec = WatchSpec::new(web());
-    let mut spec = spec.watch_list(true);
-    spec.allow_bookmarks = true;
-    let s = m.watch(&spec).unwrap();
+    let s = m.watch(&WatchSpec::watch_list(web(), true)).unwrap();
     let got = events(&mut m, s);
     let keys: Vec<_> = got
         .iter()
@@ -1542,11 +1815,12 @@ fn known_parked_watch_gone_while_its_changes_are_in_the_ring() {
         Op::Relist {
             objects: vec![],
             rv: RvStep::Next(3),
+            versions: Versions::Plain,
         },
         apply(0, 0),
         Op::Watch {
             filter: app_a(),
-            start: StartSpec::Unset,
+            start: StartSpec::legacy(RvSpec::Unset),
             timeout: None,
         },
         Op::Read {
@@ -1573,12 +1847,13 @@ fn known_replaying_watch_gone_on_a_change_it_does_not_need() {
         Op::Relist {
             objects: vec![],
             rv: RvStep::Next(3),
+            versions: Versions::Plain,
         },
         apply(0, 0),
         apply(1, 1),
         Op::Watch {
             filter: app_a(),
-            start: StartSpec::Back(2),
+            start: StartSpec::legacy(RvSpec::Back(2)),
             timeout: None,
         },
         Op::Read {
@@ -1606,16 +1881,18 @@ fn known_waiting_watch_survives_relist() {
                 labels: vec![],
                 fields: vec![],
             },
-            start: StartSpec::Initial(Some(-2)),
+            start: StartSpec::watch_list(RvSpec::Back(2), true, true),
             timeout: None,
         },
         Op::Relist {
             objects: vec![],
             rv: RvStep::Same,
+            versions: Versions::Plain,
         },
         Op::Relist {
             objects: vec![],
             rv: RvStep::Next(1),
+            versions: Versions::Plain,
         },
         Op::Apply {
             obj: ObjSpec {
@@ -1630,4 +1907,400 @@ fn known_waiting_watch_survives_relist() {
     ];
     // The engine's outcome depends on a race inside it: try many times.
     run_known(&ops, if cfg!(miri) { 1 } else { 300 });
+}
+
+// ---------------------------------------------------------------------------
+// The rules of issue 16 (watch options, per-object versions, falling back
+// to pending): the model's own tests, then known cases run against the
+// engine, each pinning what the watches received.
+// ---------------------------------------------------------------------------
+
+/// Events and ends, compactly (`Empty` and `Finished` left out).
+fn brief(got: &[Recv]) -> Vec<String> {
+    got.iter()
+        .filter_map(|r| match r {
+            Recv::Event(e) if e.initial_events_end => Some(format!("iee@{}", e.rv)),
+            Recv::Event(e) => Some(format!("{:?} {}@{}", e.kind, e.key, e.rv)),
+            Recv::End(r) => Some(format!("end {r:?}")),
+            Recv::Empty | Recv::Finished => None,
+        })
+        .collect()
+}
+
+fn end(r: EndReason) -> String {
+    format!("end {r:?}")
+}
+
+fn everything() -> FilterSpec {
+    FilterSpec {
+        scope: 0,
+        labels: vec![],
+        fields: vec![],
+    }
+}
+
+fn watch(start: StartSpec) -> Op {
+    Op::Watch {
+        filter: everything(),
+        start,
+        timeout: None,
+    }
+}
+
+/// A read of the `nth` open watch.
+fn read(nth: u8) -> Op {
+    Op::Read {
+        watch: nth,
+        max: 20,
+        how: How::Try,
+    }
+}
+
+fn relist(objects: Vec<ObjSpec>, rv: RvStep, versions: Versions) -> Op {
+    Op::Relist {
+        objects,
+        rv,
+        versions,
+    }
+}
+
+/// (resourceVersion, sendInitialEvents, resourceVersionMatch, bookmarks,
+/// what the watch receives, or the rule it breaks).
+type OptionsRow = (
+    Option<u64>,
+    Option<bool>,
+    Option<ResourceVersionMatch>,
+    bool,
+    &'static str,
+);
+
+/// The watch table of `tests/watch_list.rs`, on the model: listed at 10
+/// (a at 3, b at 7), c at 11; each watch is read once before d comes at 12
+/// (a snapshot is taken at the first receive), then to d.
+#[test]
+fn model_watch_options_table() {
+    use ResourceVersionMatch::{Exact, NotOlderThan};
+    let o = |name: &str| Object::builder("ns", name).build();
+    let nto = Some(NotOlderThan);
+    #[rustfmt::skip]
+    let rows: Vec<OptionsRow> = vec![
+        (None,     None,        None, false, "ns/a@3 ns/b@7 ns/c@11 ns/d@12"),
+        (Some(0),  None,        None, false, "ns/a@3 ns/b@7 ns/c@11 ns/d@12"),
+        (Some(10), None,        None, false, "ns/c@11 ns/d@12"),
+        (None,     None,        None, true,  "ns/a@3 ns/b@7 ns/c@11 ns/d@12"),
+        (None,     Some(true),  nto,  true,  "ns/a@3 ns/b@7 ns/c@11 iee@11 ns/d@12"),
+        (Some(0),  Some(true),  nto,  true,  "ns/a@3 ns/b@7 ns/c@11 iee@11 ns/d@12"),
+        (Some(10), Some(true),  nto,  true,  "ns/a@3 ns/b@7 ns/c@11 iee@11 ns/d@12"),
+        (Some(10), Some(true),  nto,  false, "ns/a@3 ns/b@7 ns/c@11 ns/d@12"),
+        (None,     Some(false), nto,  true,  "ns/d@12"),
+        (Some(0),  Some(false), nto,  true,  "ns/d@12"),
+        (Some(10), Some(false), nto,  true,  "ns/c@11 ns/d@12"),
+        // Refused, whatever the engine's state.
+        (None,     Some(true),  None,        true,  "InitialEventsNeedNotOlderThan"),
+        (Some(5),  Some(false), None,        true,  "InitialEventsNeedNotOlderThan"),
+        (Some(5),  Some(true),  Some(Exact), true,  "InitialEventsNeedNotOlderThan"),
+        (Some(0),  Some(false), Some(Exact), true,  "InitialEventsNeedNotOlderThan"),
+        (None,     None,        nto,         true,  "MatchNeedsInitialEvents"),
+        (Some(5),  None,        Some(Exact), true,  "MatchNeedsInitialEvents"),
+    ];
+    for (rv, sie, rvm, bookmarks, want) in rows {
+        let mut m = Model::new(16, TOO_LARGE);
+        m.replace_items(vec![(o("a"), 3), (o("b"), 7)], 10).unwrap();
+        m.apply(ChangeKind::Added, o("c"), 11).unwrap();
+        let mut spec = WatchSpec::new(Filter::everything());
+        spec.resource_version = rv;
+        spec.send_initial_events = sie;
+        spec.resource_version_match = rvm;
+        spec.allow_bookmarks = bookmarks;
+        let id = match m.watch(&spec) {
+            Ok(id) => id,
+            Err(WatchError::InvalidOptions(rule)) => {
+                assert_eq!(format!("{rule:?}"), want, "{spec:?}");
+                m.stop_engine();
+                assert_eq!(
+                    m.watch(&spec),
+                    Err(WatchError::InvalidOptions(rule)),
+                    "the options are checked first"
+                );
+                continue;
+            }
+            Err(e) => panic!("{spec:?}: {e:?}"),
+        };
+        let mut got = events(&mut m, id);
+        m.apply(ChangeKind::Added, o("d"), 12).unwrap();
+        got.extend(events(&mut m, id));
+        let got: Vec<String> = brief(&got)
+            .iter()
+            .map(|s| s.trim_start_matches("Added ").to_owned())
+            .collect();
+        assert_eq!(got.join(" "), want, "{spec:?}");
+    }
+}
+
+#[test]
+fn model_item_versions() {
+    let o = |name: &str| Object::builder("ns", name).build();
+    let mut m = Model::new(16, TOO_LARGE);
+    // The first item above the list, in the list's order; before any
+    // lifecycle check.
+    let ahead = |m: &mut Model| m.replace_items(vec![(o("b"), 5), (o("a"), 9), (o("c"), 8)], 7);
+    let item_ahead = Err(WriteError::ItemAhead {
+        key: "ns/a".into(),
+        item: 9.into(),
+        list: 7.into(),
+    });
+    assert_eq!(ahead(&mut m), item_ahead);
+    assert_eq!((m.lifecycle(), m.generation()), (Lifecycle::Pending, 0));
+    m.replace_items(vec![(o("b"), 5), (o("a"), 2), (o("b"), 6)], 7)
+        .unwrap();
+    let state: Vec<(&str, u64)> = m.state().iter().map(|(k, v)| (k.as_str(), v.1)).collect();
+    assert_eq!(state, [("ns/a", 2), ("ns/b", 6)], "the last of a key wins");
+    let w = m.watch(&WatchSpec::new(Filter::everything())).unwrap();
+    assert_eq!(brief(&events(&mut m, w)), ["Added ns/a@2", "Added ns/b@6"]);
+    assert_eq!(ahead(&mut m), item_ahead);
+    assert_eq!(
+        m.replace_items_after_regression(vec![(o("a"), 7)], 6),
+        Err(WriteError::ItemAhead {
+            key: "ns/a".into(),
+            item: 7.into(),
+            list: 6.into(),
+        })
+    );
+    assert_eq!((m.generation(), m.positions()), (1, 1), "nothing changed");
+    m.stop_engine();
+    assert_eq!(ahead(&mut m), item_ahead, "even once stopped");
+    assert_eq!(m.replace_items(vec![], 7), Err(WriteError::Stopped));
+}
+
+#[test]
+fn model_falls_back_to_pending() {
+    let o = |name: &str| Object::builder("ns", name).build();
+    let mut m = Model::new(16, TOO_LARGE);
+    m.mark_unready().unwrap();
+    assert_eq!(
+        m.replace_after_regression(vec![], 1),
+        Err(WriteError::NotReady),
+        "nothing listed to go back from"
+    );
+    m.replace(vec![o("a")], 10).unwrap();
+    let running = m.watch(&WatchSpec::new(Filter::everything())).unwrap();
+    let mut future = WatchSpec::new(Filter::everything());
+    future.resource_version = Some(12);
+    let too_large = m.watch(&future).unwrap();
+    m.mark_unready().unwrap();
+    assert_eq!(m.lifecycle(), Lifecycle::Pending);
+    assert_eq!(
+        m.apply(ChangeKind::Added, o("b"), 11),
+        Err(WriteError::NotReady)
+    );
+    assert_eq!(m.progress(11), Err(WriteError::NotReady));
+    // Created now: waits for the next list, with no too-large timeout.
+    let next = m.watch(&future).unwrap();
+    let mut from_now = WatchSpec::new(Filter::everything());
+    from_now.send_initial_events = Some(false);
+    from_now.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+    let changes = m.watch(&from_now).unwrap();
+    assert_eq!(m.watch_state(next).generation, Some(2));
+    // The running watch keeps running.
+    assert_eq!(brief(&events(&mut m, running)), ["Added ns/a@10"]);
+    m.advance(TOO_LARGE);
+    // The wait registered before the fall back still times out.
+    assert_eq!(
+        m.recv(too_large),
+        Recv::End(EndReason::TooLargeResourceVersion(
+            TooLargeResourceVersion::new(12.into(), 10.into())
+        ))
+    );
+    assert_eq!(m.recv(next), Recv::Empty);
+    assert_eq!(
+        m.replace(vec![], 9),
+        Err(WriteError::OutOfOrder {
+            given: 9.into(),
+            current: 10.into()
+        }),
+        "a forward re-list may not go back, ready or not"
+    );
+    m.replace(vec![o("c")], 12).unwrap();
+    assert_eq!((m.lifecycle(), m.generation()), (Lifecycle::Ready, 2));
+    assert_eq!(m.recv(running), Recv::End(EndReason::Relisted));
+    // Begins on this list: from 12, nothing yet.
+    assert_eq!(m.recv(next), Recv::Empty);
+    assert_eq!(m.recv(changes), Recv::Empty);
+    m.apply(ChangeKind::Added, o("d"), 13).unwrap();
+    assert_eq!(brief(&events(&mut m, next)), ["Added ns/d@13"]);
+    assert_eq!(brief(&events(&mut m, changes)), ["Added ns/d@13"]);
+    m.stop_engine();
+    assert_eq!(m.mark_unready(), Err(WriteError::Stopped));
+    assert_eq!(m.lifecycle(), Lifecycle::Stopped);
+}
+
+/// A watch created while the engine is pending after a list (the writer
+/// lost its source) begins on the next list, whatever it asked for: the
+/// legacy watch with that list's state (each object at its own version),
+/// the watch-list with it and its end bookmark, the changes-only watch
+/// from `0` with the changes after it (its "now" is when it begins). The
+/// watch that was running keeps running, receives nothing new (the writer
+/// is refused) and ends with Relisted on the list.
+#[test]
+fn known_watch_created_while_pending_begins_on_the_next_list() {
+    let ops = vec![
+        relist(vec![obj(0, 0)], RvStep::Next(3), Versions::Plain),
+        apply(1, 0),
+        watch(StartSpec::legacy(RvSpec::Unset)),
+        read(0),
+        Op::Unready,
+        watch(StartSpec::legacy(RvSpec::Unset)),
+        watch(StartSpec::watch_list(RvSpec::Zero, false, false)),
+        watch(StartSpec::watch_list(RvSpec::Unset, true, true)),
+        apply(2, 0),
+        read(1),
+        read(0),
+        relist(vec![obj(0, 1), obj(3, 0)], RvStep::Next(2), Versions::Items),
+        read(1),
+        read(2),
+        read(3),
+        apply(4, 0),
+        read(0),
+        // w0 has finished: the second open watch is w2.
+        read(1),
+    ];
+    for run in 0..20 {
+        let r = run_recorded(&ops).unwrap_or_else(|e| panic!("run {run}: {e}\n{}", show(&ops)));
+        // The list, a change, mark_unready, the refused change.
+        assert_eq!(r.writes[3], Err(WriteError::NotReady));
+        let stopped = end(EndReason::EngineStopped);
+        assert_eq!(
+            brief(&r.got[0]),
+            ["Added x/k0@3", "Added y/k0@4", &end(EndReason::Relisted)]
+        );
+        assert_eq!(
+            brief(&r.got[1]),
+            ["Added x/k0@6", "Added y/k1@5", "Added x/k2@7", &stopped]
+        );
+        assert_eq!(brief(&r.got[2]), ["Added x/k2@7", &stopped]);
+        assert_eq!(
+            brief(&r.got[3]),
+            [
+                "Added x/k0@6",
+                "Added y/k1@5",
+                "iee@6",
+                "Added x/k2@7",
+                &stopped
+            ]
+        );
+    }
+}
+
+/// A list with an object above its version is refused whole
+/// (`ItemAhead`, naming the first such object), forward or after a
+/// regression, and even by a stopped engine: nothing changes, the running
+/// watch is not ended and sees the next change.
+#[test]
+fn known_item_ahead_relist_changes_nothing() {
+    let ops = vec![
+        relist(vec![obj(0, 0)], RvStep::Next(3), Versions::Plain),
+        watch(StartSpec::legacy(RvSpec::Unset)),
+        read(0),
+        // y/k0 at 5, x/k1 at 6 (above the list at 5), y/k1 at 3.
+        relist(
+            vec![obj(1, 0), obj(2, 0), obj(3, 0)],
+            RvStep::Next(2),
+            Versions::Ahead(1),
+        ),
+        apply(1, 0),
+        read(0),
+        Op::Regress {
+            objects: vec![obj(1, 0)],
+            rv: RvStep::Back(1),
+            versions: Versions::Ahead(0),
+        },
+        Op::StopEngine,
+        relist(vec![obj(0, 0)], RvStep::Next(1), Versions::Ahead(0)),
+    ];
+    let r = run_recorded(&ops).unwrap_or_else(|e| panic!("{e}\n{}", show(&ops)));
+    let ahead = |key: &str, item: u64, list: u64| {
+        Err(WriteError::ItemAhead {
+            key: key.into(),
+            item: item.into(),
+            list: list.into(),
+        })
+    };
+    assert_eq!(r.writes[1], ahead("x/k1", 6, 5));
+    assert_eq!(r.writes[2], Ok(()), "y/k0 at 4: the version did not move");
+    assert_eq!(r.writes[3], ahead("y/k0", 4, 3));
+    assert_eq!(r.writes[4], ahead("x/k0", 6, 5));
+    assert_eq!(
+        brief(&r.got[0]),
+        [
+            "Added x/k0@3",
+            "Added y/k0@4",
+            &end(EndReason::EngineStopped)
+        ]
+    );
+}
+
+/// `send_initial_events=false` from `0` (or unset) on a ready engine: the
+/// changes after the version at the watch's creation, not at its first
+/// receive (a change made in between is delivered), and no state; the
+/// legacy watch from `0` gets the state at its first receive instead.
+#[test]
+fn known_changes_only_from_zero_sees_only_later_changes() {
+    let ops = vec![
+        relist(vec![obj(0, 0), obj(1, 0)], RvStep::Next(3), Versions::Items),
+        watch(StartSpec::watch_list(RvSpec::Zero, false, true)),
+        apply(2, 0),
+        read(0),
+        watch(StartSpec::watch_list(RvSpec::Unset, false, false)),
+        watch(StartSpec::legacy(RvSpec::Zero)),
+        apply(0, 1),
+        read(0),
+        read(1),
+        read(2),
+    ];
+    let r = run_recorded(&ops).unwrap_or_else(|e| panic!("{e}\n{}", show(&ops)));
+    let stopped = end(EndReason::EngineStopped);
+    assert_eq!(
+        brief(&r.got[0]),
+        ["Added x/k1@4", "Modified x/k0@5", &stopped]
+    );
+    assert_eq!(brief(&r.got[1]), ["Modified x/k0@5", &stopped]);
+    // The snapshot at its first receive, each object at its own version
+    // (y/k0 was listed at 3 - 1).
+    assert_eq!(
+        brief(&r.got[2]),
+        ["Added x/k0@5", "Added x/k1@4", "Added y/k0@2", &stopped]
+    );
+}
+
+/// A wait for a version registered while ready still times out while the
+/// engine is pending after a list; one registered while pending waits for
+/// the list without a too-large timeout, and its clock counts from its
+/// creation, so it times out as soon as the list comes if the list is
+/// still short of its version.
+#[test]
+fn known_too_large_waits_while_pending_after_a_list() {
+    let ops = vec![
+        relist(vec![], RvStep::Next(3), Versions::Plain),
+        watch(StartSpec::legacy(RvSpec::Future(2))),
+        Op::Unready,
+        Op::Clock(3000),
+        watch(StartSpec::legacy(RvSpec::Future(1))),
+        watch(StartSpec::watch_list(RvSpec::Future(2), true, false)),
+        Op::Clock(3000),
+        read(0),
+        read(0),
+        read(1),
+        relist(vec![obj(0, 0)], RvStep::Next(1), Versions::Plain),
+        read(0),
+        read(1),
+    ];
+    let r = run_recorded(&ops).unwrap_or_else(|e| panic!("{e}\n{}", show(&ops)));
+    let too_large = |need: u64, at: u64| {
+        end(EndReason::TooLargeResourceVersion(
+            TooLargeResourceVersion::new(need.into(), at.into()),
+        ))
+    };
+    assert_eq!(brief(&r.got[0]), [too_large(5, 3)]);
+    assert_eq!(brief(&r.got[1]), [end(EndReason::EngineStopped)]);
+    assert_eq!(brief(&r.got[2]), [too_large(5, 4)]);
 }

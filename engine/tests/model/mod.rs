@@ -17,10 +17,16 @@
 //!   resource versions must strictly increase, otherwise the call is
 //!   refused with `WriteError::OutOfOrder` and nothing changes; `progress`
 //!   (advances the version, equal is a no-op, lower is refused); `replace`
-//!   (a (re-)list: may keep the version, never go back; bumps the
-//!   generation; the first one makes the engine Ready). Before the first
-//!   list the writer's `apply`/`progress` fail with `NotReady`, after
-//!   `stop` everything fails with `Stopped`.
+//!   and `replace_items` (a (re-)list: may keep the version, never go back,
+//!   whether the engine is ready or pending after a list; bumps the
+//!   generation; makes the engine Ready); `replace_items` gives each object
+//!   its own version, and one above the list's refuses the whole list with
+//!   `ItemAhead` (the first such item in the list's order, before any
+//!   lifecycle check); `replace_after_regression` (a re-list below the
+//!   engine's version: `NotReady` only before the first list); `mark_unready`
+//!   (falls back to Pending; refused only after a stop). While Pending (before
+//!   the first list, or since `mark_unready`) the writer's `apply`/`progress`
+//!   fail with `NotReady`, after `stop` everything fails with `Stopped`.
 //! - **History** (SEMANTICS 2), for a ring with *fixed* bounds
 //!   (`history_bounds(N, N)`, `N` a power of two, which never resizes):
 //!   every change and every re-list marker takes one position (progress
@@ -36,19 +42,28 @@
 //!   watcher that requires `f=v` only admits objects with `f=v`, so every
 //!   change it has a verdict on has `v` in its object or previous object,
 //!   which is exactly where the index routes it; the model therefore
-//!   applies the filter alone. Start versions: unset or `0` (a snapshot of
-//!   the state, in key order, as Added with each object's own version),
-//!   `send_initial_events` (the same, then one Bookmark at the snapshot's
-//!   version marked initial-events-end; requires bookmarks), `R > 0`
-//!   (every change after `R`; `R < oldest - 1` is `Gone`), `R` above the
-//!   current version (waits; `TooLargeResourceVersion` once the clock has
-//!   moved `too_large_timeout` past the watch's creation). The verdict on a
-//!   change uses the object and the previous object (SEMANTICS 3).
+//!   applies the filter alone. Options: `send_initial_events` (unset, true
+//!   or false) needs `resource_version_match=NotOlderThan` and a match needs
+//!   `send_initial_events` (`WatchError::InvalidOptions`, checked first).
+//!   Start versions ([`WatchSpec::start`] has the table): a snapshot of the
+//!   state, in key order, as Added with each object's own version (unset
+//!   `send_initial_events` from an unset version or `0`; `true` from any,
+//!   at or after `R`), followed by one Bookmark at the snapshot's version
+//!   marked initial-events-end with `true` and bookmarks; every change
+//!   after `R > 0` (`R < oldest - 1` is `Gone`); with `false` from an unset
+//!   version or `0`, every change after the cache's version (when the
+//!   watch is created if the engine is Ready, else when it begins). `R`
+//!   above the current version waits; `TooLargeResourceVersion` once the
+//!   clock has moved `too_large_timeout` past the watch's creation. The
+//!   verdict on a change uses the object and the previous object
+//!   (SEMANTICS 3).
 //! - **Ends** (SEMANTICS 3, 5, 8): `Stopped` (by the owner), `Deadline` (at
 //!   `created + timeout` on the clock), `Relisted` (a re-list ends every
-//!   watch), `EngineStopped`, `Gone`, `TooLargeResourceVersion`. An end takes
-//!   effect at once: what was queued but not received is not delivered.
-//!   Exactly one End, then nothing.
+//!   watch, except those created while the engine was pending after a
+//!   list: they wait for that re-list and begin on it), `EngineStopped`,
+//!   `Gone`, `TooLargeResourceVersion`. An end takes effect at once: what
+//!   was queued but not received is not delivered. Exactly one End, then
+//!   nothing.
 //! - **Slow watchers under Park** (SEMANTICS 5): a watcher that does not
 //!   read loses nothing while the changes it still needs are in the ring;
 //!   when it reads again it catches up from the ring, or ends with `Gone`
@@ -63,10 +78,13 @@
 //!   (a snapshot is the state at that first receive).
 //! - The ring is physical: position `p` is readable until position `p + N`
 //!   is written.
-//! - While the engine is Pending, waiting watches do not time out with
-//!   `TooLargeResourceVersion` (watches wait for Ready, SEMANTICS 8); the
-//!   too-large clock still counts from the watch's creation. Deadlines do
-//!   apply while Pending.
+//! - A watch waiting for a list (created before the first list, or while
+//!   the engine is pending after one) does not time out with
+//!   `TooLargeResourceVersion` (SEMANTICS 8); the too-large clock still
+//!   counts from the watch's creation, so it may time out as soon as the
+//!   list comes. A watch registered while Ready that still waits for its
+//!   version when the engine falls back to Pending does time out (the
+//!   dispatcher keeps expiring it). Deadlines apply throughout.
 //!
 //! # Bookmarks
 //!
@@ -77,9 +95,9 @@
 //! whether another is in flight, and on where the consumer's replay stands,
 //! which SEMANTICS deliberately leaves to the implementation. Modelling them
 //! exactly would mean re-implementing the queue. So the harnesses configure
-//! a huge `bookmark_frequency`, ask for bookmarks only together with
-//! `send_initial_events`, and never give such a watch a deadline (which
-//! would schedule a bookmark 2 s before it).
+//! a huge `bookmark_frequency` and never give a watch that allows
+//! bookmarks a deadline (which would schedule a bookmark 2 s before it).
+//! Without `send_initial_events=true` such a watch then sees none.
 //!
 //! # Not modelled
 //!
@@ -422,6 +440,31 @@ impl fmt::Debug for Recv {
 /// A state: key -> (object, the version of its last change).
 pub type State = BTreeMap<String, (Object, u64)>;
 
+/// A plain list's items: every object at the list's version.
+pub fn at_list(objects: Vec<Object>, rv: u64) -> Vec<(Object, u64)> {
+    objects.into_iter().map(|o| (o, rv)).collect()
+}
+
+/// The state a list at `rv` holds (objects with the same key: the last
+/// wins), or the error that refuses the whole list: the first item, in
+/// the list's order, whose own version is above the list's
+/// (`WriteError::ItemAhead`; checked before the lifecycle, so even a
+/// stopped engine says so).
+fn listed_state(items: Vec<(Object, u64)>, rv: u64) -> Result<State, WriteError> {
+    let mut state = State::new();
+    for (o, at) in items {
+        if at > rv {
+            return Err(WriteError::ItemAhead {
+                key: o.key().to_owned(),
+                item: at.into(),
+                list: rv.into(),
+            });
+        }
+        state.insert(o.key().to_owned(), (o, at));
+    }
+    Ok(state)
+}
+
 /// What a history position holds (SEMANTICS 2).
 #[derive(Debug, Clone)]
 pub enum RecordKind {
@@ -459,8 +502,10 @@ pub enum Start {
     },
     /// Every change after this version.
     After(u64),
-    /// Every change after the cache's version when the watch begins (a
-    /// watch of changes only, created before the first list).
+    /// Every change after the version the cache has when the watch
+    /// begins: `send_initial_events=false` from an unset version or `0`,
+    /// created while the engine is Pending (created while Ready, it is
+    /// `After` the version then).
     Now,
 }
 
@@ -482,9 +527,9 @@ pub struct WatchSpec {
     pub filter: Filter,
     /// `None`: unset; `Some(0)`: any; `Some(R)`.
     pub resource_version: Option<u64>,
-    /// `send_initial_events` (unset, true, false).
+    /// `send_initial_events` (`None`: unset).
     pub send_initial_events: Option<bool>,
-    /// `resource_version_match`.
+    /// `resource_version_match` (`None`: unset).
     pub resource_version_match: Option<ResourceVersionMatch>,
     /// `allow_bookmarks`.
     pub allow_bookmarks: bool,
@@ -505,11 +550,56 @@ impl WatchSpec {
         }
     }
 
-    /// A watch-list (`send_initial_events`, with `NotOlderThan`).
-    pub fn watch_list(mut self, sie: bool) -> WatchSpec {
-        self.send_initial_events = Some(sie);
-        self.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
-        self
+    /// A watch-list: `send_initial_events=true` with
+    /// `resource_version_match=NotOlderThan` (and, usually, bookmarks).
+    pub fn watch_list(filter: Filter, allow_bookmarks: bool) -> WatchSpec {
+        WatchSpec {
+            send_initial_events: Some(true),
+            resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+            allow_bookmarks,
+            ..WatchSpec::new(filter)
+        }
+    }
+
+    /// Kubernetes' option rules (`validateWatchOptions`: the first rule
+    /// broken, in its order), then where the watch starts:
+    ///
+    /// | `send_initial_events` | version unset | `0` | `R` |
+    /// | --- | --- | --- | --- |
+    /// | unset | the state now | the same | changes after `R` |
+    /// | `true` | the state at the most recent version (with no source: now) | the state now | the state at `R` or later |
+    /// | `false` | changes after the most recent version (with no source: the cache's) | changes after the cache's version | changes after `R` |
+    ///
+    /// The initial-events-end bookmark only with `send_initial_events=true`
+    /// and bookmarks (KEP-3157). "The cache's version" is `Start::Now`: the
+    /// engine resolves it when the watch is created if it is Ready, else
+    /// when the watch begins.
+    pub fn start(&self) -> Result<Start, WatchError> {
+        use ResourceVersionMatch::NotOlderThan;
+        let sie = self.send_initial_events;
+        match (sie, self.resource_version_match) {
+            (Some(_), Some(NotOlderThan)) | (None, None) => {}
+            (Some(_), _) => {
+                return Err(WatchError::InvalidOptions(
+                    OptionsError::InitialEventsNeedNotOlderThan,
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(WatchError::InvalidOptions(
+                    OptionsError::MatchNeedsInitialEvents,
+                ));
+            }
+        }
+        let snapshot = |min_rv| Start::Snapshot {
+            min_rv,
+            initial_events_end: sie == Some(true) && self.allow_bookmarks,
+        };
+        Ok(match (sie, self.resource_version) {
+            (None | Some(false), Some(r)) if r != 0 => Start::After(r),
+            (None, _) => snapshot(0),
+            (Some(true), r) => snapshot(r.unwrap_or(0)),
+            (Some(false), _) => Start::Now,
+        })
     }
 
     /// The engine request.
@@ -561,8 +651,10 @@ pub struct ModelWatch {
     pub created: Duration,
     /// When it ends with `Deadline`, on the clock.
     pub deadline: Option<Duration>,
-    /// The generation it was registered against (`None`: before the first
-    /// list).
+    /// The generation it was registered against: `None` before the first
+    /// list (it begins on whichever generation the dispatcher admits it
+    /// in), the current one while ready, the next one while pending after
+    /// a list (it waits for that list).
     pub generation: Option<u64>,
     phase: Phase,
     /// Its end, once decided.
@@ -624,7 +716,10 @@ pub struct Model {
 ///   seen nothing of any generation; whether the dispatcher activates it
 ///   before or after a re-list marker is a race, and both outcomes keep
 ///   the invariant (it ends with `Relisted` or is served whole from the
-///   new generation).
+///   new generation). A watch created while the engine is pending *after*
+///   a list is not ambiguous: it is registered for the next generation by
+///   number, so the dispatcher begins it on that list whichever it sees
+///   first, and ends it on the one after.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Allow {
     /// `early_gone`: see [`Model::accept_early_gone`].
@@ -738,7 +833,15 @@ impl Model {
             .count() as u64
     }
 
-    /// How many watches wait for Ready or for their start version.
+    /// How many watches ended with `TooLargeResourceVersion` so far.
+    pub fn too_large_ends(&self) -> u64 {
+        self.watches
+            .iter()
+            .filter(|w| matches!(w.end, Some(EndReason::TooLargeResourceVersion(_))))
+            .count() as u64
+    }
+
+    /// How many watches wait for a list or for their start version.
     pub fn waiting(&self) -> usize {
         self.watches
             .iter()
@@ -830,38 +933,27 @@ impl Model {
 
     /// `Writer::replace`: a (re-)list, every object at the list's version.
     pub fn replace(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
-        self.replace_items(objects.into_iter().map(|o| (o, rv)).collect(), rv)
+        self.replace_items(at_list(objects, rv), rv)
     }
 
-    /// A re-list's items, checked before anything else: an object newer
-    /// than its list refuses the whole list (the first in order).
-    fn check_items(items: &[(Object, u64)], rv: u64) -> Result<(), WriteError> {
-        match items.iter().find(|(_, v)| *v > rv) {
-            Some((o, v)) => Err(WriteError::ItemAhead {
-                key: o.key().to_owned(),
-                item: (*v).into(),
-                list: rv.into(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// `Writer::replace_items`: a (re-)list with each object's version.
+    /// `Writer::replace_items`: a (re-)list, each object at its own version
+    /// (the version of its last change, at most the list's).
     pub fn replace_items(&mut self, items: Vec<(Object, u64)>, rv: u64) -> Result<(), WriteError> {
-        Self::check_items(&items, rv)?;
+        let store = listed_state(items, rv)?;
         match self.lifecycle {
-            Lifecycle::Stopped => return Err(WriteError::Stopped),
-            // A re-list may keep the version but never go back (ready, or
-            // fallen back to pending after a list).
-            _ if self.generation > 0 && rv < self.rv => {
-                return Err(WriteError::OutOfOrder {
-                    given: rv.into(),
-                    current: self.rv.into(),
-                });
+            Lifecycle::Stopped => Err(WriteError::Stopped),
+            // A re-list may keep the version but never go back, whether
+            // the engine is ready or has fallen back to pending since its
+            // last list.
+            _ if self.generation > 0 && rv < self.rv => Err(WriteError::OutOfOrder {
+                given: rv.into(),
+                current: self.rv.into(),
+            }),
+            _ => {
+                self.relist(store, rv);
+                Ok(())
             }
-            _ => {}
         }
-        self.relist(items, rv)
     }
 
     /// `Writer::replace_after_regression`: a re-list at a version below the
@@ -873,31 +965,51 @@ impl Model {
         objects: Vec<Object>,
         rv: u64,
     ) -> Result<(), WriteError> {
-        let items = objects.into_iter().map(|o| (o, rv)).collect();
-        self.replace_items_after_regression(items, rv)
+        self.replace_items_after_regression(at_list(objects, rv), rv)
     }
 
-    /// [`Model::replace_after_regression`] with each object's version.
+    /// `Writer::replace_items_after_regression`: the same, each object at
+    /// its own version.
     pub fn replace_items_after_regression(
         &mut self,
         items: Vec<(Object, u64)>,
         rv: u64,
     ) -> Result<(), WriteError> {
-        Self::check_items(&items, rv)?;
+        let store = listed_state(items, rv)?;
         match self.lifecycle {
             Lifecycle::Stopped => Err(WriteError::Stopped),
-            // Nothing listed to go back from.
+            // Nothing listed to go back from (a fall back to pending after
+            // a list does not count: the list is still there).
             _ if self.generation == 0 => Err(WriteError::NotReady),
             _ if rv >= self.rv => Err(WriteError::NotARegression {
                 given: rv.into(),
                 current: self.rv.into(),
             }),
-            _ => self.relist(items, rv),
+            _ => {
+                self.relist(store, rv);
+                Ok(())
+            }
         }
     }
 
-    fn relist(&mut self, items: Vec<(Object, u64)>, rv: u64) -> Result<(), WriteError> {
-        // Listed before (ready, or fallen back to pending since).
+    /// `Writer::mark_unready`: the writer lost its source. The engine
+    /// falls back to Pending until the next list (a stopped one stays
+    /// stopped): changes and progress are refused, new watches wait for
+    /// the next list, running watches keep running (nothing new reaches
+    /// them), and the dispatcher keeps expiring the deadlines and
+    /// too-large waits of the watches registered before.
+    pub fn mark_unready(&mut self) -> Result<(), WriteError> {
+        if self.lifecycle == Lifecycle::Stopped {
+            return Err(WriteError::Stopped);
+        }
+        self.lifecycle = Lifecycle::Pending;
+        self.settle();
+        Ok(())
+    }
+
+    fn relist(&mut self, store: State, rv: u64) {
+        // Every list after the first is a re-list, whether the engine was
+        // ready or had fallen back to pending.
         let relist = self.generation > 0;
         self.generation += 1;
         // SEMANTICS 2: the marker takes a position and empties the window.
@@ -910,47 +1022,31 @@ impl Model {
         });
         self.servable_from = self.records.len();
         self.list_rv = rv;
-        // Objects with the same key: the last wins, at its own version.
-        self.store = items
-            .into_iter()
-            .map(|(o, v)| (o.key().to_owned(), (o, v)))
-            .collect();
+        self.store = store;
         self.lists.push((rv, self.store.clone()));
         self.rv = rv;
         self.lifecycle = Lifecycle::Ready;
         if relist {
             // SEMANTICS 8: a re-list ends every watcher with Relisted (the
-            // first list only makes the engine ready).
+            // first list only makes the engine ready), except those created
+            // while the engine was pending after a list: they were
+            // registered for this very list, and begin on it.
             let survives = self.allow.waiting_survives_relist;
+            let generation = self.generation;
             for w in &mut self.watches {
-                let waiting_since_pending =
-                    w.generation.is_none() && matches!(w.phase, Phase::Waiting);
-                // Registered while fallen back to pending: begins on this
-                // list (`Writer::mark_unready`).
-                if w.generation == Some(self.generation) {
+                if w.end.is_some() || w.generation == Some(generation) {
                     continue;
                 }
-                if w.end.is_none() {
-                    if survives && waiting_since_pending {
-                        w.relist_ambiguous = true;
-                    } else {
-                        w.end = Some(EndReason::Relisted);
-                    }
+                let waiting_since_pending =
+                    w.generation.is_none() && matches!(w.phase, Phase::Waiting);
+                if survives && waiting_since_pending {
+                    w.relist_ambiguous = true;
+                } else {
+                    w.end = Some(EndReason::Relisted);
                 }
             }
         }
         self.settle();
-        Ok(())
-    }
-
-    /// `Writer::mark_unready`: back to pending until the next list.
-    pub fn mark_unready(&mut self) -> Result<(), WriteError> {
-        if self.lifecycle == Lifecycle::Stopped {
-            return Err(WriteError::Stopped);
-        }
-        self.lifecycle = Lifecycle::Pending;
-        self.settle();
-        Ok(())
     }
 
     /// `Writer::progress`.
@@ -993,56 +1089,41 @@ impl Model {
 
     /// `Engine::watch`: the watch's id, or the error the call returns.
     pub fn watch(&mut self, spec: &WatchSpec) -> Result<usize, WatchError> {
-        // Kubernetes' option rules, the first broken (validateWatchOptions).
-        use ResourceVersionMatch::NotOlderThan;
-        let sie = spec.send_initial_events;
-        match (sie, spec.resource_version_match) {
-            (None, None) | (Some(_), Some(NotOlderThan)) => {}
-            (Some(_), _) => return Err(OptionsError::InitialEventsNeedNotOlderThan.into()),
-            (None, Some(_)) => return Err(OptionsError::MatchNeedsInitialEvents.into()),
-        }
-        // The initial-events-end bookmark goes only to a watch that takes
-        // bookmarks (KEP-3157).
-        let iee = sie == Some(true) && spec.allow_bookmarks;
-        let snapshot = |min_rv| Start::Snapshot {
-            min_rv,
-            initial_events_end: iee,
-        };
-        // No source here: "the most recent version" is the cache's.
-        let start = match (sie, spec.resource_version) {
-            (None | Some(false), Some(r)) if r != 0 => Start::After(r),
-            (None, _) => snapshot(0),
-            (Some(true), Some(r)) => snapshot(r),
-            (Some(true), None) => snapshot(0),
-            (Some(false), _) => Start::Now,
-        };
-        // "Changes from now" is resolved at creation once listed.
-        let start = match (start, self.lifecycle) {
-            (Start::Now, Lifecycle::Ready) => Start::After(self.rv),
-            (start, _) => start,
-        };
+        // The options are checked before anything else, even on a stopped
+        // engine.
+        let mut start = spec.start()?;
         if self.lifecycle == Lifecycle::Stopped {
             return Err(WatchError::EngineStopped);
         }
-        // SEMANTICS 2: a watch from below `oldest - 1` is Gone (known at
-        // once when the engine is listed).
-        if let (Lifecycle::Ready, Start::After(r)) = (self.lifecycle, start) {
-            let oldest = self.oldest_minus_one();
-            if r < oldest {
-                return Err(WatchError::Gone(Gone::new(r.into(), oldest.into())));
+        if self.lifecycle == Lifecycle::Ready {
+            // "Changes from now" are the changes after the version the
+            // cache has when the watch is created (while Pending, when it
+            // begins).
+            if start == Start::Now {
+                start = Start::After(self.rv);
+            }
+            // SEMANTICS 2: a watch from below `oldest - 1` is Gone (known
+            // at once when the engine is listed).
+            if let Start::After(r) = start {
+                let oldest = self.oldest_minus_one();
+                if r < oldest {
+                    return Err(WatchError::Gone(Gone::new(r.into(), oldest.into())));
+                }
             }
         }
+        // SEMANTICS 8: created before the first list, a watch begins on it;
+        // created while the engine is pending after a list (it lost its
+        // source), on the next list, rather than on a stale cache.
+        let generation = match self.lifecycle {
+            Lifecycle::Ready => Some(self.generation),
+            _ => (self.generation > 0).then_some(self.generation + 1),
+        };
         self.watches.push(ModelWatch {
             filter: spec.filter.clone(),
             start,
             created: self.now,
             deadline: spec.timeout.map(|t| self.now + t),
-            generation: match self.lifecycle {
-                Lifecycle::Ready => Some(self.generation),
-                // Fallen back to pending after a list: waits for the next.
-                _ if self.generation > 0 => Some(self.generation + 1),
-                _ => None,
-            },
+            generation,
             phase: Phase::Waiting,
             end: None,
             relist_ambiguous: false,
@@ -1066,31 +1147,34 @@ impl Model {
         if self.lifecycle == Lifecycle::Stopped {
             return;
         }
-        // Ready, or fallen back to pending after a list: the watches of the
-        // current generation still start or time out (the dispatcher runs
-        // on); those registered since wait for the next list.
-        if self.lifecycle == Lifecycle::Ready || self.generation > 0 {
-            let ready = self.lifecycle == Lifecycle::Ready;
-            for w in &mut self.watches {
-                if w.end.is_some() || !matches!(w.phase, Phase::Waiting) {
-                    continue;
+        for w in &mut self.watches {
+            if w.end.is_some() || !matches!(w.phase, Phase::Waiting) {
+                continue;
+            }
+            // Waiting for a list: the first (registered before it), or the
+            // next (registered while pending after a list). No version is
+            // awaited yet, so no too-large timeout runs.
+            let awaits_list = match w.generation {
+                None => self.generation == 0,
+                Some(g) => g > self.generation,
+            };
+            if awaits_list {
+                continue;
+            }
+            debug_assert!(w.generation.is_none_or(|g| g == self.generation));
+            let need = w.start.wait_for();
+            if need > self.rv {
+                // SEMANTICS 3: R above the current version waits, then
+                // fails with TooLargeResourceVersion (counted from the
+                // watch's creation; also while the engine is pending after
+                // a list, for the watches registered before).
+                if self.now - w.created >= self.too_large_timeout {
+                    w.end = Some(EndReason::TooLargeResourceVersion(
+                        TooLargeResourceVersion::new(need.into(), self.rv.into()),
+                    ));
                 }
-                let current = w.generation == Some(self.generation);
-                if !(current || ready && w.generation.is_none()) {
-                    continue;
-                }
-                let need = w.start.wait_for();
-                if need > self.rv {
-                    // SEMANTICS 3: R above the current version waits, then
-                    // fails with TooLargeResourceVersion.
-                    if self.now - w.created >= self.too_large_timeout {
-                        w.end = Some(EndReason::TooLargeResourceVersion(
-                            TooLargeResourceVersion::new(need.into(), self.rv.into()),
-                        ));
-                    }
-                } else {
-                    w.phase = Phase::Activated;
-                }
+            } else {
+                w.phase = Phase::Activated;
             }
         }
         // SEMANTICS 3: the optional deadline.
@@ -1129,6 +1213,8 @@ impl Model {
                     last_rv: self.rv,
                 }
             }
+            // Created while Pending: the changes after the version the
+            // cache has now (the ring's head).
             Start::Now => Phase::Streaming {
                 initial: VecDeque::new(),
                 cursor: head,
