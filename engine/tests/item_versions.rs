@@ -106,6 +106,12 @@ fn an_object_newer_than_its_list_is_refused_and_nothing_changes() {
     assert_eq!(z.resource_version.get(), 15);
 }
 
+/// A reflector keeping `engine` in step with `source` through `writer`.
+fn reflect(source: &MemorySource, engine: &Engine, writer: Writer) -> Reflector {
+    let source = std::sync::Arc::new(source.clone());
+    Reflector::spawn(source, engine.clone(), writer, ReflectorConfig::default()).unwrap()
+}
+
 #[test]
 fn the_reflector_lists_the_sources_revisions() {
     let source = MemorySource::new();
@@ -115,13 +121,7 @@ fn the_reflector_lists_the_sources_revisions() {
     source.delete("ns/c");
     let now = source.advance_revision(5);
     let (engine, writer) = Engine::new(Config::default()).unwrap();
-    let reflector = Reflector::spawn(
-        std::sync::Arc::new(source.clone()),
-        engine.clone(),
-        writer,
-        ReflectorConfig::default(),
-    )
-    .unwrap();
+    let reflector = reflect(&source, &engine, writer);
     eventually("the list", || engine.resource_version() == now);
     let list = engine.list(&ListRequest::new()).unwrap();
     assert_eq!(
@@ -131,13 +131,7 @@ fn the_reflector_lists_the_sources_revisions() {
     // A re-list into the same engine (a new reflector) keeps them too.
     let writer = reflector.stop().unwrap();
     let a2 = source.put(obj("a"));
-    let reflector = Reflector::spawn(
-        std::sync::Arc::new(source.clone()),
-        engine.clone(),
-        writer,
-        ReflectorConfig::default(),
-    )
-    .unwrap();
+    let reflector = reflect(&source, &engine, writer);
     eventually("the re-list", || engine.generation() == 2);
     let list = engine.list(&ListRequest::new()).unwrap();
     assert_eq!(list.resource_version, a2);
