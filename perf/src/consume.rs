@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
+use crate::machine::{CpuUse, CpuWindow, ThreadCpu};
 use crate::system::{
     Check, Drained, Publisher, Spec, Stamps, Subscriber, System, Tally, histogram,
 };
@@ -36,8 +37,10 @@ pub const BATCH: usize = 256;
 pub enum Pace {
     /// As fast as the system takes them.
     FlatOut,
-    /// At this many changes per second (busy-waiting between changes on the
-    /// publisher's thread, so the rate holds at microsecond spacing).
+    /// At this many changes per second: the publisher sleeps until the next
+    /// change is due (with a 1 µs timer slack), then publishes every change
+    /// that is due by then, so the rate holds on average without a thread
+    /// spinning between changes.
     Rate(f64),
 }
 
@@ -121,6 +124,9 @@ pub struct RunResult {
     pub latency: hdrhistogram::Histogram<u64>,
     /// The run hit its timeout.
     pub timed_out: bool,
+    /// What the machine did meanwhile: this process's threads, other
+    /// processes.
+    pub cpu: CpuUse,
 }
 
 impl RunResult {
@@ -182,6 +188,7 @@ pub fn run<S: System>(
         .collect();
 
     // Publish.
+    let window = CpuWindow::open();
     let t0 = Instant::now();
     // Preloaded changes count as published now: their latency is the time
     // a watcher takes to catch up to them.
@@ -198,15 +205,16 @@ pub fn run<S: System>(
             }
         }
         Pace::Rate(per_sec) => {
+            crate::machine::tight_timer_slack();
             let gap = 1e9 / per_sec;
             for (k, i) in (spec.preloaded..workload.changes.len()).enumerate() {
                 let due = t0 + Duration::from_nanos((k as f64 * gap) as u64);
-                while Instant::now() < due {
-                    if due - Instant::now() > Duration::from_micros(200) {
-                        std::thread::sleep(Duration::from_micros(100));
-                    } else {
-                        std::hint::spin_loop();
-                    }
+                // Sleep, never spin: a late wake publishes every change
+                // that is due by then (each stamped when published, so the
+                // lateness is not charged to the system).
+                let now = Instant::now();
+                if due > now {
+                    std::thread::sleep(due - now);
                 }
                 stamps.mark(i);
                 publisher.publish(i);
@@ -229,6 +237,8 @@ pub fn run<S: System>(
         }
         outs.push(c.join().map_err(|_| anyhow::anyhow!("consumer panicked"))?);
     }
+    let consumers_cpu: Vec<_> = outs.iter().filter_map(|o| o.cpu.clone()).collect();
+    let cpu = window.close(&consumers_cpu);
     let elapsed = outs
         .iter()
         .map(|o: &ConsumerOut| o.finished_at)
@@ -247,6 +257,7 @@ pub fn run<S: System>(
         violations: 0,
         latency: histogram(),
         timed_out,
+        cpu,
     };
     for out in outs {
         latency.add(&out.latency).expect("same bounds");
@@ -270,6 +281,9 @@ struct ConsumerOut {
     tallies: Vec<(usize, Tally)>,
     latency: hdrhistogram::Histogram<u64>,
     finished_at: Duration,
+    /// The consumer thread's CPU time over the run (it exits before the
+    /// run's CPU window closes).
+    cpu: Option<(u32, String, u64)>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -302,9 +316,11 @@ fn consume<S: Subscriber>(
         stamps: None,
         hist: RefCell::new(histogram()),
     };
+    crate::machine::tight_timer_slack();
     while !go.load(Ordering::Acquire) {
-        std::hint::spin_loop();
+        std::thread::yield_now();
     }
+    let cpu = ThreadCpu::start();
     let t0 = began.lock().expect("set before go");
     let open = share.iter().filter(|(_, _, t)| !t.done()).count();
     let stalls: Vec<Stall> = opts
@@ -329,6 +345,7 @@ fn consume<S: Subscriber>(
         tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
         latency: check.hist.into_inner(),
         finished_at,
+        cpu: cpu.finish(),
     }
 }
 
@@ -370,7 +387,7 @@ fn by_polling<S: Subscriber>(
     delivered: &AtomicU64,
     mut open: usize,
 ) {
-    let mut idle_passes = 0u32;
+    let mut idle = Backoff::new();
     while open > 0 && !abort.load(Ordering::Relaxed) {
         let mut pass = 0usize;
         let now = (!stalls.is_empty()).then(|| t0.elapsed());
@@ -384,16 +401,10 @@ fn by_polling<S: Subscriber>(
             book(tally, d, &mut open);
         }
         if pass == 0 {
-            idle_passes += 1;
-            // Same back-off for every system: spin briefly, then yield the
-            // core to the publisher and the system's own threads.
-            if idle_passes > 64 {
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            // A poller has no wake to wait for: it sleeps a poll interval.
+            idle.idle(|| std::thread::sleep(POLL_INTERVAL));
         } else {
-            idle_passes = 0;
+            idle.reset();
             delivered.fetch_add(pass as u64, Ordering::Relaxed);
         }
     }
@@ -442,11 +453,51 @@ impl Wake for SlotWaker {
     }
 }
 
-/// How long a readiness consumer with nothing listed yields before it
-/// sleeps (a sleeping consumer is woken through the scheduler, tens of
-/// microseconds here, so a short gap between changes should not put it
-/// to sleep).
-const IDLE_YIELDING: Duration = Duration::from_millis(2);
+/// How long an idle consumer keeps the core (spinning, then yielding)
+/// before it sleeps. Short: on 2 cores a consumer that yields in a loop
+/// competes with the publisher and the system's own threads.
+const IDLE_YIELDING: Duration = Duration::from_micros(50);
+
+/// How long an idle polling consumer sleeps between passes (a system
+/// without readiness gives it nothing to wait on).
+const POLL_INTERVAL: Duration = Duration::from_micros(20);
+
+/// The idle back-off every consumer uses, whatever the system: spin for 64
+/// empty passes, yield the core until [`IDLE_YIELDING`] has passed, then
+/// sleep as the consumer can (park until a wake, or a poll interval).
+struct Backoff {
+    passes: u32,
+    since: Instant,
+}
+
+impl Backoff {
+    fn new() -> Backoff {
+        Backoff {
+            passes: 0,
+            since: Instant::now(),
+        }
+    }
+
+    /// Something was found: the next idle pass starts the back-off again.
+    fn reset(&mut self) {
+        self.passes = 0;
+    }
+
+    /// One pass that found nothing.
+    fn idle(&mut self, sleep: impl FnOnce()) {
+        self.passes += 1;
+        if self.passes == 1 {
+            self.since = Instant::now();
+        }
+        if self.passes <= 64 {
+            std::hint::spin_loop();
+        } else if self.since.elapsed() < IDLE_YIELDING {
+            std::thread::yield_now();
+        } else {
+            sleep();
+        }
+    }
+}
 
 /// Visits only the watchers whose wakers fired, sleeping when none has.
 fn by_readiness<S: Subscriber>(
@@ -477,8 +528,7 @@ fn by_readiness<S: Subscriber>(
     let mut ready: Vec<u32> = (0..share.len() as u32).collect();
     let mut next: Vec<u32> = Vec::new();
     let mut deferred: Vec<u32> = Vec::new();
-    let mut idle_rounds = 0u32;
-    let mut idle_since = Instant::now();
+    let mut idle = Backoff::new();
     while open > 0 && !abort.load(Ordering::Relaxed) {
         if list.any.swap(false, Ordering::Acquire) {
             ready.append(&mut list.slots.lock());
@@ -487,20 +537,9 @@ fn by_readiness<S: Subscriber>(
         // Stalled watchers are looked at again each round.
         ready.append(&mut deferred);
         if !listed {
-            idle_rounds += 1;
-            // The polling consumers' back-off (spin briefly, then yield the
-            // core), then sleep until a wake: bounded, so an abort, or the
-            // end of a stall, is noticed.
-            if idle_rounds <= 64 {
-                if idle_rounds == 1 {
-                    idle_since = Instant::now();
-                }
-                std::hint::spin_loop();
-            } else if idle_since.elapsed() < IDLE_YIELDING {
-                std::thread::yield_now();
-            } else {
-                std::thread::park_timeout(Duration::from_millis(1));
-            }
+            // Sleep until a wake: bounded, so an abort, or the end of a
+            // stall, is noticed.
+            idle.idle(|| std::thread::park_timeout(Duration::from_millis(1)));
             if ready.is_empty() {
                 continue;
             }
@@ -538,7 +577,7 @@ fn by_readiness<S: Subscriber>(
         }
         std::mem::swap(&mut ready, &mut next);
         if visited {
-            idle_rounds = 0;
+            idle.reset();
         }
         if pass > 0 {
             delivered.fetch_add(pass as u64, Ordering::Relaxed);

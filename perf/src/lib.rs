@@ -5,6 +5,7 @@
 
 pub mod alloc;
 pub mod consume;
+pub mod machine;
 pub mod peers;
 pub mod report;
 pub mod scenarios;

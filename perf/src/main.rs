@@ -77,10 +77,16 @@ struct Args {
     /// fanout-all adds one case through the source).
     #[arg(long)]
     herald_source: bool,
-    /// Run each throughput and latency case this many times and report
-    /// the median run (the machine is shared: one run can be an outlier).
-    #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    /// Interleaved rounds per case (each round runs every system once, in
+    /// a rotating order); rows report the median round and the range, and
+    /// ratios are taken per round (default: 5; smoke: 2).
+    #[arg(long)]
+    repeat: Option<usize>,
+    /// Grow each flat-out case's workload (doubling, up to its cap) until a
+    /// system's run lasts this many seconds, after an uncounted sizing
+    /// round (default: 1; smoke: 0, no sizing round).
+    #[arg(long)]
+    min_seconds: Option<f64>,
     /// Write the rows and targets as JSON to this file ("-": stdout, and
     /// the tables go to stderr).
     #[arg(long)]
@@ -146,8 +152,17 @@ fn run() -> anyhow::Result<bool> {
     }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;
-    anyhow::ensure!(args.repeat > 0, "--repeat must be at least 1");
-    profile.repeat = args.repeat;
+    if let Some(r) = args.repeat {
+        anyhow::ensure!(r > 0, "--repeat must be at least 1");
+        profile.repeat = r;
+    }
+    if let Some(s) = args.min_seconds {
+        anyhow::ensure!(
+            s.is_finite() && s >= 0.0,
+            "--min-seconds must be a number of seconds, 0 or more"
+        );
+        profile.min_seconds = s;
+    }
     profile.herald_source = args.herald_source;
     anyhow::ensure!(
         profile
@@ -202,13 +217,23 @@ fn run() -> anyhow::Result<bool> {
     };
 
     let machine = machine();
-    let runs = match profile.repeat {
-        1 => String::new(),
-        n => format!(", median of {n} runs per case"),
+    let sizing = if profile.min_seconds > 0.0 {
+        format!(
+            ", flat-out runs sized to >= {} s after a sizing round",
+            profile.min_seconds
+        )
+    } else {
+        String::new()
     };
     say(&format!(
-        "herald-perf: profile {}, {} consumer threads{runs}, {}\n",
-        profile.name, profile.threads, machine
+        "herald-perf: profile {}, {} consumer threads, {} interleaved rounds per case{sizing}; {}\n\
+         Figures: median [min-max] over the rounds; ratios taken per round. A round is noisy \
+         when other processes took > {} cores meanwhile.\n",
+        profile.name,
+        profile.threads,
+        profile.repeat,
+        machine,
+        herald_perf::machine::NOISY_CORES,
     ));
 
     let bar = if std::io::stderr().is_terminal() {
@@ -231,6 +256,7 @@ fn run() -> anyhow::Result<bool> {
     };
     bar.set_length(runner.planned(&scenarios) as u64);
 
+    let suite = herald_perf::machine::CpuWindow::open();
     let mut rows = Vec::new();
     for &s in &scenarios {
         let got = runner.run(s);
@@ -239,6 +265,15 @@ fn run() -> anyhow::Result<bool> {
     }
     bar.finish_and_clear();
 
+    let load = suite.close(&[]);
+    let rounds: usize = rows.iter().map(|r| r.rounds.len()).sum();
+    let noisy: usize = rows.iter().map(|r| r.noisy_rounds).sum();
+    say(&format!(
+        "machine: over the suite's {:.0} s, this process used {} cores and other processes {} cores on average; {noisy} of {rounds} rounds noisy\n",
+        load.wall_s,
+        load.process_cores.map_or("?".into(), |c| format!("{c:.2}")),
+        load.others_cores.map_or("?".into(), |c| format!("{c:.2}")),
+    ));
     let targets = report::targets(&rows);
     say(&report::targets_table(&targets));
 
@@ -250,6 +285,7 @@ fn run() -> anyhow::Result<bool> {
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
             "machine": machine,
+            "load": load,
             "profile": profile,
             "rows": rows,
             "targets": targets,

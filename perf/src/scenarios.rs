@@ -7,6 +7,7 @@
 //! [`Profile`]: `smoke` checks the harness in seconds, `default` is the
 //! README's two-minute suite, `full` adds the large sizes.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use serde::Serialize;
 
 use crate::alloc::Counting;
 use crate::consume::{self, Pace, RunOpts, RunResult, Stall};
+use crate::machine::CpuUse;
 use crate::peers::crossbeam_cacher::CrossbeamCacher;
 use crate::peers::disruptor::DisruptorRing;
 use crate::peers::herald::Herald;
@@ -123,14 +125,20 @@ pub struct Profile {
     pub name: &'static str,
     /// fanout-all: watcher counts.
     pub fanout_watchers: Vec<usize>,
-    /// fanout-all: deliveries per run (changes = this / watchers).
+    /// fanout-all: deliveries per run before sizing (changes = this /
+    /// watchers).
     pub fanout_deliveries: usize,
+    /// fanout-all: the most changes a sized run may take (each system
+    /// keeps every change of a run in its history).
+    pub fanout_cap: usize,
     /// fanout-all: the paced check (watchers, changes/s, seconds).
     pub fanout_paced: (usize, f64, f64),
     /// fanout-indexed: node counts (one watcher each).
     pub indexed_nodes: Vec<usize>,
-    /// fanout-indexed: changes per run.
+    /// fanout-indexed: changes per run before sizing.
     pub indexed_changes: usize,
+    /// fanout-indexed: the most changes a sized run may take.
+    pub indexed_cap: usize,
     /// fanout-indexed: watchers in the unindexed field-selector case.
     pub unindexed_watchers: usize,
     /// fanout-indexed: changes in the unindexed case.
@@ -153,8 +161,12 @@ pub struct Profile {
     pub check_filters: bool,
     /// Consumers use a system's readiness list when it has one.
     pub readiness: bool,
-    /// Runs per case; the row reports the median run.
+    /// Interleaved rounds per case (each round runs every system once);
+    /// rows report the median round and the range.
     pub repeat: usize,
+    /// A flat-out case's workload grows (doubling, up to its cap) until a
+    /// system's run lasts at least this long (0: no sizing round).
+    pub min_seconds: f64,
     /// Feed Herald from its in-memory source in every scenario.
     pub herald_source: bool,
 }
@@ -166,9 +178,11 @@ impl Profile {
             name: "smoke",
             fanout_watchers: vec![10, 100],
             fanout_deliveries: 50_000,
+            fanout_cap: 1_000_000,
             fanout_paced: (100, 2_000.0, 0.2),
             indexed_nodes: vec![100, 1_000],
             indexed_changes: 5_000,
+            indexed_cap: 100_000,
             unindexed_watchers: 100,
             unindexed_changes: 2_000,
             tax_rates: vec![1_000.0],
@@ -180,7 +194,8 @@ impl Profile {
             threads: 2,
             check_filters: true,
             readiness: true,
-            repeat: 1,
+            repeat: 2,
+            min_seconds: 0.0,
             herald_source: false,
         }
     }
@@ -191,9 +206,11 @@ impl Profile {
             name: "default",
             fanout_watchers: vec![10, 100, 1_000, 10_000],
             fanout_deliveries: 10_000_000,
+            fanout_cap: 4_000_000,
             fanout_paced: (1_000, 66_000.0, 1.0),
             indexed_nodes: vec![1_000, 10_000, 100_000],
             indexed_changes: 400_000,
+            indexed_cap: 3_200_000,
             unindexed_watchers: 1_000,
             unindexed_changes: 50_000,
             tax_rates: vec![100.0, 1_000.0],
@@ -205,7 +222,8 @@ impl Profile {
             threads: 2,
             check_filters: false,
             readiness: true,
-            repeat: 1,
+            repeat: 5,
+            min_seconds: 1.0,
             herald_source: false,
         }
     }
@@ -269,6 +287,28 @@ pub struct Row {
     pub setup_seconds: f64,
     /// Why the run was skipped, or what to know about it.
     pub note: String,
+    /// The figure the rounds are ranked by (the row's scalar figures are
+    /// those of the median round by it).
+    pub metric: Option<Metric>,
+    /// Each figure's min, median and max over the rounds, by
+    /// [`Metric::key`].
+    pub spread: std::collections::BTreeMap<&'static str, Spread>,
+    /// Herald's advantage over this system, taken per round (Herald's
+    /// round k against this system's round k, see [`Metric::advantage`]),
+    /// as min, median and max; the rounds' values in `ratio_rounds`.
+    pub ratio: Option<Spread>,
+    /// Herald's advantage in each round.
+    pub ratio_rounds: Vec<f64>,
+    /// Rounds in which other processes took more than
+    /// [`crate::machine::NOISY_CORES`] on average.
+    pub noisy_rounds: usize,
+    /// Rounds shorter than the profile's `min_seconds` (the workload
+    /// reached its cap first).
+    pub short_rounds: usize,
+    /// The threads busy in the median round (see [`CpuUse::busy`]).
+    pub busy: Vec<String>,
+    /// Every round, in order.
+    pub rounds: Vec<Round>,
 }
 
 impl Row {
@@ -320,7 +360,51 @@ impl Row {
             seconds: secs,
             setup_seconds: r.setup.as_secs_f64(),
             note,
+            ..Row::default()
         }
+    }
+
+    /// The row of one system's rounds: the median round (by `metric`) as
+    /// its scalar figures, every figure's spread, the rounds themselves.
+    fn from_rounds(
+        scenario: ScenarioKind,
+        case: &str,
+        system: SystemKind,
+        metric: Metric,
+        watchers: usize,
+        runs: &[(Round, RunResult)],
+    ) -> Row {
+        let mut by: Vec<&(Round, RunResult)> = runs.iter().collect();
+        by.sort_by(|a, b| {
+            let (x, y) = (a.0.get(metric), b.0.get(metric));
+            x.unwrap_or(f64::MAX).total_cmp(&y.unwrap_or(f64::MAX))
+        });
+        let Some((median, run)) = by.get(by.len() / 2) else {
+            return Row::skipped(scenario, case, system, "skipped: no round ran".into());
+        };
+        let mut row = Row::from_run(scenario, case, system, run, watchers, median.changes);
+        // Any round's violation, timeout or early end is the row's.
+        row.violations = runs.iter().map(|(_, r)| r.violations).sum();
+        row.ended = runs.iter().map(|(_, r)| r.ended).max().unwrap_or(0);
+        row.companions_ended = runs
+            .iter()
+            .map(|(_, r)| r.companions_ended)
+            .max()
+            .unwrap_or(0);
+        if runs.iter().any(|(_, r)| r.timed_out) {
+            row.note = "timed out".into();
+        }
+        row.metric = Some(metric);
+        for m in Metric::ALL {
+            let values: Vec<f64> = runs.iter().filter_map(|(r, _)| r.get(m)).collect();
+            if let Some(s) = Spread::of(&values) {
+                row.spread.insert(m.key(), s);
+            }
+        }
+        row.noisy_rounds = runs.iter().filter(|(r, _)| r.cpu.noisy()).count();
+        row.busy = median.cpu.busy.clone();
+        row.rounds = runs.iter().map(|(r, _)| r.clone()).collect();
+        row
     }
 
     fn skipped(scenario: ScenarioKind, case: &str, system: SystemKind, why: String) -> Row {
@@ -383,15 +467,157 @@ pub fn run_system(
     }
 }
 
-/// The median of a case's runs: by throughput when published flat out,
-/// by p99 latency when paced (the rate is fixed then).
-fn median_run(mut runs: Vec<RunResult>, pace: Pace) -> RunResult {
-    match pace {
-        Pace::FlatOut => runs.sort_by(|a, b| a.rate().total_cmp(&b.rate())),
-        Pace::Rate(_) => runs.sort_by_key(|r| r.latency.value_at_quantile(0.99)),
+/// A figure over a case's rounds: its minimum, median and maximum.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Spread {
+    /// The smallest round's value.
+    pub min: f64,
+    /// The median (the mean of the two middle values for an even count).
+    pub median: f64,
+    /// The largest round's value.
+    pub max: f64,
+    /// Rounds it was taken over.
+    pub rounds: usize,
+}
+
+impl Spread {
+    /// The spread of `values` (None when empty).
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v = values.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Spread {
+            min: v[0],
+            median,
+            max: v[n - 1],
+            rounds: n,
+        })
     }
-    let mid = runs.len() / 2;
-    runs.swap_remove(mid)
+}
+
+/// One round of one system in one case.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Round {
+    /// The round's index (0-based).
+    pub round: usize,
+    /// The system's place in the round's order (the order rotates each
+    /// round, so no system always runs first or last).
+    pub order: usize,
+    /// Changes in the timed run.
+    pub changes: usize,
+    /// Seconds from first publish to last delivery.
+    pub seconds: f64,
+    /// Deliveries per second.
+    pub deliveries_per_s: f64,
+    /// Changes per second.
+    pub changes_per_s: f64,
+    /// Publish-to-receive latency percentiles (µs).
+    pub p50_us: Option<f64>,
+    /// 99th percentile (µs).
+    pub p99_us: Option<f64>,
+    /// 99.9th percentile (µs).
+    pub p999_us: Option<f64>,
+    /// Watchers that ended early.
+    pub ended: usize,
+    /// What the machine did meanwhile.
+    pub cpu: CpuUse,
+}
+
+impl Round {
+    fn from_run(round: usize, order: usize, changes: usize, r: &RunResult) -> Round {
+        let us =
+            |q: f64| (!r.latency.is_empty()).then(|| r.latency.value_at_quantile(q) as f64 / 1e3);
+        let secs = r.elapsed.as_secs_f64();
+        Round {
+            round,
+            order,
+            changes,
+            seconds: secs,
+            deliveries_per_s: r.delivered as f64 / secs,
+            changes_per_s: changes as f64 / secs,
+            p50_us: us(0.5),
+            p99_us: us(0.99),
+            p999_us: us(0.999),
+            ended: r.ended,
+            cpu: r.cpu.clone(),
+        }
+    }
+
+    /// The value of figure `metric` in this round.
+    pub fn get(&self, metric: Metric) -> Option<f64> {
+        match metric {
+            Metric::DeliveriesPerS => Some(self.deliveries_per_s),
+            Metric::ChangesPerS => Some(self.changes_per_s),
+            Metric::P50 => self.p50_us,
+            Metric::P99 => self.p99_us,
+            Metric::P999 => self.p999_us,
+        }
+    }
+}
+
+/// A figure a round reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// Deliveries per second (higher is better).
+    DeliveriesPerS,
+    /// Changes per second (higher is better).
+    ChangesPerS,
+    /// p50 latency, µs (lower is better).
+    #[serde(rename = "p50_us")]
+    P50,
+    /// p99 latency, µs (lower is better).
+    #[serde(rename = "p99_us")]
+    P99,
+    /// p99.9 latency, µs (lower is better).
+    #[serde(rename = "p999_us")]
+    P999,
+}
+
+impl Metric {
+    /// Every figure a row carries a spread of.
+    pub const ALL: [Metric; 5] = [
+        Metric::DeliveriesPerS,
+        Metric::ChangesPerS,
+        Metric::P50,
+        Metric::P99,
+        Metric::P999,
+    ];
+
+    /// Its key in the JSON's `spread` maps.
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::DeliveriesPerS => "deliveries_per_s",
+            Metric::ChangesPerS => "changes_per_s",
+            Metric::P50 => "p50_us",
+            Metric::P99 => "p99_us",
+            Metric::P999 => "p999_us",
+        }
+    }
+
+    /// Whether a higher value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::DeliveriesPerS | Metric::ChangesPerS)
+    }
+
+    /// Herald's advantage over `other` in one round: Herald ÷ other for a
+    /// rate, other ÷ Herald for a latency (above 1: Herald is better).
+    pub fn advantage(self, herald: f64, other: f64) -> Option<f64> {
+        let (a, b) = if self.higher_is_better() {
+            (herald, other)
+        } else {
+            (other, herald)
+        };
+        (a > 0.0 && b > 0.0).then(|| a / b)
+    }
 }
 
 /// Builds a system and returns the live bytes its watchers hold (total
@@ -437,6 +663,25 @@ pub const SOURCE_CASE: &str = "in-memory source + reflector";
 /// The memory scenario's case of watchers of everything (the target's
 /// case) starts with this.
 pub const MEMORY_ALL: &str = "all, ";
+
+/// The memory scenario's case of kubelet-shaped watchers (one per node, on
+/// an index) starts with this.
+pub const MEMORY_BY_NODE: &str = "by node, ";
+
+/// How a case's workload is sized.
+enum Size<'a> {
+    /// One workload for every system and round.
+    Fixed(&'a Spec, &'a Arc<Workload>),
+    /// `make(changes)` builds the workload; a flat-out case starts at
+    /// `base` changes and, after its sizing round, runs each system on the
+    /// smallest `base * 2^k` (at most `cap`) that lasts the profile's
+    /// `min_seconds`.
+    Grown {
+        base: usize,
+        cap: usize,
+        make: &'a dyn Fn(usize) -> (Spec, Arc<Workload>),
+    },
+}
 
 /// Drives the scenarios, reporting each run as it finishes.
 pub struct Runner<'a> {
@@ -508,92 +753,194 @@ impl Runner<'_> {
         rows.push(row);
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn one(
+    /// Runs one case on `systems` in interleaved rounds (A B C, B C A,
+    /// C A B, ...: each round runs every system once, the order rotating),
+    /// after a sizing round when the case is flat out and grown; pushes a
+    /// row per system with its median round, the spreads and Herald's
+    /// advantage taken per round.
+    fn case(
         &self,
         rows: &mut Vec<Row>,
         scenario: ScenarioKind,
-        case: &str,
-        system: SystemKind,
-        spec: &Spec,
-        workload: &Arc<Workload>,
+        label: &str,
+        systems: &[SystemKind],
+        size: Size<'_>,
         opts: &RunOpts,
-    ) -> Option<RunResult> {
-        (self.on_start)(&format!("{} {case} {}", scenario.name(), system.name()));
-        let changes = workload.changes.len() - spec.start;
-        let runs: anyhow::Result<Vec<RunResult>> = (0..self.profile.repeat.max(1))
-            .map(|_| run_system(system, spec, workload, opts))
-            .collect();
-        match runs.map(|runs| median_run(runs, opts.pace)) {
-            Ok(r) => {
-                let row = Row::from_run(scenario, case, system, &r, spec.filters.len(), changes);
-                self.push(rows, row);
-                Some(r)
+    ) {
+        let n = systems.len();
+        let min_seconds = self.profile.min_seconds;
+        let mut built: HashMap<usize, (Spec, Arc<Workload>)> = HashMap::new();
+        let mut get = |changes: usize| -> (Spec, Arc<Workload>) {
+            match &size {
+                Size::Fixed(spec, workload) => ((*spec).clone(), (*workload).clone()),
+                Size::Grown { make, .. } => built
+                    .entry(changes)
+                    .or_insert_with(|| make(changes))
+                    .clone(),
             }
-            Err(e) => {
-                self.push(
-                    rows,
-                    Row::skipped(scenario, case, system, format!("skipped: {e:#}")),
-                );
-                None
+        };
+        // Each system's workload size, or why it cannot run.
+        let mut sizes: Vec<Result<usize, String>> = Vec::with_capacity(n);
+        match size {
+            Size::Grown { base, cap, .. } if opts.pace == Pace::FlatOut && min_seconds > 0.0 => {
+                // The sizing round: not counted (it is also everyone's
+                // warm-up). A run's time grows with its changes.
+                let (spec, workload) = get(base);
+                for &s in systems {
+                    (self.on_start)(&format!("{} {label} {}: sizing", scenario.name(), s.name()));
+                    sizes.push(match run_system(s, &spec, &workload, opts) {
+                        Ok(r) => {
+                            let secs = r.elapsed.as_secs_f64();
+                            let mut changes = base;
+                            while (changes as f64 / base as f64) * secs < min_seconds * 1.1
+                                && changes < cap
+                            {
+                                changes *= 2;
+                            }
+                            Ok(changes.min(cap))
+                        }
+                        Err(e) => Err(format!("skipped: {e:#}")),
+                    });
+                }
             }
+            Size::Grown { base, .. } => sizes.resize(n, Ok(base)),
+            Size::Fixed(_, workload) => {
+                sizes.resize(n, Ok(workload.changes.len()));
+            }
+        }
+        let mut runs: Vec<Vec<(Round, RunResult)>> = (0..n).map(|_| Vec::new()).collect();
+        let mut watchers = 0;
+        for round in 0..self.profile.repeat.max(1) {
+            for order in 0..n {
+                let i = (order + round) % n;
+                let Ok(changes) = sizes[i] else { continue };
+                let s = systems[i];
+                (self.on_start)(&format!(
+                    "{} {label} {}: round {}/{}",
+                    scenario.name(),
+                    s.name(),
+                    round + 1,
+                    self.profile.repeat
+                ));
+                let (spec, workload) = get(changes);
+                watchers = spec.filters.len();
+                match run_system(s, &spec, &workload, opts) {
+                    Ok(r) => {
+                        let timed = workload.changes.len() - spec.start;
+                        runs[i].push((Round::from_run(round, order, timed, &r), r));
+                    }
+                    Err(e) => sizes[i] = Err(format!("skipped: {e:#}")),
+                }
+            }
+        }
+        let metric = match (opts.pace, scenario) {
+            (Pace::Rate(_), _) => Metric::P99,
+            (Pace::FlatOut, ScenarioKind::FanoutIndexed) => Metric::ChangesPerS,
+            (Pace::FlatOut, _) => Metric::DeliveriesPerS,
+        };
+        let herald = systems
+            .iter()
+            .position(|s| *s == SystemKind::Herald)
+            .filter(|&h| sizes[h].is_ok())
+            .map(|h| {
+                runs[h]
+                    .iter()
+                    .map(|(r, _)| r.get(metric))
+                    .collect::<Vec<_>>()
+            });
+        for (i, &s) in systems.iter().enumerate() {
+            let row = match &sizes[i] {
+                Err(why) => Row::skipped(scenario, label, s, why.clone()),
+                Ok(_) => {
+                    let mut row = Row::from_rounds(scenario, label, s, metric, watchers, &runs[i]);
+                    if let Some(h) = &herald {
+                        row.ratio_rounds = h
+                            .iter()
+                            .zip(&row.rounds)
+                            .filter_map(|(h, r)| metric.advantage((*h)?, r.get(metric)?))
+                            .collect();
+                        row.ratio = Spread::of(&row.ratio_rounds);
+                    }
+                    if min_seconds > 0.0 && opts.pace == Pace::FlatOut {
+                        row.short_rounds = row
+                            .rounds
+                            .iter()
+                            .filter(|r| r.seconds < min_seconds)
+                            .count();
+                    }
+                    row
+                }
+            };
+            self.push(rows, row);
         }
     }
 
     fn fanout_all(&self, rows: &mut Vec<Row>) {
         let p = &self.profile;
+        let cap = p.fanout_cap;
         for &n in &p.fanout_watchers {
-            let changes = (p.fanout_deliveries / n).clamp(1_000, 1_000_000);
-            let workload = all_match(changes);
-            let spec = spec(vec![Filter::All; n], false, 1_000, changes + 1);
-            for &s in &self.systems {
-                self.one(
-                    rows,
-                    ScenarioKind::FanoutAll,
-                    &format!("{n} watchers"),
-                    s,
-                    &spec,
-                    &workload,
-                    &self.opts(),
-                );
-            }
+            let base = (p.fanout_deliveries / n).clamp(1_000, cap);
+            let make = |changes: usize| {
+                (
+                    spec(vec![Filter::All; n], false, 1_000, changes + 1),
+                    all_match(changes),
+                )
+            };
+            self.case(
+                rows,
+                ScenarioKind::FanoutAll,
+                &format!("{n} watchers"),
+                &self.systems,
+                Size::Grown {
+                    base,
+                    cap,
+                    make: &make,
+                },
+                &self.opts(),
+            );
         }
         // The latency half of the target: Herald at the target rate.
         let (n, rate, secs) = p.fanout_paced;
         let changes = (rate * secs) as usize;
         let workload = all_match(changes);
-        let spec = spec(vec![Filter::All; n], false, 1_000, 102_400);
+        let paced = spec(vec![Filter::All; n], false, 1_000, 102_400);
         let opts = RunOpts {
             pace: Pace::Rate(rate),
             sample_every: 16,
             ..self.opts()
         };
-        self.one(
+        self.case(
             rows,
             ScenarioKind::FanoutAll,
             &format!("{n} watchers paced {:.0}k changes/s", rate / 1e3),
-            SystemKind::Herald,
-            &spec,
-            &workload,
+            &[SystemKind::Herald],
+            Size::Fixed(&paced, &workload),
             &opts,
         );
         // The embedded setup end to end: the publisher writes to the
         // in-memory source, a reflector applies its watch to the engine.
         if !self.profile.herald_source {
-            let changes = (p.fanout_deliveries / n).clamp(1_000, 1_000_000);
-            let workload = all_match(changes);
-            let spec = self::spec(vec![Filter::All; n], false, 1_000, changes + 1);
+            let base = (p.fanout_deliveries / n).clamp(1_000, cap);
+            let make = |changes: usize| {
+                (
+                    spec(vec![Filter::All; n], false, 1_000, changes + 1),
+                    all_match(changes),
+                )
+            };
             let opts = RunOpts {
                 herald_source: true,
                 ..self.opts()
             };
-            self.one(
+            self.case(
                 rows,
                 ScenarioKind::FanoutAll,
                 &format!("{n} watchers, {SOURCE_CASE}"),
-                SystemKind::Herald,
-                &spec,
-                &workload,
+                &[SystemKind::Herald],
+                Size::Grown {
+                    base,
+                    cap,
+                    make: &make,
+                },
                 &opts,
             );
         }
@@ -601,67 +948,65 @@ impl Runner<'_> {
 
     fn fanout_indexed(&self, rows: &mut Vec<Row>) {
         let p = &self.profile;
-        for &nodes in &p.indexed_nodes {
+        let kubelet = |nodes: usize, changes: usize, indexed: bool| {
             let workload = Workload::build(Shape {
                 pods: (nodes * 2) as u32,
                 nodes: nodes as u32,
-                changes: p.indexed_changes,
+                changes,
                 move_every: 10,
                 payload: 64,
             });
             let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
             filters.extend([Filter::All; 10]);
-            let spec = spec(filters, true, 100, p.indexed_changes + 1);
-            for &s in &self.systems {
-                // Without an index these peers offer every change to every
-                // watcher: 10^5 watchers x 10^5 changes is not a run.
-                if nodes > 1_000 && matches!(s, SystemKind::TokioBroadcast) {
-                    self.push(
-                        rows,
-                        Row::skipped(
-                            ScenarioKind::FanoutIndexed,
-                            &format!("{nodes} nodes indexed"),
-                            s,
-                            "skipped: no index; see the 1000-node rows".into(),
-                        ),
-                    );
-                    continue;
-                }
-                self.one(
+            (spec(filters, indexed, 100, changes + 1), workload)
+        };
+        for &nodes in &p.indexed_nodes {
+            let label = format!("{nodes} nodes indexed");
+            let mut systems = self.systems.clone();
+            // Without an index these peers offer every change to every
+            // watcher: 10^5 watchers x 10^5 changes is not a run.
+            if nodes > 1_000 && systems.contains(&SystemKind::TokioBroadcast) {
+                systems.retain(|s| *s != SystemKind::TokioBroadcast);
+                self.push(
                     rows,
-                    ScenarioKind::FanoutIndexed,
-                    &format!("{nodes} nodes indexed"),
-                    s,
-                    &spec,
-                    &workload,
-                    &self.opts(),
+                    Row::skipped(
+                        ScenarioKind::FanoutIndexed,
+                        &label,
+                        SystemKind::TokioBroadcast,
+                        "skipped: no index; see the 1000-node rows".into(),
+                    ),
                 );
             }
+            let make = |changes: usize| kubelet(nodes, changes, true);
+            self.case(
+                rows,
+                ScenarioKind::FanoutIndexed,
+                &label,
+                &systems,
+                Size::Grown {
+                    base: p.indexed_changes,
+                    cap: p.indexed_cap,
+                    make: &make,
+                },
+                &self.opts(),
+            );
         }
         // The same shape without an index: every watcher's selector is
         // evaluated (or, in Herald, each distinct selector once) per change.
         let nodes = p.unindexed_watchers;
-        let workload = Workload::build(Shape {
-            pods: (nodes * 2) as u32,
-            nodes: nodes as u32,
-            changes: p.unindexed_changes,
-            move_every: 10,
-            payload: 64,
-        });
-        let mut filters: Vec<Filter> = (0..nodes as u32).map(Filter::Node).collect();
-        filters.extend([Filter::All; 10]);
-        let spec = spec(filters, false, 100, p.unindexed_changes + 1);
-        for &s in &self.systems {
-            self.one(
-                rows,
-                ScenarioKind::FanoutIndexed,
-                &format!("{nodes} nodes unindexed"),
-                s,
-                &spec,
-                &workload,
-                &self.opts(),
-            );
-        }
+        let make = |changes: usize| kubelet(nodes, changes, false);
+        self.case(
+            rows,
+            ScenarioKind::FanoutIndexed,
+            &format!("{nodes} nodes unindexed"),
+            &self.systems,
+            Size::Grown {
+                base: p.unindexed_changes,
+                cap: p.indexed_cap,
+                make: &make,
+            },
+            &self.opts(),
+        );
     }
 
     fn slow_watcher_tax(&self, rows: &mut Vec<Row>) {
@@ -730,45 +1075,50 @@ impl Runner<'_> {
                     preloaded: 0,
                 };
                 let label = format!("{case} @ {rate:.0}/s");
-                for s in [SystemKind::Herald, SystemKind::Reference] {
-                    if self.systems.contains(&s) {
-                        self.one(
-                            rows,
-                            ScenarioKind::SlowWatcherTax,
-                            &label,
-                            s,
-                            &spec,
-                            &workload,
-                            &opts,
-                        );
-                    }
-                }
+                let systems: Vec<SystemKind> = [SystemKind::Herald, SystemKind::Reference]
+                    .into_iter()
+                    .filter(|s| self.systems.contains(s))
+                    .collect();
+                self.case(
+                    rows,
+                    ScenarioKind::SlowWatcherTax,
+                    &label,
+                    &systems,
+                    Size::Fixed(&spec, &workload),
+                    &opts,
+                );
             }
         }
     }
 
     fn catch_up(&self, rows: &mut Vec<Row>) {
         let (n, back) = self.profile.catch_up;
-        let workload = all_match(back);
-        let spec = Spec {
-            filters: vec![Filter::All; n],
-            indexed: false,
-            queue: 100,
-            ring: 102_400,
-            start: 0,
-            preloaded: back,
+        // Every change is history when the watchers register; the sizing
+        // round grows how far back they start (up to the reference's ring
+        // bound), so the catch-up lasts long enough to measure.
+        let make = |back: usize| {
+            let spec = Spec {
+                filters: vec![Filter::All; n],
+                indexed: false,
+                queue: 100,
+                ring: back.max(102_400),
+                start: 0,
+                preloaded: back,
+            };
+            (spec, all_match(back))
         };
-        for &s in &self.systems {
-            self.one(
-                rows,
-                ScenarioKind::CatchUp,
-                &format!("{n} watchers, {back} back"),
-                s,
-                &spec,
-                &workload,
-                &self.opts(),
-            );
-        }
+        self.case(
+            rows,
+            ScenarioKind::CatchUp,
+            &format!("{n} watchers from history"),
+            &self.systems,
+            Size::Grown {
+                base: back,
+                cap: 102_400,
+                make: &make,
+            },
+            &self.opts(),
+        );
     }
 
     fn latency(&self, rows: &mut Vec<Row>) {
@@ -780,17 +1130,14 @@ impl Runner<'_> {
             sample_every: 1,
             ..self.opts()
         };
-        for &s in &self.systems {
-            self.one(
-                rows,
-                ScenarioKind::Latency,
-                &format!("{n} watchers @ {:.0}k/s", rate / 1e3),
-                s,
-                &spec,
-                &workload,
-                &opts,
-            );
-        }
+        self.case(
+            rows,
+            ScenarioKind::Latency,
+            &format!("{n} watchers @ {:.0}k/s", rate / 1e3),
+            &self.systems,
+            Size::Fixed(&spec, &workload),
+            &opts,
+        );
     }
 
     fn memory(&self, rows: &mut Vec<Row>) {
@@ -803,7 +1150,7 @@ impl Runner<'_> {
             1,
         );
         let nodes = (
-            format!("by node, {n} idle watchers"),
+            format!("{MEMORY_BY_NODE}{n} idle watchers"),
             spec((0..n as u32).map(Filter::Node).collect(), true, 10, 1_024),
             n as u32,
         );
@@ -815,6 +1162,7 @@ impl Runner<'_> {
                 move_every: 0,
                 payload: 64,
             });
+            let mut herald = None;
             for &s in &self.systems {
                 (self.on_start)(&format!("memory {} {}", s.name(), case));
                 let row = if !Counting::installed() {
@@ -826,14 +1174,22 @@ impl Runner<'_> {
                     )
                 } else {
                     match measure_memory(s, &spec, &workload) {
-                        Ok(b) => Row {
-                            scenario: ScenarioKind::Memory.name().into(),
-                            case: case.clone(),
-                            system: s.name().into(),
-                            watchers: n,
-                            bytes_per_watcher: Some(b),
-                            ..Row::default()
-                        },
+                        Ok(b) => {
+                            if s == SystemKind::Herald {
+                                herald = Some(b);
+                            }
+                            Row {
+                                scenario: ScenarioKind::Memory.name().into(),
+                                case: case.clone(),
+                                system: s.name().into(),
+                                watchers: n,
+                                bytes_per_watcher: Some(b),
+                                // Herald's advantage: its bytes against
+                                // this system's (one deterministic count).
+                                ratio: herald.and_then(|h| Spread::of(&[b / h])),
+                                ..Row::default()
+                            }
+                        }
                         Err(e) => {
                             Row::skipped(ScenarioKind::Memory, &case, s, format!("skipped: {e:#}"))
                         }

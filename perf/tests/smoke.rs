@@ -60,6 +60,36 @@ fn every_scenario_runs_and_every_delivery_is_right() {
             "{r}"
         );
     }
+    // The method: every measured row carries its rounds (the smoke
+    // profile runs 2, interleaved), each figure's min <= median <= max
+    // over them, and a peer's ratio to Herald taken per round.
+    for r in rows.iter().filter(|r| {
+        r["scenario"] != "memory" && !r["note"].as_str().unwrap().starts_with("skipped")
+    }) {
+        let rounds = r["rounds"].as_array().expect("rounds");
+        assert_eq!(rounds.len(), 2, "{r}");
+        let order: Vec<_> = rounds.iter().map(|x| x["order"].as_u64()).collect();
+        assert!(
+            rounds
+                .iter()
+                .all(|x| x["cpu"]["wall_s"].as_f64() > Some(0.0)),
+            "{r}"
+        );
+        let metric = r["metric"].as_str().expect("metric");
+        let s = &r["spread"][metric];
+        let (min, med, max) = (s["min"].as_f64(), s["median"].as_f64(), s["max"].as_f64());
+        assert!(min <= med && med <= max && min.is_some(), "{r}");
+        assert_eq!(s["rounds"], 2, "{r}");
+        if r["system"] != "herald" {
+            assert_eq!(r["ratio_rounds"].as_array().unwrap().len(), 2, "{r}");
+            assert_eq!(r["ratio"]["rounds"], 2, "{r}");
+        }
+        // The order rotates: a system is not always in the same place,
+        // unless it runs alone.
+        if order[0] != Some(0) || order[1] != Some(0) {
+            assert_ne!(order[0], order[1], "{r}");
+        }
+    }
     assert!(doc["targets"].as_array().unwrap().len() >= 9);
     for plot in ["fanout-all.svg", "latency.svg"] {
         let svg = std::fs::read_to_string(dir.join(plot)).unwrap();
