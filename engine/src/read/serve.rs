@@ -339,7 +339,16 @@ impl Shared {
         // and labels the present with it. A token of an older generation
         // may name a version above the present one after the source went
         // back (`Writer::replace_after_regression`): its history is gone.
-        let reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        let mut reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
+        if token.rv > reached {
+            // The writer publishes a record before it stores its version,
+            // and a page served by a replay names the newest record it
+            // applied: its token may be ahead of `current_rv` for a moment.
+            // What a read of the present reaches now is the bound.
+            if let Ok((read, _)) = self.replay_present() {
+                reached = reached.max(read.rv);
+            }
+        }
         if token.rv > reached {
             if token.generation < self.view.load().generation {
                 return Err(self.gone(token.rv));
