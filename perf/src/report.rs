@@ -69,7 +69,7 @@ fn note(r: &Row) -> String {
         parts.push(format!("noisy {}/{n}", r.noisy_rounds));
     }
     if r.short_rounds > 0 {
-        parts.push(format!("short {}/{n} (cap)", r.short_rounds));
+        parts.push(format!("short {}/{n}", r.short_rounds));
     }
     parts.join("; ")
 }
