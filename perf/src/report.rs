@@ -414,7 +414,10 @@ pub fn plots(rows: &[Row], dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>
     let colour = |i: usize| Palette99::pick(i).to_rgba();
 
     // Deliveries/s against watcher count (fanout-all, flat out).
-    let series: Vec<(String, Vec<(f64, f64)>)> = systems
+    // (watchers, median, min, max) per system: the median round, and the
+    // rounds' range as a whisker.
+    type Points = Vec<(f64, f64, f64, f64)>;
+    let series: Vec<(String, Points)> = systems
         .iter()
         .map(|s| {
             let pts = rows
@@ -422,11 +425,14 @@ pub fn plots(rows: &[Row], dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>
                 .filter(|r| {
                     r.scenario == "fanout-all" && &r.system == s && r.case.ends_with(" watchers")
                 })
-                .filter_map(|r| Some((r.watchers as f64, r.deliveries_per_s? / 1e6)))
+                .filter_map(|r| {
+                    let s = r.spread.get(Metric::DeliveriesPerS.key())?;
+                    Some((r.watchers as f64, s.median / 1e6, s.min / 1e6, s.max / 1e6))
+                })
                 .collect();
             (s.clone(), pts)
         })
-        .filter(|(_, p): &(String, Vec<(f64, f64)>)| !p.is_empty())
+        .filter(|(_, p): &(String, Vec<(f64, f64, f64, f64)>)| !p.is_empty())
         .collect();
     if !series.is_empty() {
         let path = dir.join("fanout-all.svg");
@@ -439,16 +445,16 @@ pub fn plots(rows: &[Row], dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>
                 .fold(10.0, f64::max);
             let ymax = series
                 .iter()
-                .flat_map(|s| s.1.iter().map(|p| p.1))
+                .flat_map(|s| s.1.iter().map(|p| p.3))
                 .fold(1.0, f64::max);
             let ymin = series
                 .iter()
-                .flat_map(|s| s.1.iter().map(|p| p.1))
+                .flat_map(|s| s.1.iter().map(|p| p.2))
                 .fold(ymax, f64::min)
                 .max(1e-3);
             let mut chart = ChartBuilder::on(&root)
                 .caption(
-                    "fanout-all: deliveries/s against watchers (flat out, 2 consumer threads)",
+                    "fanout-all: deliveries/s against watchers (median round, whiskers: min-max)",
                     ("sans-serif", 18),
                 )
                 .margin(10)
@@ -465,13 +471,17 @@ pub fn plots(rows: &[Row], dir: &Path) -> anyhow::Result<Vec<std::path::PathBuf>
                 .draw()?;
             for (i, (name, pts)) in series.iter().enumerate() {
                 let c = colour(i);
+                let medians: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.1)).collect();
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))?
+                    .draw_series(LineSeries::new(medians.clone(), c.stroke_width(2)))?
                     .label(name.as_str())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
                     });
-                chart.draw_series(pts.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+                chart.draw_series(medians.iter().map(|p| Circle::new(*p, 3, c.filled())))?;
+                chart.draw_series(pts.iter().map(|&(x, median, min, max)| {
+                    ErrorBar::new_vertical(x, min, median, max, c.stroke_width(1), 6)
+                }))?;
             }
             chart
                 .configure_series_labels()
