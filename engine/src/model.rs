@@ -46,6 +46,7 @@ pub fn ring(lower: usize, upper: usize) -> (RingWriterModel, RingReaderModel) {
         upper,
         window: Duration::from_secs(3600),
         max_bytes: None,
+        epoch: Instant::now(),
     });
     let cursor = ring.cursor();
     (
@@ -100,7 +101,9 @@ impl RingReaderModel {
     pub fn read(&mut self, pos: u64) -> Option<ReadRecord> {
         let rec = self.ring.read(&mut self.cursor, pos).ok()?;
         Some(ReadRecord {
-            pos: rec.pos,
+            // The position the chunk's stamp places it at (records do not
+            // store theirs); `rv` tells a misplaced record.
+            pos,
             rv: rec.rv.get(),
             name: rec.object.as_ref().map(|o| o.name().to_owned())?,
         })

@@ -48,6 +48,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::clock::later;
 use crate::event::ChangeKind;
 use crate::sync::{Arc, ArcSwap, ArcSwapOption, AtomicU64, CachePadded, OnceLock, Ordering};
 use crate::{Object, ResourceVersion};
@@ -63,9 +64,12 @@ pub(crate) enum RecordKind {
 
 /// One entry of history.
 #[derive(Debug)]
+///
+/// Its position is not stored: the chunk's stamp (`Chunk::base`) and the
+/// record's slot in it say where it is. Kept small (80 bytes with its
+/// `OnceLock`, from 104): every watcher of everything reads every record,
+/// so its bytes are the followers' cache traffic.
 pub(crate) struct Record {
-    /// The record's position: the stamp readers check.
-    pub(crate) pos: u64,
     pub(crate) rv: ResourceVersion,
     pub(crate) kind: RecordKind,
     /// The new (or, for a deletion, last) state; `None` for a relist marker.
@@ -79,10 +83,11 @@ pub(crate) struct Record {
     /// The generation this record belongs to (a relist marker carries the
     /// new generation).
     pub(crate) generation: u64,
-    /// When the writer applied it (the reference's `RecordTime`).
-    pub(crate) at: Instant,
-    /// Approximate bytes, for the byte bound.
-    pub(crate) bytes: usize,
+    /// When the writer applied it (the reference's `RecordTime`), in
+    /// nanoseconds since the ring's epoch ([`Sizing::epoch`]).
+    pub(crate) at: u64,
+    /// Approximate bytes, for the byte bound (saturated at `u32::MAX`).
+    pub(crate) bytes: u32,
     /// When the dispatcher enqueued it, in nanoseconds since the engine's
     /// epoch plus one (0: not yet), for the latency histogram. Written
     /// before the pushes (whose `Release` publishes it), `Relaxed`.
@@ -93,7 +98,7 @@ pub(crate) struct Record {
 /// in which a reader takes protection. Small under loom, so that models
 /// wrap the ring with a handful of records.
 #[cfg(not(herald_loom))]
-pub(crate) const CHUNK: u64 = 32;
+pub(crate) const CHUNK: u64 = 128;
 #[cfg(herald_loom)]
 pub(crate) const CHUNK: u64 = 2;
 
@@ -256,7 +261,6 @@ impl Ring {
             .as_ref()
             .and_then(|c| c.get(pos))
             .ok_or(Evicted)?;
-        debug_assert_eq!(rec.pos, pos);
         Ok(rec)
     }
 
@@ -304,6 +308,9 @@ pub(crate) struct Sizing {
     pub(crate) upper: usize,
     pub(crate) window: Duration,
     pub(crate) max_bytes: Option<usize>,
+    /// What records' times count from (the engine's epoch): no record is
+    /// older than it.
+    pub(crate) epoch: Instant,
 }
 
 /// The writer may not append now: the slot it would reuse holds the record at
@@ -432,6 +439,7 @@ impl RingWriter {
             self.evict_oldest();
         }
         let bytes = object.as_ref().map_or(64, Object::approx_bytes);
+        let bytes = u32::try_from(bytes).unwrap_or(u32::MAX) as usize;
         if let Some(max) = self.sizing.max_bytes {
             while self.bytes + bytes > max && self.tail < self.head {
                 self.evict_oldest();
@@ -439,15 +447,16 @@ impl RingWriter {
         }
         let pos = self.head;
         let record = Record {
-            pos,
             rv,
             kind,
             object,
             prev,
             prev_rv,
             generation,
-            at,
-            bytes,
+            at: u64::try_from(at.saturating_duration_since(self.sizing.epoch).as_nanos())
+                .unwrap_or(u64::MAX),
+            // Saturated above.
+            bytes: bytes as u32,
             enqueued: AtomicU64::new(0),
         };
         if pos % CHUNK == 0 {
@@ -494,16 +503,24 @@ impl RingWriter {
 
     fn evict_oldest(&mut self) {
         debug_assert!(self.tail < self.head);
-        let b = self.own(self.tail).bytes;
+        let b = self.own(self.tail).bytes as usize;
         self.bytes -= b;
         self.tail += 1;
         self.ring.tail.store(self.tail, Ordering::Release);
     }
 
+    /// When the retained record at `pos` was applied.
+    fn applied(&self, pos: u64) -> Instant {
+        // `at` came from an `Instant` at or after the epoch, so the sum is
+        // one too: it cannot overflow.
+        later(self.sizing.epoch, Duration::from_nanos(self.own(pos).at))
+            .unwrap_or(self.sizing.epoch)
+    }
+
     fn may_grow(&self, now: Instant) -> bool {
         self.cap < self.sizing.upper
             && self.len() > 0
-            && now.saturating_duration_since(self.own(self.tail).at) < self.sizing.window
+            && now.saturating_duration_since(self.applied(self.tail)) < self.sizing.window
             && self
                 .sizing
                 .max_bytes
@@ -523,7 +540,7 @@ impl RingWriter {
         let quarter = self.head - (self.cap as u64 / 4).max(1);
         if self.cap > self.sizing.lower
             && quarter >= self.tail
-            && now.saturating_duration_since(self.own(quarter).at) > self.sizing.window
+            && now.saturating_duration_since(self.applied(quarter)) > self.sizing.window
         {
             self.resize((self.cap / 2).max(self.sizing.lower), dispatched);
             return Some(Resize::Shrank);
@@ -538,7 +555,7 @@ impl RingWriter {
         if self.cap <= self.sizing.lower || self.head == 0 {
             return None;
         }
-        let newest = self.own(self.head - 1).at;
+        let newest = self.applied(self.head - 1);
         if now.saturating_duration_since(newest) <= self.sizing.window {
             return None;
         }
@@ -616,7 +633,16 @@ mod tests {
             upper,
             window,
             max_bytes: None,
+            epoch: Instant::now(),
         }
+    }
+
+    #[test]
+    #[cfg(not(herald_loom))]
+    fn a_record_stays_small() {
+        // Every follower reads every record: its size is their cache
+        // traffic (104 bytes before positions and times were packed).
+        assert!(std::mem::size_of::<OnceLock<Record>>() <= 80);
     }
 
     fn obj(i: u64) -> Option<Object> {

@@ -236,11 +236,13 @@ impl Shared {
     /// The shared state of a new engine (its configuration validated): an
     /// empty ring at the lower bound, an empty store, `Pending`.
     pub(crate) fn new(config: Config) -> Shared {
+        let epoch = config.clock.now();
         let (ring_writer, ring) = RingWriter::new(Sizing {
             lower: config.history_lower,
             upper: config.history_upper(),
             window: config.history_window,
             max_bytes: config.history_max_bytes,
+            epoch,
         });
         let index_fields: std::sync::Arc<[Box<str>]> =
             config.indexes.iter().map(|f| f.as_str().into()).collect();
@@ -281,7 +283,7 @@ impl Shared {
             list_fields,
             counters,
             next_id: AtomicU64::new(0),
-            epoch: config.clock.now(),
+            epoch,
             failure: OnceLock::new(),
             engine_id: engine_id(),
             read_waiters: AtomicU64::new(0),

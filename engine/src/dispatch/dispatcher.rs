@@ -506,8 +506,9 @@ impl Dispatcher {
                     // Relaxed: published by the pushes' Release.
                     rec.enqueued.store(stamp, Ordering::Relaxed);
                     if pos & SAMPLE_MASK == 0 {
-                        let lag = now.saturating_duration_since(rec.at);
-                        let ns = u64::try_from(lag.as_nanos()).unwrap_or(u64::MAX);
+                        // Both count from the engine's epoch (the stamp
+                        // one past it).
+                        let ns = (stamp - 1).saturating_sub(rec.at);
                         counters.applied_to_enqueued.record(ns);
                     }
                     let prev = rec.prev.as_ref();
