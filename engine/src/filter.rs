@@ -160,6 +160,17 @@ impl Filter {
         self.everything
     }
 
+    /// The field selector (a route's value is read from it: see
+    /// `index.rs`).
+    pub(crate) fn fields(&self) -> &FieldSelector {
+        &self.fields
+    }
+
+    /// The shard selector (a shard route's range is read from it).
+    pub(crate) fn shard(&self) -> &ShardSelector {
+        &self.shard
+    }
+
     /// Whether the watcher may see `obj` at all.
     #[inline]
     pub(crate) fn admits(&self, obj: &Object) -> bool {

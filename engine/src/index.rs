@@ -151,37 +151,55 @@ impl Routes {
         }
     }
 
+    /// Registers `w` under its route. The value (or range) it is routed
+    /// by is read from its filter, as the request's resolution found it
+    /// there (`watch/request.rs`); should it somehow be missing, the
+    /// watcher goes under "all": routing only narrows the candidates, so
+    /// that is never wrong, only slower.
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
-        match &w.spec.route {
-            Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
+        let filter = &w.spec.filter;
+        match w.spec.route {
             Route::Follow => std::sync::Arc::make_mut(&mut self.followers).push(w),
-            Route::Indexed(i, value) => {
-                bucket_insert(&mut self.by_value[*i as usize], value, w.clone())
+            Route::Indexed(i) => {
+                let i = i as usize;
+                match (self.fields.get(i), self.by_value.get_mut(i)) {
+                    (Some(field), Some(map)) => match filter.fields().requires_exact(field) {
+                        Some(value) => bucket_insert(map, value, w.clone()),
+                        None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+                    },
+                    _ => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+                }
             }
-            Route::Selected(selected) => {
-                let (field, value) = &**selected;
-                let at = match self.selected.iter().position(|(f, _)| f == field) {
-                    Some(at) => at,
-                    None => {
-                        let map = IndexMap::with_hasher(ahash::RandomState::new());
-                        self.selected.push((field.clone(), map));
-                        self.selected.len() - 1
-                    }
-                };
-                bucket_insert(&mut self.selected[at].1, value, w.clone());
-            }
-            Route::Sharded(range) => {
-                let key = range.key();
-                let at = match self.sharded.iter().position(|(k, _)| *k == key) {
-                    Some(at) => at,
-                    None => {
-                        self.sharded.push((key, Default::default()));
-                        self.sharded.len() - 1
-                    }
-                };
-                let table = std::sync::Arc::make_mut(&mut self.sharded[at].1);
-                table.insert(range.start(), range.end(), w.clone());
-            }
+            Route::Selected => match filter.fields().first_exact() {
+                Some((field, value)) => {
+                    let at = match self.selected.iter().position(|(f, _)| **f == *field) {
+                        Some(at) => at,
+                        None => {
+                            let map = IndexMap::with_hasher(ahash::RandomState::new());
+                            self.selected.push((field.into(), map));
+                            self.selected.len() - 1
+                        }
+                    };
+                    bucket_insert(&mut self.selected[at].1, value, w.clone());
+                }
+                None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+            },
+            Route::Sharded => match filter.shard().single() {
+                Some(range) => {
+                    let key = range.key();
+                    let at = match self.sharded.iter().position(|(k, _)| *k == key) {
+                        Some(at) => at,
+                        None => {
+                            self.sharded.push((key, Default::default()));
+                            self.sharded.len() - 1
+                        }
+                    };
+                    let table = std::sync::Arc::make_mut(&mut self.sharded[at].1);
+                    table.insert(range.start(), range.end(), w.clone());
+                }
+                None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+            },
+            Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
         }
         self.len += 1;
     }
@@ -317,7 +335,7 @@ mod tests {
             .shard(ShardSelector::new([range]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
-        assert!(matches!(resolved.route, Route::Sharded(_)));
+        assert_eq!(resolved.route, Route::Sharded);
         let spec = resolved.into_spec(id, Some(1), std::time::Instant::now());
         Arc::new(WatcherShared::new(spec, 1))
     }

@@ -344,27 +344,36 @@ pub mod internals {
     /// The dispatcher's routing table (`index.rs`), over inert watchers
     /// (admit everything, never attached) identified by number.
     #[derive(Debug)]
-    pub struct Routes(crate::index::Routes);
+    pub struct Routes(crate::index::Routes, Vec<Box<str>>);
 
     impl Routes {
         /// An empty table with trigger indexes on `fields`.
         pub fn new(fields: &[&str]) -> Routes {
-            Routes(crate::index::Routes::new(
-                fields.iter().map(|f| Box::from(*f)).collect(),
-            ))
+            let fields: Vec<Box<str>> = fields.iter().map(|f| Box::from(*f)).collect();
+            Routes(crate::index::Routes::new(fields.clone().into()), fields)
         }
 
         /// Registers watcher `id` under `indexed` (index number, value), or
         /// under "all" when `None`.
         pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
             use crate::watch::{Route, Start, WatcherShared, WatcherSpec};
-            let route = match indexed {
-                Some((i, v)) => Route::Indexed(i as u32, v.into()),
-                None => Route::All,
+            // The routed value is read from the filter (`index.rs`).
+            let (route, filter) = match indexed.zip(indexed.and_then(|(i, _)| self.1.get(i))) {
+                Some(((i, v), field)) => {
+                    let fields = crate::selector::FieldSelector::exact(field, v);
+                    let filter = crate::filter::Filter::new(
+                        crate::KeyScope::All,
+                        crate::LabelSelector::default(),
+                        fields,
+                        crate::ShardSelector::default(),
+                    );
+                    (Route::Indexed(i as u32), filter)
+                }
+                None => (Route::All, crate::filter::Filter::default()),
             };
             let spec = WatcherSpec {
                 id,
-                filter: crate::filter::Filter::default(),
+                filter,
                 route,
                 start: Start::After(crate::ResourceVersion::ZERO),
                 generation: None,

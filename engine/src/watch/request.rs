@@ -9,7 +9,7 @@ use crate::error::WatchError;
 use crate::filter::{Filter, KeyScope};
 use crate::options::OptionsError;
 use crate::rv::{ResourceVersion, ResourceVersionMatch};
-use crate::selector::{FieldSelector, LabelSelector, ShardRange, ShardSelector};
+use crate::selector::{FieldSelector, LabelSelector, ShardSelector};
 
 /// What to watch and from where. Built with chained setters.
 ///
@@ -138,23 +138,27 @@ impl WatchRequest {
     }
 }
 
-/// Where a watcher is registered in the trigger index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a watcher is registered in the trigger index. The value it is
+/// registered under is not copied here: it is the filter's own, and
+/// `index.rs` reads it from there (`Filter::route_value`), so an indexed
+/// watcher holds its value once, not twice (the route is 8 bytes, not 24
+/// plus an allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     All,
-    /// (index number, value). A `u32`, so the route is 24 bytes.
-    Indexed(u32, Box<str>),
+    /// The index number: the selector requires an exact value of that
+    /// index's field.
+    Indexed(u32),
     /// Admits everything, under the park policy: follows the history ring
     /// itself, never fed by the dispatcher (see `shared.rs`, Following).
     Follow,
-    /// (field, value): the selector requires an exact value of a field no
-    /// index was configured for; routed by it all the same (see
-    /// `index.rs`, Selector routes). Sized as an unindexed watcher.
-    /// Boxed: the route would otherwise cost every watcher 16 bytes more.
-    Selected(Box<(Box<str>, Box<str>)>),
+    /// The selector requires an exact value of a field no index was
+    /// configured for (its first such term); routed by it all the same
+    /// (see `index.rs`, Selector routes). Sized as an unindexed watcher.
+    Selected,
     /// The shard selector's one range: found by a range lookup on the
-    /// change's hash (see `index.rs`, Shard routes). Boxed, as `Selected`.
-    Sharded(Box<ShardRange>),
+    /// change's hash (see `index.rs`, Shard routes).
+    Sharded,
 }
 
 /// How a watch begins.
@@ -232,14 +236,10 @@ impl WatchRequest {
             .find_map(|(i, f)| {
                 self.fields
                     .requires_exact(f)
-                    .map(|v| Route::Indexed(i as u32, v.into()))
+                    .map(|_| Route::Indexed(i as u32))
             })
-            .or_else(|| {
-                self.fields
-                    .first_exact()
-                    .map(|(f, v)| Route::Selected(Box::new((f.into(), v.into()))))
-            })
-            .or_else(|| self.shard.single().map(|r| Route::Sharded(Box::new(r))))
+            .or_else(|| self.fields.first_exact().map(|_| Route::Selected))
+            .or_else(|| self.shard.single().map(|_| Route::Sharded))
             .unwrap_or(Route::All);
         let filter = Filter::new(self.scope, self.labels, self.fields, self.shard);
         let route = if route == Route::All && filter.is_everything() && followers {
