@@ -164,7 +164,8 @@ impl Engine {
         };
         let created = shared.config.clock.now();
         let w = Arc::new(WatcherShared::new(
-            resolved.into_spec(shared.next_watcher_id(), generation, created),
+            resolved.into_spec(shared.next_watcher_id(), created),
+            generation,
             queue,
         ));
         // Counted before the request can be taken (the dispatcher counts

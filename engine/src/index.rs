@@ -336,8 +336,8 @@ mod tests {
             .resolve(&[], true, || Ok(None))
             .unwrap();
         assert_eq!(resolved.route, Route::Sharded);
-        let spec = resolved.into_spec(id, Some(1), std::time::Instant::now());
-        Arc::new(WatcherShared::new(spec, 1))
+        let spec = resolved.into_spec(id, std::time::Instant::now());
+        Arc::new(WatcherShared::new(spec, Some(1), 1))
     }
 
     fn pod(uid: &str) -> Object {
@@ -364,7 +364,8 @@ mod tests {
             .resolve(&[], true, || Ok(None))
             .unwrap();
         routes.insert(Arc::new(WatcherShared::new(
-            resolved.into_spec(n + 1, Some(1), std::time::Instant::now()),
+            resolved.into_spec(n + 1, std::time::Instant::now()),
+            Some(1),
             1,
         )));
         let mut offered = 0;

@@ -376,12 +376,11 @@ pub mod internals {
                 filter,
                 route,
                 start: Start::After(crate::ResourceVersion::ZERO),
-                generation: None,
                 created: std::time::Instant::now(),
                 deadline: None,
                 allow_bookmarks: false,
             };
-            self.0.insert(Arc::new(WatcherShared::new(spec, 1)));
+            self.0.insert(Arc::new(WatcherShared::new(spec, None, 1)));
         }
 
         /// Calls `f` with the id of every watcher a change of `object`

@@ -297,7 +297,7 @@ impl Dispatcher {
             self.retire(&w);
             return;
         }
-        let generation = match w.spec.generation {
+        let generation = match w.begun_generation() {
             // Not listed yet, or begun after a re-list the dispatcher has
             // not reached: waits for it.
             None if self.generation == 0 => return self.wait_for_list(w),

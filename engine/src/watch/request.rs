@@ -178,6 +178,16 @@ pub(crate) enum Start {
 }
 
 impl Start {
+    /// The lowest version a bookmark may carry: a watch-list's version
+    /// (the reference's `nonblockingAdd` rule, `bookmarkAfterResourceVersion`:
+    /// a bookmark below it is dropped, never enqueued); any otherwise.
+    pub(crate) fn bookmarks_from(self) -> ResourceVersion {
+        match self {
+            Start::Snapshot { min_rv, .. } => min_rv,
+            Start::After(_) | Start::Now => ResourceVersion::ZERO,
+        }
+    }
+
     /// The version the cache must have reached before the watch starts.
     pub(crate) fn wait_for(self) -> ResourceVersion {
         match self {
@@ -196,9 +206,6 @@ pub(crate) struct WatcherSpec {
     pub(crate) filter: Filter,
     pub(crate) route: Route,
     pub(crate) start: Start,
-    /// The engine generation the watch was begun against, `None` if begun
-    /// before the first list.
-    pub(crate) generation: Option<u64>,
     /// When the watch was begun, on the engine's clock.
     pub(crate) created: Instant,
     /// When the watch ends with `Deadline`, on the engine's clock.
@@ -301,20 +308,15 @@ impl WatchRequest {
 }
 
 impl Resolved {
-    /// The watcher's spec, with its id, the generation it was begun
-    /// against (`None` before the first list) and its creation time.
-    pub(crate) fn into_spec(
-        self,
-        id: u64,
-        generation: Option<u64>,
-        created: Instant,
-    ) -> WatcherSpec {
+    /// The watcher's spec, with its id and its creation time (the
+    /// generation it was begun against is the shared state's: see
+    /// `WatcherShared::new`).
+    pub(crate) fn into_spec(self, id: u64, created: Instant) -> WatcherSpec {
         WatcherSpec {
             id,
             filter: self.filter,
             route: self.route,
             start: self.start,
-            generation,
             created,
             // Past the clock's range: no deadline.
             deadline: self.timeout.and_then(|t| created.checked_add(t)),

@@ -104,7 +104,7 @@ use crate::queue::Queue;
 use crate::rv::ResourceVersion;
 use crate::stats::Counters;
 use crate::sync::{
-    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceLock, Ordering, fence,
+    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceBox, Ordering, fence,
 };
 
 /// `attach` before the dispatcher has registered the watcher.
@@ -134,20 +134,39 @@ fn decode(raw: u64) -> Attach {
     }
 }
 
+/// `generation` of a watch begun before the first list (a list's
+/// generation is 1 or more).
+const UNLISTED: u64 = 0;
+
 /// The state the dispatcher and the consumer share.
+///
+/// Every idle watcher holds one, so it is kept small (232 bytes on
+/// x86-64, 248 with the `Arc`'s counts): what is rare is boxed on first
+/// use (the end, the overflow, the queue's ring), what is derivable is
+/// not stored (a route's value, the bookmark floor), and the byte-wide
+/// flags share one word of padding.
 pub(crate) struct WatcherShared {
     pub(crate) spec: WatcherSpec,
     /// The initial-events-end state machine (seeds/000).
     pub(crate) initial_end: InitialEventsEnd,
     pub(crate) queue: Queue,
     attach: AtomicU64,
-    active_generation: AtomicU64,
+    /// The engine generation the watch was begun against ([`UNLISTED`]:
+    /// before the first list) until the dispatcher activates it, then the
+    /// generation it activated it in (one word for both: the first is
+    /// read only before the activation, the second only after).
+    /// `Relaxed`: before the activation only the creator has written it,
+    /// published to the dispatcher with the registration (the control
+    /// queue's lock); the activation's store is published by `attach`'s
+    /// `Release`.
+    generation: AtomicU64,
     /// The end, and whether it waits until the consumer has drained what
     /// it holds (a graceful `TooSlow`): set once, both together, so a
     /// concurrent end for another reason can never inherit the drain.
     /// Boxed: an end is rare, and unboxed it would cost every watcher
-    /// 24 bytes more.
-    end: OnceLock<Box<(EndReason, bool)>>,
+    /// 24 bytes more; a `OnceBox` (one word), whose `get` is one `Acquire`
+    /// load of the pointer.
+    end: OnceBox<(EndReason, bool)>,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -176,8 +195,10 @@ pub(crate) struct WatcherShared {
     bookmark_pending: AtomicBool,
     /// Handles that did not fit in the queue (see [Spilling](#spilling)),
     /// in dispatch order, all newer than what the queue holds while
-    /// `spilling`.
-    spill: Mutex<Vec<u64>>,
+    /// `spilling`. Allocated by the dispatcher's first overflow (most
+    /// watchers never have one: 8 bytes here rather than a 32-byte lock
+    /// and vector), and kept for the watcher's life once it has been.
+    spill: OnceBox<Mutex<Vec<u64>>>,
     /// The overflow is active: the dispatcher pushes to it, not to the
     /// queue, until the consumer takes its items. Written only under the
     /// `spill` lock: set by the dispatcher, cleared by the consumer; so a
@@ -200,21 +221,27 @@ impl fmt::Debug for WatcherShared {
 pub(crate) const BOOKMARK: u64 = 0;
 
 impl WatcherShared {
-    pub(crate) fn new(spec: WatcherSpec, queue_capacity: usize) -> WatcherShared {
+    /// A watcher of `spec`, begun against engine generation `generation`
+    /// (`None`: before the first list).
+    pub(crate) fn new(
+        spec: WatcherSpec,
+        generation: Option<u64>,
+        queue_capacity: usize,
+    ) -> WatcherShared {
         let initial_end = match spec.start {
             Start::Snapshot {
-                min_rv,
-                initial_events_end,
-            } => InitialEventsEnd::new(initial_events_end, min_rv),
-            Start::After(_) | Start::Now => InitialEventsEnd::new(false, ResourceVersion::ZERO),
+                initial_events_end, ..
+            } => InitialEventsEnd::new(initial_events_end),
+            Start::After(_) | Start::Now => InitialEventsEnd::new(false),
         };
+        debug_assert_ne!(generation, Some(UNLISTED), "generations start at 1");
         WatcherShared {
             spec,
             initial_end,
             queue: Queue::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
-            active_generation: AtomicU64::new(0),
-            end: OnceLock::new(),
+            generation: AtomicU64::new(generation.unwrap_or(UNLISTED)),
+            end: OnceBox::new(),
             parked: AtomicBool::new(false),
             place: AtomicU8::new(0),
             waker: AtomicWaker::new(),
@@ -222,14 +249,33 @@ impl WatcherShared {
             producer_waiting: AtomicBool::new(false),
             bookmark_rv: AtomicU64::new(0),
             bookmark_pending: AtomicBool::new(false),
-            spill: Mutex::new(Vec::new()),
+            spill: OnceBox::new(),
             spilling: AtomicBool::new(false),
         }
     }
 
+    /// The overflow's lock, allocated by the first call (the dispatcher's
+    /// first overflow).
     fn lock_spill(&self) -> MutexGuard<'_, Vec<u64>> {
+        let spill = self.spill.get_or_init(|| Box::new(Mutex::new(Vec::new())));
         // Every mutation under the lock completes before the guard drops.
-        self.spill.lock().unwrap_or_else(|e| e.into_inner())
+        spill.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The overflow's lock, if the watcher ever had an overflow.
+    fn lock_spill_if_any(&self) -> Option<MutexGuard<'_, Vec<u64>>> {
+        // Every mutation under the lock completes before the guard drops.
+        let spill = self.spill.get()?;
+        Some(spill.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Dispatcher, before activating: the generation the watch was begun
+    /// against, `None` if before the first list.
+    pub(crate) fn begun_generation(&self) -> Option<u64> {
+        // Relaxed: see the field; only the dispatcher writes it after the
+        // creator, and it reads this before it activates the watcher.
+        let g = self.generation.load(Ordering::Relaxed);
+        (g != UNLISTED).then_some(g)
     }
 
     /// Dispatcher: whether handles go to the overflow rather than the
@@ -287,7 +333,10 @@ impl WatcherShared {
     /// Dispatcher, on retiring an ended watcher: gives its overflow back
     /// to the budget. Either way the memory is freed.
     pub(crate) fn discard_spill(&self, held: &std::sync::atomic::AtomicU64) {
-        let mut spill = self.lock_spill();
+        // Never allocated: never an overflow, so `spilling` is false.
+        let Some(mut spill) = self.lock_spill_if_any() else {
+            return;
+        };
         // Relaxed: see `overflow`.
         held.fetch_sub(spill.len() as u64, Ordering::Relaxed);
         *spill = Vec::new();
@@ -325,8 +374,10 @@ impl WatcherShared {
     /// block, park or end a watcher). Returns whether it was enqueued.
     pub(crate) fn offer_bookmark(&self, pos: u64, rv: ResourceVersion) -> bool {
         // Not while the overflow is active: the marker would overtake it.
-        if !self.is_live() || self.is_ended() || self.is_spilling() || !self.initial_end.admits(rv)
-        {
+        // The reference's `nonblockingAdd` rule: a bookmark below the
+        // version a watch-list asked for is dropped, never enqueued.
+        let below = rv < self.spec.start.bookmarks_from();
+        if !self.is_live() || self.is_ended() || self.is_spilling() || below {
             return false;
         }
         // Acquire: pairs with the consumer's Release clear; it has read
@@ -408,8 +459,8 @@ impl WatcherShared {
     /// Dispatcher: registers the watcher as live from `pos`.
     pub(crate) fn activate(&self, pos: u64, generation: u64) {
         // Relaxed: published by the Release store of `attach` below.
-        self.active_generation.store(generation, Ordering::Relaxed);
-        // Release: publishes `active_generation` with `attach`.
+        self.generation.store(generation, Ordering::Relaxed);
+        // Release: publishes `generation` with `attach`.
         self.attach.store(pos, Ordering::Release);
         self.waker.wake();
     }
@@ -469,7 +520,7 @@ impl WatcherShared {
     /// generation the dispatcher activated it in.
     pub(crate) fn active_generation(&self) -> u64 {
         // Relaxed: ordered by the Acquire load of `attach`.
-        self.active_generation.load(Ordering::Relaxed)
+        self.generation.load(Ordering::Relaxed)
     }
 
     /// The end, if the watch has ended, and whether it waits for the
