@@ -39,8 +39,10 @@ pub struct Watch {
     pub(super) w: Arc<WatcherShared>,
     pub(super) engine: Arc<Shared>,
     pub(super) phase: Phase,
-    /// The last park seen (to discard the queue once per park).
-    park_seen: Attach,
+    /// The position of the last park seen (to discard the queue once per
+    /// park), [`NO_PARK`] before the first. The position is all that the
+    /// decoded `Attach::Parked` compared by, in 8 bytes rather than 16.
+    park_seen: u64,
     /// A resume has been asked for the current park.
     resume_requested: bool,
     /// The next position this watch has not passed.
@@ -54,8 +56,9 @@ pub struct Watch {
     start_rv: ResourceVersion,
     /// A draining end has found nothing more to deliver.
     drained: bool,
-    /// Queue pops until the next latency sample.
-    sample_in: u32,
+    /// Queue pops until the next latency sample (a `u8`: it packs with
+    /// the flags).
+    sample_in: u8,
     /// [`Route::Follow`]: reads the ring up to its head, not its queue.
     follower: bool,
     /// The dispatcher has been asked to forget this watch (once is
@@ -82,7 +85,10 @@ pub(super) struct Occasional {
 
 /// One queue pop in this many is timed for the enqueued -> received
 /// histogram.
-const SAMPLE_EVERY: u32 = 64;
+const SAMPLE_EVERY: u8 = 64;
+
+/// `park_seen` before any park (a position is below 2^62).
+const NO_PARK: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -131,7 +137,7 @@ impl Watch {
             w,
             engine,
             phase: Phase::Activating,
-            park_seen: Attach::NotYet,
+            park_seen: NO_PARK,
             resume_requested: false,
             follower,
             unregistered: false,
@@ -179,7 +185,7 @@ impl Watch {
         let (replay_to, live) = match attach {
             Attach::Live(d) => (self.live_to(d), true),
             // A park already taken on: keep replaying up to the head.
-            Attach::Parked(_) if self.park_seen == attach => (self.engine.ring.head(), false),
+            Attach::Parked(at) if self.park_seen == at => (self.engine.ring.head(), false),
             _ => return (0, true),
         };
         let mut n = 0;
@@ -402,8 +408,8 @@ impl Watch {
         let attach = self.w.attach();
         let (replay_to, live) = match attach {
             Attach::Live(d) => (self.live_to(d), true),
-            Attach::Parked(_) => {
-                if self.park_seen != attach {
+            Attach::Parked(at) => {
+                if self.park_seen != at {
                     // What it was fed predates the park, and the replay
                     // below re-derives it.
                     if let Some(o) = &mut self.occasional {
@@ -411,7 +417,7 @@ impl Watch {
                         o.spilled_at = 0;
                     }
                     self.w.forget_fed(&self.engine.counters.overflow_handles);
-                    self.park_seen = attach;
+                    self.park_seen = at;
                     self.resume_requested = false;
                 }
                 (self.engine.ring.head(), false)
@@ -493,7 +499,7 @@ impl Watch {
     /// is timed for the enqueued -> received histogram. (Fields, not
     /// `self`: the record borrows the cursor.)
     #[inline]
-    fn sample(sample_in: &mut u32, engine: &Shared, rec: &Record) {
+    fn sample(sample_in: &mut u8, engine: &Shared, rec: &Record) {
         *sample_in -= 1;
         if *sample_in == 0 {
             *sample_in = SAMPLE_EVERY;
