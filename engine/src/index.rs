@@ -61,8 +61,18 @@ use crate::watch::{Route, WatcherShared};
 /// Immutable once published: plain data sharing, so `std`'s `Arc` (it
 /// needs `make_mut`, which loom's lacks).
 type Bucket = std::sync::Arc<Vec<Arc<WatcherShared>>>;
-type IndexMap =
-    imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+/// A value's watchers: a slice in the `Arc`'s own allocation, sized
+/// exactly. A registration copies the bucket (as `make_mut` did once it
+/// was published), and a value has few watchers (one per node in the
+/// kubelet shape: 24 bytes, where a `Vec` in an `Arc` took 40 plus 32 of
+/// capacity); reading one is a load less (no `Vec` header in between).
+type ValueBucket = std::sync::Arc<[Arc<WatcherShared>]>;
+type IndexMap = imbl::GenericHashMap<
+    Box<str>,
+    ValueBucket,
+    ahash::RandomState,
+    imbl::shared_ptr::DefaultSharedPtr,
+>;
 
 /// The routing table.
 #[derive(Debug, Clone, Default)]
@@ -218,23 +228,6 @@ impl Routes {
             bucket.len()
         };
         let mut len = kept_in(&mut self.all) + kept_in(&mut self.followers);
-        for map in self
-            .by_value
-            .iter_mut()
-            .chain(self.selected.iter_mut().map(|(_, m)| m))
-        {
-            let mut rebuilt = IndexMap::with_hasher(map.hasher().clone());
-            for (value, bucket) in map.iter() {
-                let mut bucket = bucket.clone();
-                let n = kept_in(&mut bucket);
-                if n > 0 {
-                    rebuilt.insert(value.clone(), bucket);
-                    len += n;
-                }
-            }
-            *map = rebuilt;
-        }
-        self.selected.retain(|(_, m)| !m.is_empty());
         for (_, table) in &mut self.sharded {
             let table = std::sync::Arc::make_mut(table);
             for r in &mut table.ranges {
@@ -244,8 +237,41 @@ impl Routes {
             table.reindex();
         }
         self.sharded.retain(|(_, t)| !t.ranges.is_empty());
+        for map in self
+            .by_value
+            .iter_mut()
+            .chain(self.selected.iter_mut().map(|(_, m)| m))
+        {
+            let mut rebuilt = IndexMap::with_hasher(map.hasher().clone());
+            for (value, bucket) in map.iter() {
+                let bucket = if bucket.iter().all(|w| keep(w)) {
+                    bucket.clone()
+                } else {
+                    bucket.iter().filter(|w| keep(w)).cloned().collect()
+                };
+                if !bucket.is_empty() {
+                    len += bucket.len();
+                    rebuilt.insert(value.clone(), bucket);
+                }
+            }
+            *map = rebuilt;
+        }
+        self.selected.retain(|(_, m)| !m.is_empty());
         self.len = len;
         len != before
+    }
+
+    /// Gives back the growth room of the flat buckets ("all" and the
+    /// followers) before the table is published: a registration after a
+    /// publication copies the bucket and then grows it by doubling, so
+    /// without this up to half of it would be room never used (8 bytes per
+    /// watcher). O(bucket) once per publication, as the copy was.
+    pub(crate) fn trim(&mut self) {
+        for bucket in [&mut self.all, &mut self.followers] {
+            if let Some(v) = std::sync::Arc::get_mut(bucket) {
+                v.shrink_to_fit();
+            }
+        }
     }
 
     /// Every registered watcher.
@@ -317,8 +343,10 @@ impl Routes {
 }
 
 fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
-    let mut bucket = map.get(value).cloned().unwrap_or_default();
-    std::sync::Arc::make_mut(&mut bucket).push(w);
+    let bucket: ValueBucket = match map.get(value) {
+        Some(old) => old.iter().cloned().chain(std::iter::once(w)).collect(),
+        None => std::sync::Arc::new([w]),
+    };
     map.insert(value.into(), bucket);
 }
 

@@ -458,7 +458,8 @@ impl Dispatcher {
         }
     }
 
-    fn publish_routes(&self) {
+    fn publish_routes(&mut self) {
+        self.routes.trim();
         self.shared.routes.store(Arc::new(self.routes.clone()));
     }
 
