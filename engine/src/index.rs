@@ -364,8 +364,9 @@ mod tests {
             .resolve(&[], true, || Ok(None))
             .unwrap();
         assert_eq!(resolved.route, Route::Sharded);
+        let start = resolved.start;
         let spec = resolved.into_spec(id, std::time::Instant::now());
-        Arc::new(WatcherShared::new(spec, Some(1), 1))
+        Arc::new(WatcherShared::new(spec, start, false, Some(1), 1))
     }
 
     fn pod(uid: &str) -> Object {
@@ -391,8 +392,11 @@ mod tests {
             .shard(ShardSelector::new([wide]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
+        let start = resolved.start;
         routes.insert(Arc::new(WatcherShared::new(
             resolved.into_spec(n + 1, std::time::Instant::now()),
+            start,
+            false,
             Some(1),
             1,
         )));

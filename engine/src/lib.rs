@@ -375,12 +375,12 @@ pub mod internals {
                 id,
                 filter,
                 route,
-                start: Start::After(crate::ResourceVersion::ZERO),
                 created: std::time::Instant::now(),
                 deadline: None,
-                allow_bookmarks: false,
             };
-            self.0.insert(Arc::new(WatcherShared::new(spec, None, 1)));
+            let start = Start::After(crate::ResourceVersion::ZERO);
+            let w = WatcherShared::new(spec, start, false, None, 1);
+            self.0.insert(Arc::new(w));
         }
 
         /// Calls `f` with the id of every watcher a change of `object`

@@ -310,7 +310,7 @@ impl Dispatcher {
             }
             Some(g) => g,
         };
-        let need = w.spec.start.wait_for();
+        let need = w.start().wait_for();
         if need > current {
             let too_large_at = later(w.spec.created, self.shared.config.too_large_timeout);
             if too_large_at.is_some_and(|at| now >= at) {
@@ -327,7 +327,7 @@ impl Dispatcher {
             self.waiting_rv.push(Reverse(RvWaiter { need, w }));
             return;
         }
-        if w.spec.allow_bookmarks {
+        if w.allow_bookmarks() {
             // Before the activation, which lets the consumer begin and so
             // leave the waiting state: a watch that asked for an
             // initial-events-end bookmark is always scheduled as waiting
@@ -421,7 +421,7 @@ impl Dispatcher {
                 }
                 (_, place::WAIT_RV) => {
                     let current = self.reached();
-                    let err = TooLargeResourceVersion::new(d.w.spec.start.wait_for(), current);
+                    let err = TooLargeResourceVersion::new(d.w.start().wait_for(), current);
                     d.w.end(EndReason::TooLargeResourceVersion(err), counters);
                     self.retire(&d.w);
                 }

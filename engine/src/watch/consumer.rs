@@ -351,7 +351,7 @@ impl Watch {
             self.drained = true;
             return;
         }
-        match self.w.spec.start {
+        match self.w.start() {
             Start::Snapshot {
                 initial_events_end, ..
             } => {

@@ -177,6 +177,63 @@ pub(crate) enum Start {
     Now,
 }
 
+/// [`Start`] packed into a byte (its kind and the initial-events-end
+/// flag) and a version, with a watcher's bookmark flag in the byte too:
+/// 16 bytes and a flag become 8 and a byte that packs with the other
+/// flags of `WatcherShared`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed {
+    pub(crate) shape: u8,
+    pub(crate) rv: ResourceVersion,
+}
+
+const SNAPSHOT: u8 = 0;
+const AFTER: u8 = 1;
+const NOW: u8 = 2;
+const KIND: u8 = 0b11;
+const INITIAL_EVENTS_END: u8 = 1 << 2;
+const BOOKMARKS: u8 = 1 << 3;
+
+impl Packed {
+    pub(crate) fn new(start: Start, allow_bookmarks: bool) -> Packed {
+        let bookmarks = if allow_bookmarks { BOOKMARKS } else { 0 };
+        let (kind, rv) = match start {
+            Start::Snapshot {
+                min_rv,
+                initial_events_end,
+            } => {
+                let end = if initial_events_end {
+                    INITIAL_EVENTS_END
+                } else {
+                    0
+                };
+                (SNAPSHOT | end, min_rv)
+            }
+            Start::After(rv) => (AFTER, rv),
+            Start::Now => (NOW, ResourceVersion::ZERO),
+        };
+        Packed {
+            shape: kind | bookmarks,
+            rv,
+        }
+    }
+
+    pub(crate) fn start(self) -> Start {
+        match self.shape & KIND {
+            SNAPSHOT => Start::Snapshot {
+                min_rv: self.rv,
+                initial_events_end: self.shape & INITIAL_EVENTS_END != 0,
+            },
+            AFTER => Start::After(self.rv),
+            _ => Start::Now,
+        }
+    }
+
+    pub(crate) fn allow_bookmarks(self) -> bool {
+        self.shape & BOOKMARKS != 0
+    }
+}
+
 impl Start {
     /// The lowest version a bookmark may carry: a watch-list's version
     /// (the reference's `nonblockingAdd` rule, `bookmarkAfterResourceVersion`:
@@ -199,18 +256,18 @@ impl Start {
 }
 
 /// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved
-/// it: immutable for the watcher's life.
+/// it: immutable for the watcher's life. Its start and whether it takes
+/// bookmarks are the shared state's, packed into a word and a byte there
+/// (`WatcherShared::start`, `WatcherShared::allow_bookmarks`).
 #[derive(Debug)]
 pub(crate) struct WatcherSpec {
     pub(crate) id: u64,
     pub(crate) filter: Filter,
     pub(crate) route: Route,
-    pub(crate) start: Start,
     /// When the watch was begun, on the engine's clock.
     pub(crate) created: Instant,
     /// When the watch ends with `Deadline`, on the engine's clock.
     pub(crate) deadline: Option<Instant>,
-    pub(crate) allow_bookmarks: bool,
 }
 
 /// A request resolved against the engine's configuration, before the
@@ -221,7 +278,7 @@ pub(crate) struct Resolved {
     pub(crate) route: Route,
     pub(crate) start: Start,
     timeout: Option<Duration>,
-    allow_bookmarks: bool,
+    pub(crate) allow_bookmarks: bool,
 }
 
 impl WatchRequest {
@@ -308,19 +365,44 @@ impl WatchRequest {
 }
 
 impl Resolved {
-    /// The watcher's spec, with its id and its creation time (the
-    /// generation it was begun against is the shared state's: see
-    /// `WatcherShared::new`).
+    /// The watcher's spec, with its id and its creation time (its start,
+    /// whether it takes bookmarks and the generation it was begun against
+    /// go to `WatcherShared::new` apart: see [`WatcherSpec`]).
     pub(crate) fn into_spec(self, id: u64, created: Instant) -> WatcherSpec {
         WatcherSpec {
             id,
             filter: self.filter,
             route: self.route,
-            start: self.start,
             created,
             // Past the clock's range: no deadline.
             deadline: self.timeout.and_then(|t| created.checked_add(t)),
-            allow_bookmarks: self.allow_bookmarks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_packs_and_unpacks() {
+        let rv = ResourceVersion::new(42);
+        for start in [
+            Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: true,
+            },
+            Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: false,
+            },
+            Start::After(rv),
+            Start::Now,
+        ] {
+            for bookmarks in [false, true] {
+                let p = Packed::new(start, bookmarks);
+                assert_eq!((p.start(), p.allow_bookmarks()), (start, bookmarks));
+            }
         }
     }
 }

@@ -96,7 +96,7 @@ use std::fmt;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::request::{Start, WatcherSpec};
+use super::request::{Packed, Start, WatcherSpec};
 use crate::bookmarks::InitialEventsEnd;
 use crate::clock::Clock;
 use crate::event::EndReason;
@@ -147,6 +147,11 @@ const UNLISTED: u64 = 0;
 /// flags share one word of padding.
 pub(crate) struct WatcherShared {
     pub(crate) spec: WatcherSpec,
+    /// How the watch begins, and whether it takes bookmarks: immutable,
+    /// packed (`Packed`: the version here, the kind and the flags in
+    /// `shape`, a byte among the flags below).
+    start_rv: ResourceVersion,
+    shape: u8,
     /// The initial-events-end state machine (seeds/000).
     pub(crate) initial_end: InitialEventsEnd,
     pub(crate) queue: Queue,
@@ -221,14 +226,18 @@ impl fmt::Debug for WatcherShared {
 pub(crate) const BOOKMARK: u64 = 0;
 
 impl WatcherShared {
-    /// A watcher of `spec`, begun against engine generation `generation`
+    /// A watcher of `spec`, beginning at `start`, with bookmarks if
+    /// `allow_bookmarks`, begun against engine generation `generation`
     /// (`None`: before the first list).
     pub(crate) fn new(
         spec: WatcherSpec,
+        start: Start,
+        allow_bookmarks: bool,
         generation: Option<u64>,
         queue_capacity: usize,
     ) -> WatcherShared {
-        let initial_end = match spec.start {
+        let packed = Packed::new(start, allow_bookmarks);
+        let initial_end = match start {
             Start::Snapshot {
                 initial_events_end, ..
             } => InitialEventsEnd::new(initial_events_end),
@@ -237,6 +246,8 @@ impl WatcherShared {
         debug_assert_ne!(generation, Some(UNLISTED), "generations start at 1");
         WatcherShared {
             spec,
+            start_rv: packed.rv,
+            shape: packed.shape,
             initial_end,
             queue: Queue::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
@@ -267,6 +278,23 @@ impl WatcherShared {
         // Every mutation under the lock completes before the guard drops.
         let spill = self.spill.get()?;
         Some(spill.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// How the watch begins.
+    pub(crate) fn start(&self) -> Start {
+        self.packed().start()
+    }
+
+    /// Whether the watch takes bookmarks.
+    pub(crate) fn allow_bookmarks(&self) -> bool {
+        self.packed().allow_bookmarks()
+    }
+
+    fn packed(&self) -> Packed {
+        Packed {
+            shape: self.shape,
+            rv: self.start_rv,
+        }
     }
 
     /// Dispatcher, before activating: the generation the watch was begun
@@ -376,7 +404,7 @@ impl WatcherShared {
         // Not while the overflow is active: the marker would overtake it.
         // The reference's `nonblockingAdd` rule: a bookmark below the
         // version a watch-list asked for is dropped, never enqueued.
-        let below = rv < self.spec.start.bookmarks_from();
+        let below = rv < self.start().bookmarks_from();
         if !self.is_live() || self.is_ended() || self.is_spilling() || below {
             return false;
         }
