@@ -104,7 +104,8 @@ use crate::queue::Queue;
 use crate::rv::ResourceVersion;
 use crate::stats::Counters;
 use crate::sync::{
-    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceBox, Ordering, fence,
+    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceBox, OnceLock, Ordering,
+    fence,
 };
 
 /// `attach` before the dispatcher has registered the watcher.
@@ -165,13 +166,17 @@ pub(crate) struct WatcherShared {
     /// queue's lock); the activation's store is published by `attach`'s
     /// `Release`.
     generation: AtomicU64,
-    /// The end, and whether it waits until the consumer has drained what
-    /// it holds (a graceful `TooSlow`): set once, both together, so a
-    /// concurrent end for another reason can never inherit the drain.
-    /// Boxed: an end is rare, and unboxed it would cost every watcher
-    /// 24 bytes more; a `OnceBox` (one word), whose `get` is one `Acquire`
-    /// load of the pointer.
-    end: OnceBox<(EndReason, bool)>,
+    /// What a watcher needs only once it ends or overflows ([`Cold`]),
+    /// allocated by the first of the two: most watchers hold one word here
+    /// until they end.
+    cold: OnceBox<Cold>,
+    /// The end is set (`Cold::end`). Set, never cleared, by whoever tried
+    /// to end the watch, after its attempt (won or lost): `Release`,
+    /// publishing the end; the `Acquire` loads of `is_ended` and
+    /// `end_state` pair with it. The flag, not the cell, answers "ended?",
+    /// so that question stays one load (the dispatcher asks it per
+    /// candidate, the consumer per batch).
+    ended: AtomicBool,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -198,25 +203,36 @@ pub(crate) struct WatcherShared {
     /// dispatcher's `Acquire` load pairs with it before it overwrites
     /// `bookmark_rv`).
     bookmark_pending: AtomicBool,
-    /// Handles that did not fit in the queue (see [Spilling](#spilling)),
-    /// in dispatch order, all newer than what the queue holds while
-    /// `spilling`. Allocated by the dispatcher's first overflow (most
-    /// watchers never have one: 8 bytes here rather than a 32-byte lock
-    /// and vector), and kept for the watcher's life once it has been.
-    spill: OnceBox<Mutex<Vec<u64>>>,
     /// The overflow is active: the dispatcher pushes to it, not to the
     /// queue, until the consumer takes its items. Written only under the
-    /// `spill` lock: set by the dispatcher, cleared by the consumer; so a
-    /// `false` read by the dispatcher is never stale, and a stale `true`
-    /// only sends it to the locked path.
+    /// `spill` lock (`Cold::spill`): set by the dispatcher, cleared by the
+    /// consumer; so a `false` read by the dispatcher is never stale, and a
+    /// stale `true` only sends it to the locked path.
     spilling: AtomicBool,
+}
+
+/// The part of a watcher's shared state that is used only once it ends
+/// or overflows (`WatcherShared::cold`): boxed on first use, so that an
+/// idle watcher holds a pointer instead of 40 bytes (the end's `OnceBox`
+/// and the overflow's lock and vector), kept for the watcher's life once
+/// it is there.
+struct Cold {
+    /// The end, and whether it waits until the consumer has drained what
+    /// it holds (a graceful `TooSlow`): set once, both together, so a
+    /// concurrent end for another reason can never inherit the drain.
+    /// `WatcherShared::ended` says whether it is set.
+    end: OnceLock<(EndReason, bool)>,
+    /// Handles that did not fit in the queue (see [Spilling](#spilling)),
+    /// in dispatch order, all newer than what the queue holds while
+    /// `spilling`.
+    spill: Mutex<Vec<u64>>,
 }
 
 impl fmt::Debug for WatcherShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WatcherShared")
             .field("spec", &self.spec)
-            .field("end", &self.end.get().map(|end| &end.0))
+            .field("end", &self.end_state().map(|end| end.0))
             .finish_non_exhaustive()
     }
 }
@@ -252,7 +268,8 @@ impl WatcherShared {
             queue: Queue::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
             generation: AtomicU64::new(generation.unwrap_or(UNLISTED)),
-            end: OnceBox::new(),
+            cold: OnceBox::new(),
+            ended: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             place: AtomicU8::new(0),
             waker: AtomicWaker::new(),
@@ -260,24 +277,34 @@ impl WatcherShared {
             producer_waiting: AtomicBool::new(false),
             bookmark_rv: AtomicU64::new(0),
             bookmark_pending: AtomicBool::new(false),
-            spill: OnceBox::new(),
             spilling: AtomicBool::new(false),
         }
     }
 
-    /// The overflow's lock, allocated by the first call (the dispatcher's
-    /// first overflow).
-    fn lock_spill(&self) -> MutexGuard<'_, Vec<u64>> {
-        let spill = self.spill.get_or_init(|| Box::new(Mutex::new(Vec::new())));
-        // Every mutation under the lock completes before the guard drops.
-        spill.lock().unwrap_or_else(|e| e.into_inner())
+    /// The cold part, allocated by the first call (the first end or
+    /// overflow). Racing first calls each allocate one; one is kept (the
+    /// `OnceBox`'s compare-exchange), the other dropped unused.
+    fn cold(&self) -> &Cold {
+        self.cold.get_or_init(|| {
+            Box::new(Cold {
+                end: OnceLock::new(),
+                spill: Mutex::new(Vec::new()),
+            })
+        })
     }
 
-    /// The overflow's lock, if the watcher ever had an overflow.
-    fn lock_spill_if_any(&self) -> Option<MutexGuard<'_, Vec<u64>>> {
+    /// The overflow's lock (allocating the cold part if need be: the
+    /// dispatcher's first overflow).
+    fn lock_spill(&self) -> MutexGuard<'_, Vec<u64>> {
         // Every mutation under the lock completes before the guard drops.
-        let spill = self.spill.get()?;
-        Some(spill.lock().unwrap_or_else(|e| e.into_inner()))
+        self.cold().spill.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The overflow's lock, if the cold part is there.
+    fn lock_spill_if_any(&self) -> Option<MutexGuard<'_, Vec<u64>>> {
+        let cold = self.cold.get()?;
+        // Every mutation under the lock completes before the guard drops.
+        Some(cold.spill.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// How the watch begins.
@@ -361,7 +388,7 @@ impl WatcherShared {
     /// Dispatcher, on retiring an ended watcher: gives its overflow back
     /// to the budget. Either way the memory is freed.
     pub(crate) fn discard_spill(&self, held: &std::sync::atomic::AtomicU64) {
-        // Never allocated: never an overflow, so `spilling` is false.
+        // No cold part: never an overflow, so `spilling` is false.
         let Some(mut spill) = self.lock_spill_if_any() else {
             return;
         };
@@ -371,8 +398,10 @@ impl WatcherShared {
         self.spilling.store(false, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn is_ended(&self) -> bool {
-        self.end.get().is_some()
+        // Acquire: pairs with the Release in `set_end` (see `ended`).
+        self.ended.load(Ordering::Acquire)
     }
 
     /// Ends the watch unless it has ended already; returns whether this call
@@ -388,8 +417,16 @@ impl WatcherShared {
     }
 
     fn set_end(&self, reason: EndReason, drain: bool, counters: &Counters) -> bool {
-        let won = self.end.set(Box::new((reason, drain))).is_ok();
-        if let (true, Some(end)) = (won, self.end.get()) {
+        let cold = self.cold();
+        // A lost `set` returns once the winner's value is in place (the
+        // cell's contract), so either way the end is set here.
+        let won = cold.end.set((reason, drain)).is_ok();
+        // Release: publishes the end; pairs with the Acquire loads of
+        // `ended`. The loser stores it too, so that its caller, which may
+        // look next (`Watch::end_now`), never finds the watch not ended
+        // in the moment between the winner's set and its store.
+        self.ended.store(true, Ordering::Release);
+        if let (true, Some(end)) = (won, cold.end.get()) {
             counters.ended(&end.0);
         }
         self.waker.wake();
@@ -555,7 +592,11 @@ impl WatcherShared {
     /// consumer to drain first.
     #[inline]
     pub(crate) fn end_state(&self) -> Option<(&EndReason, bool)> {
-        self.end.get().map(|end| (&end.0, end.1))
+        if !self.is_ended() {
+            return None;
+        }
+        let end = self.cold.get()?.end.get()?;
+        Some((&end.0, end.1))
     }
 
     /// Consumer, on seeing a new park: forgets what it was fed. Everything
