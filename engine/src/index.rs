@@ -67,12 +67,92 @@ type Bucket = std::sync::Arc<Vec<Arc<WatcherShared>>>;
 /// kubelet shape: 24 bytes, where a `Vec` in an `Arc` took 40 plus 32 of
 /// capacity); reading one is a load less (no `Vec` header in between).
 type ValueBucket = std::sync::Arc<[Arc<WatcherShared>]>;
-type IndexMap = imbl::GenericHashMap<
-    Box<str>,
-    ValueBucket,
-    ahash::RandomState,
-    imbl::shared_ptr::DefaultSharedPtr,
->;
+/// A value's watchers by the value's 64-bit hash (see [`IndexMap`]).
+type HashedMap =
+    imbl::GenericHashMap<u64, ValueBucket, PassThrough, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// An index (or a selector route's map): value -> watchers, keyed by the
+/// value's hash under a per-map random key rather than by the value.
+/// An entry holds no copy of the value (a `Box<str>` and its allocation:
+/// about 25 bytes per kubelet-shaped watcher, with the map's nodes), and
+/// a look-up compares two words instead of following the key to its
+/// bytes. Two values with the same hash (2^-64 per pair, under a key the
+/// senders of changes cannot see) share a bucket: their watchers are
+/// offered each other's changes and their filters refuse them, as for
+/// any candidate, so delivery is unchanged (routing only narrows).
+#[derive(Debug, Clone)]
+struct IndexMap {
+    keys: ahash::RandomState,
+    map: HashedMap,
+}
+
+impl IndexMap {
+    fn new() -> IndexMap {
+        IndexMap {
+            keys: ahash::RandomState::new(),
+            map: HashedMap::default(),
+        }
+    }
+
+    #[inline]
+    fn key(&self, value: &str) -> u64 {
+        self.keys.hash_one(value)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<&ValueBucket> {
+        self.map.get(&key)
+    }
+
+    /// Adds `w` to the bucket of `value`.
+    fn insert(&mut self, value: &str, w: Arc<WatcherShared>) {
+        let key = self.key(value);
+        let bucket: ValueBucket = match self.map.get(&key) {
+            Some(old) => old.iter().cloned().chain(std::iter::once(w)).collect(),
+            None => std::sync::Arc::new([w]),
+        };
+        self.map.insert(key, bucket);
+    }
+}
+
+/// The map's hasher for keys that are hashes already: passes the key
+/// through.
+#[derive(Debug, Clone, Copy, Default)]
+struct PassThrough;
+
+impl std::hash::BuildHasher for PassThrough {
+    type Hasher = PassThroughHasher;
+
+    fn build_hasher(&self) -> PassThroughHasher {
+        PassThroughHasher(0)
+    }
+}
+
+/// See [`PassThrough`].
+#[derive(Debug, Clone, Copy)]
+struct PassThroughHasher(u64);
+
+impl std::hash::Hasher for PassThroughHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here (`write_u64`); any other input
+        // is folded in, FNV-1a style, so the hasher stays a hasher.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
 
 /// The routing table.
 #[derive(Debug, Clone, Default)]
@@ -146,10 +226,7 @@ impl ShardTable {
 
 impl Routes {
     pub(crate) fn new(fields: std::sync::Arc<[Box<str>]>) -> Routes {
-        let by_value = fields
-            .iter()
-            .map(|_| IndexMap::with_hasher(ahash::RandomState::new()))
-            .collect();
+        let by_value = fields.iter().map(|_| IndexMap::new()).collect();
         Routes {
             fields,
             all: Bucket::default(),
@@ -174,7 +251,7 @@ impl Routes {
                 let i = i as usize;
                 match (self.fields.get(i), self.by_value.get_mut(i)) {
                     (Some(field), Some(map)) => match filter.fields().requires_exact(field) {
-                        Some(value) => bucket_insert(map, value, w.clone()),
+                        Some(value) => map.insert(value, w.clone()),
                         None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
                     },
                     _ => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
@@ -185,12 +262,11 @@ impl Routes {
                     let at = match self.selected.iter().position(|(f, _)| **f == *field) {
                         Some(at) => at,
                         None => {
-                            let map = IndexMap::with_hasher(ahash::RandomState::new());
-                            self.selected.push((field.into(), map));
+                            self.selected.push((field.into(), IndexMap::new()));
                             self.selected.len() - 1
                         }
                     };
-                    bucket_insert(&mut self.selected[at].1, value, w.clone());
+                    self.selected[at].1.insert(value, w.clone());
                 }
                 None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
             },
@@ -242,8 +318,8 @@ impl Routes {
             .iter_mut()
             .chain(self.selected.iter_mut().map(|(_, m)| m))
         {
-            let mut rebuilt = IndexMap::with_hasher(map.hasher().clone());
-            for (value, bucket) in map.iter() {
+            let mut rebuilt = HashedMap::default();
+            for (key, bucket) in map.map.iter() {
                 let bucket = if bucket.iter().all(|w| keep(w)) {
                     bucket.clone()
                 } else {
@@ -251,10 +327,10 @@ impl Routes {
                 };
                 if !bucket.is_empty() {
                     len += bucket.len();
-                    rebuilt.insert(value.clone(), bucket);
+                    rebuilt.insert(*key, bucket);
                 }
             }
-            *map = rebuilt;
+            map.map = rebuilt;
         }
         self.selected.retain(|(_, m)| !m.is_empty());
         self.len = len;
@@ -287,7 +363,7 @@ impl Routes {
                 self.by_value
                     .iter()
                     .chain(self.selected.iter().map(|(_, m)| m))
-                    .flat_map(|m| m.values().flat_map(|b| b.iter())),
+                    .flat_map(|m| m.map.values().flat_map(|b| b.iter())),
             )
             .chain(sharded)
     }
@@ -317,14 +393,20 @@ impl Routes {
             }
             // A missing field reads as "", as field selectors read it.
             let cur = object.field(field).unwrap_or("");
-            if let Some(b) = map.get(cur) {
+            let cur_key = map.key(cur);
+            if let Some(b) = map.get(cur_key) {
                 b.iter().for_each(&mut f);
             }
             if let Some(p) = prev {
                 let old = p.field(field).unwrap_or("");
+                // Compared by key: two values that share a key share a
+                // bucket, visited once.
                 if old != cur {
-                    if let Some(b) = map.get(old) {
-                        b.iter().for_each(&mut f);
+                    let old_key = map.key(old);
+                    if old_key != cur_key {
+                        if let Some(b) = map.get(old_key) {
+                            b.iter().for_each(&mut f);
+                        }
                     }
                 }
             }
@@ -340,14 +422,6 @@ impl Routes {
             }
         }
     }
-}
-
-fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
-    let bucket: ValueBucket = match map.get(value) {
-        Some(old) => old.iter().cloned().chain(std::iter::once(w)).collect(),
-        None => std::sync::Arc::new([w]),
-    };
-    map.insert(value.into(), bucket);
 }
 
 #[cfg(test)]
