@@ -358,8 +358,9 @@ pub mod internals {
         pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
             use crate::watch::{Route, Start, WatcherShared, WatcherSpec};
             // The routed value is read from the filter (`index.rs`).
-            let (route, filter) = match indexed.zip(indexed.and_then(|(i, _)| self.1.get(i))) {
-                Some(((i, v), field)) => {
+            let field = indexed.and_then(|(i, _)| Some((u16::try_from(i).ok()?, self.1.get(i)?)));
+            let (route, filter) = match indexed.zip(field) {
+                Some(((_, v), (i, field))) => {
                     let fields = crate::selector::FieldSelector::exact(field, v);
                     let filter = crate::filter::Filter::new(
                         crate::KeyScope::All,
@@ -367,17 +368,11 @@ pub mod internals {
                         fields,
                         crate::ShardSelector::default(),
                     );
-                    (Route::Indexed(i as u32), filter)
+                    (Route::Indexed(i), filter)
                 }
                 None => (Route::All, crate::filter::Filter::default()),
             };
-            let spec = WatcherSpec {
-                id,
-                filter,
-                route,
-                created: std::time::Instant::now(),
-                deadline: None,
-            };
+            let spec = WatcherSpec::new(id, filter, route, std::time::Instant::now(), None);
             let start = Start::After(crate::ResourceVersion::ZERO);
             let w = WatcherShared::new(spec, start, false, None, 1);
             self.0.insert(Arc::new(w));

@@ -234,7 +234,7 @@ impl Dispatcher {
                         w.place.store(place::RETIRED, Ordering::Relaxed);
                         continue;
                     }
-                    if let Some(at) = w.spec.deadline {
+                    if let Some(at) = w.spec.deadline() {
                         let kind = DeadlineKind::Watch;
                         let w = w.clone();
                         self.deadlines.push(Reverse(Deadline { at, kind, w }));
@@ -722,6 +722,6 @@ fn schedule_bookmark(
     w: Arc<WatcherShared>,
 ) {
     let waiting = w.initial_end.is_waiting();
-    let due = next_bookmark(now, frequency, w.spec.deadline, waiting);
+    let due = next_bookmark(now, frequency, w.spec.deadline(), waiting);
     wheel.insert(due, (w, waiting));
 }

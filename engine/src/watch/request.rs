@@ -141,14 +141,18 @@ impl WatchRequest {
 /// Where a watcher is registered in the trigger index. The value it is
 /// registered under is not copied here: it is the filter's own, and
 /// `index.rs` reads it from there (`Filter::route_value`), so an indexed
-/// watcher holds its value once, not twice (the route is 8 bytes, not 24
+/// watcher holds its value once, not twice (the route is 4 bytes, not 24
 /// plus an allocation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     All,
     /// The index number: the selector requires an exact value of that
-    /// index's field.
-    Indexed(u32),
+    /// index's field. A `u16`, so the route is 4 bytes and packs with the
+    /// timeout's nanoseconds in [`WatcherSpec`]; a selector on a field of
+    /// an index past the 65,536th (a configuration no cache has) is
+    /// routed as [`Route::Selected`], by the same field: the same
+    /// candidates, its queue sized as an unindexed watcher's.
+    Indexed(u16),
     /// Admits everything, under the park policy: follows the history ring
     /// itself, never fed by the dispatcher (see `shared.rs`, Following).
     Follow,
@@ -266,8 +270,49 @@ pub(crate) struct WatcherSpec {
     pub(crate) route: Route,
     /// When the watch was begun, on the engine's clock.
     pub(crate) created: Instant,
-    /// When the watch ends with `Deadline`, on the engine's clock.
-    pub(crate) deadline: Option<Instant>,
+    /// The timeout (`WatchRequest::timeout`), split so that it packs:
+    /// whole seconds, and nanoseconds ([`NO_TIMEOUT`]: none), which share
+    /// a word with the route. An `Option<Instant>` deadline took 16
+    /// bytes; [`WatcherSpec::deadline`] computes it, as it was computed.
+    timeout_secs: u64,
+    timeout_nanos: u32,
+}
+
+/// `timeout_nanos` of a watch without a timeout (a `Duration`'s
+/// nanoseconds are below 10^9).
+const NO_TIMEOUT: u32 = u32::MAX;
+
+impl WatcherSpec {
+    pub(crate) fn new(
+        id: u64,
+        filter: Filter,
+        route: Route,
+        created: Instant,
+        timeout: Option<Duration>,
+    ) -> WatcherSpec {
+        let (timeout_secs, timeout_nanos) =
+            timeout.map_or((0, NO_TIMEOUT), |t| (t.as_secs(), t.subsec_nanos()));
+        WatcherSpec {
+            id,
+            filter,
+            route,
+            created,
+            timeout_secs,
+            timeout_nanos,
+        }
+    }
+
+    /// When the watch ends with `Deadline`, on the engine's clock: its
+    /// creation plus its timeout, if it has one and that is within the
+    /// clock's range (past it: no deadline). Read at registration and when
+    /// a bookmark is scheduled.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        if self.timeout_nanos == NO_TIMEOUT {
+            return None;
+        }
+        let timeout = Duration::new(self.timeout_secs, self.timeout_nanos);
+        self.created.checked_add(timeout)
+    }
 }
 
 /// A request resolved against the engine's configuration, before the
@@ -298,9 +343,8 @@ impl WatchRequest {
             .iter()
             .enumerate()
             .find_map(|(i, f)| {
-                self.fields
-                    .requires_exact(f)
-                    .map(|_| Route::Indexed(i as u32))
+                let i = u16::try_from(i).ok()?;
+                self.fields.requires_exact(f).map(|_| Route::Indexed(i))
             })
             .or_else(|| self.fields.first_exact().map(|_| Route::Selected))
             .or_else(|| self.shard.single().map(|_| Route::Sharded))
@@ -369,14 +413,7 @@ impl Resolved {
     /// whether it takes bookmarks and the generation it was begun against
     /// go to `WatcherShared::new` apart: see [`WatcherSpec`]).
     pub(crate) fn into_spec(self, id: u64, created: Instant) -> WatcherSpec {
-        WatcherSpec {
-            id,
-            filter: self.filter,
-            route: self.route,
-            created,
-            // Past the clock's range: no deadline.
-            deadline: self.timeout.and_then(|t| created.checked_add(t)),
-        }
+        WatcherSpec::new(id, self.filter, self.route, created, self.timeout)
     }
 }
 
@@ -403,6 +440,22 @@ mod tests {
                 let p = Packed::new(start, bookmarks);
                 assert_eq!((p.start(), p.allow_bookmarks()), (start, bookmarks));
             }
+        }
+    }
+
+    #[test]
+    fn the_split_timeout_gives_the_deadline() {
+        let now = Instant::now();
+        let spec = |t| WatcherSpec::new(1, Filter::default(), Route::All, now, t);
+        assert_eq!(spec(None).deadline(), None);
+        for t in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::new(3, 999_999_999),
+            Duration::from_secs(3600),
+            Duration::MAX,
+        ] {
+            assert_eq!(spec(Some(t)).deadline(), now.checked_add(t), "{t:?}");
         }
     }
 }
