@@ -47,7 +47,6 @@ pub struct Watch {
     resume_requested: bool,
     /// The next position this watch has not passed.
     next_pos: u64,
-    generation: u64,
     cursor: ReadCursor,
     /// The last resource version delivered (or the start), for `Gone`.
     last_rv: ResourceVersion,
@@ -142,7 +141,6 @@ impl Watch {
             follower,
             unregistered: false,
             next_pos: 0,
-            generation: 0,
             cursor,
             last_rv: ResourceVersion::ZERO,
             start_rv: ResourceVersion::ZERO,
@@ -189,12 +187,18 @@ impl Watch {
             _ => return (0, true),
         };
         let mut n = 0;
+        // Read once per call, and only if there is a record to replay.
+        let generation = if self.next_pos < replay_to {
+            self.generation()
+        } else {
+            0
+        };
         while n < max && self.next_pos < replay_to {
             let pos = self.next_pos;
             let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
                 return (n, true);
             };
-            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+            if rec.generation != generation || rec.kind == RecordKind::Relist {
                 return (n, true);
             }
             self.next_pos = pos + 1;
@@ -288,7 +292,6 @@ impl Watch {
                     if self.w.attach() == Attach::NotYet {
                         Step::Empty
                     } else {
-                        self.generation = self.w.active_generation();
                         self.begin();
                         continue;
                     }
@@ -344,7 +347,7 @@ impl Watch {
     /// binary search for a version), so it is consistent with the ring.
     fn begin(&mut self) {
         let st = self.engine.lock_state();
-        if st.generation != self.generation {
+        if st.generation != self.generation() {
             drop(st);
             self.w.end(EndReason::Relisted, &self.engine.counters);
             // Ends now, even if a draining end came first: nothing to drain.
@@ -425,7 +428,14 @@ impl Watch {
             Attach::NotYet => unreachable!("streaming before registration"),
         };
         // Replay from the ring: what happened between the start and the
-        // dispatcher taking over, or everything while parked.
+        // dispatcher taking over, or everything while parked. The
+        // generation is read once per call, and only if there is a record
+        // to replay.
+        let generation = if self.next_pos < replay_to {
+            self.generation()
+        } else {
+            0
+        };
         let mut scanned = 0;
         while self.next_pos < replay_to {
             scanned += 1;
@@ -436,7 +446,7 @@ impl Watch {
             let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
                 return self.fell_behind();
             };
-            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+            if rec.generation != generation || rec.kind == RecordKind::Relist {
                 // Only a parked replay can reach a re-list (the dispatcher
                 // ends us when it gets there); never cross it.
                 drop(rec);
@@ -505,6 +515,14 @@ impl Watch {
             *sample_in = SAMPLE_EVERY;
             engine.record_received(rec);
         }
+    }
+
+    /// The generation the dispatcher activated the watch in (the shared
+    /// state's, written once before the activation this watch has seen:
+    /// not copied into the handle, which it would grow by a word).
+    #[inline]
+    fn generation(&self) -> u64 {
+        self.w.active_generation()
     }
 
     /// Where a live watch replays up to before it turns to its queue: the
@@ -599,7 +617,7 @@ impl Watch {
         };
         // A re-list empties the window, so the writer reuses the old
         // generation's slots freely: that is the re-list, not lagging.
-        let reason = if generation != self.generation {
+        let reason = if generation != self.generation() {
             EndReason::Relisted
         } else {
             EndReason::Gone(Gone::new(self.last_rv, oldest))
