@@ -396,6 +396,22 @@ pub mod internals {
 mod tests {
     use super::*;
 
+    /// What an idle watcher holds, pinned where it was measured (x86-64
+    /// and AArch64 Linux: `Instant` is 16 bytes there): its handle, and
+    /// the state it shares with the dispatcher (in an `Arc`, 16 bytes
+    /// more). Growing either costs every watcher of a cache; the memory
+    /// scenario of `herald-perf` counts the whole (targets: 320 bytes for
+    /// a watcher of everything, 512 for a kubelet-shaped one).
+    #[test]
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    fn an_idle_watcher_stays_small() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Watch>(), 80);
+        assert_eq!(size_of::<crate::watch::WatcherShared>(), 208);
+        assert_eq!(size_of::<crate::filter::Filter>(), 72);
+        assert_eq!(size_of::<crate::queue::Queue>(), 16);
+    }
+
     /// Handles cross threads: the writer to its feeder thread, watches to
     /// their consumers, the engine everywhere.
     #[test]

@@ -141,11 +141,12 @@ const UNLISTED: u64 = 0;
 
 /// The state the dispatcher and the consumer share.
 ///
-/// Every idle watcher holds one, so it is kept small (232 bytes on
-/// x86-64, 248 with the `Arc`'s counts): what is rare is boxed on first
-/// use (the end, the overflow, the queue's ring), what is derivable is
-/// not stored (a route's value, the bookmark floor), and the byte-wide
-/// flags share one word of padding.
+/// Every idle watcher holds one, so it is kept small (208 bytes on
+/// x86-64 Linux, 224 with the `Arc`'s counts; `lib.rs` pins it): what is
+/// rare is boxed on first use (the end and the overflow, the queue's
+/// ring), what is derivable is not stored (a route's value, the bookmark
+/// floor, the deadline), what is small is packed (the start and its
+/// flags, the timeout), and the byte-wide flags share one word.
 pub(crate) struct WatcherShared {
     pub(crate) spec: WatcherSpec,
     /// How the watch begins, and whether it takes bookmarks: immutable,
