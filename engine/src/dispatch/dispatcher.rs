@@ -30,6 +30,12 @@ const BATCH: u64 = 256;
 /// changes by at most this much work per batch, never by the whole flood.
 const CONTROL_BUDGET: usize = 1024;
 
+/// Requests' room the backlog keeps once empty (1 KiB): enough for the
+/// trickle of a steady state, where a burst of registrations would
+/// otherwise leave up to [`CONTROL_BUDGET`] entries' room (16 KiB) held
+/// for good. Giving it back costs a burst one allocation.
+const BACKLOG_KEPT: usize = 64;
+
 /// The longest the idle dispatcher sleeps in one go (real time); any
 /// change, request or clock movement wakes it sooner.
 const IDLE: Duration = Duration::from_secs(3600);
@@ -249,7 +255,7 @@ impl Dispatcher {
                 }
             }
         }
-        if self.backlog.is_empty() && self.backlog.capacity() > CONTROL_BUDGET {
+        if self.backlog.is_empty() && self.backlog.capacity() > BACKLOG_KEPT {
             // A flood is over: give its memory back.
             self.backlog = VecDeque::new();
         }
