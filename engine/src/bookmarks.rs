@@ -10,7 +10,6 @@
 
 use std::time::{Duration, Instant};
 
-use crate::ResourceVersion;
 use crate::sync::{AtomicU8, Ordering};
 
 /// When a watcher's next bookmark is due.
@@ -141,7 +140,8 @@ const RECEIVED: u8 = 1;
 const SENT: u8 = 2;
 
 /// A watcher's initial-events-end state (seeds/000): waiting for a
-/// bookmark at or after `after`, received (the bookmark is on its way to
+/// bookmark at or after the version the watch asked for
+/// (`Start::bookmarks_from`, not copied here), received (the bookmark is on its way to
 /// the consumer), sent. A watch that asked for no initial-events-end
 /// bookmark starts out "sent", as in the reference.
 ///
@@ -152,22 +152,14 @@ const SENT: u8 = 2;
 /// snapshot it describes.
 #[derive(Debug)]
 pub(crate) struct InitialEventsEnd {
-    after: ResourceVersion,
     state: AtomicU8,
 }
 
 impl InitialEventsEnd {
-    pub(crate) fn new(wanted: bool, after: ResourceVersion) -> InitialEventsEnd {
+    pub(crate) fn new(wanted: bool) -> InitialEventsEnd {
         InitialEventsEnd {
-            after,
             state: AtomicU8::new(if wanted { WAITING } else { SENT }),
         }
-    }
-
-    /// The reference's `nonblockingAdd` rule: a bookmark below the
-    /// requested version is dropped, never enqueued.
-    pub(crate) fn admits(&self, rv: ResourceVersion) -> bool {
-        rv >= self.after
     }
 
     pub(crate) fn is_waiting(&self) -> bool {
@@ -332,8 +324,8 @@ mod tests {
 
     #[test]
     fn initial_events_end_state_machine() {
-        let s = InitialEventsEnd::new(true, 100.into());
-        assert!(s.is_waiting() && !s.admits(99.into()) && s.admits(100.into()));
+        let s = InitialEventsEnd::new(true);
+        assert!(s.is_waiting());
         s.mark_received();
         assert!(s.is_received());
         s.mark_received();
@@ -344,7 +336,7 @@ mod tests {
         s.mark_received();
         assert!(s.is_sent());
 
-        let none = InitialEventsEnd::new(false, ResourceVersion::ZERO);
+        let none = InitialEventsEnd::new(false);
         assert!(none.is_sent() && !none.is_waiting() && !none.is_received());
     }
 }

@@ -163,8 +163,12 @@ impl Engine {
             shared.config.queue_capacity(ring_capacity, indexed)
         };
         let created = shared.config.clock.now();
+        let (start, bookmarks) = (resolved.start, resolved.allow_bookmarks);
         let w = Arc::new(WatcherShared::new(
-            resolved.into_spec(shared.next_watcher_id(), generation, created),
+            resolved.into_spec(shared.next_watcher_id(), created),
+            start,
+            bookmarks,
+            generation,
             queue,
         ));
         // Counted before the request can be taken (the dispatcher counts

@@ -123,13 +123,27 @@ impl Verdict {
     }
 }
 
-/// A watcher's whole filter.
+/// [`KeyScope`]'s kind, kept apart from its key so that it packs with
+/// the filter's other byte (a `KeyScope` is 24 bytes: its tag takes a
+/// word of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum ScopeKind {
+    #[default]
+    All,
+    Exact,
+    Prefix,
+}
+
+/// A watcher's whole filter. Every watcher holds one (72 bytes).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {
-    scope: KeyScope,
+    /// The scope's key (empty for [`KeyScope::All`]); its kind is
+    /// `scope_kind`.
+    scope_key: Box<str>,
     labels: LabelSelector,
     fields: FieldSelector,
     shard: ShardSelector,
+    scope_kind: ScopeKind,
     /// Admits every object (no scope, no selectors): the verdict then
     /// needs no evaluation at all, the common case of "all" watchers.
     everything: bool,
@@ -146,8 +160,14 @@ impl Filter {
             && labels.is_everything()
             && fields.is_everything()
             && shard.is_everything();
+        let (scope_kind, scope_key) = match scope {
+            KeyScope::All => (ScopeKind::All, Box::default()),
+            KeyScope::Exact(k) => (ScopeKind::Exact, k),
+            KeyScope::Prefix(p) => (ScopeKind::Prefix, p),
+        };
         Filter {
-            scope,
+            scope_key,
+            scope_kind,
             labels,
             fields,
             shard,
@@ -160,6 +180,17 @@ impl Filter {
         self.everything
     }
 
+    /// The field selector (a route's value is read from it: see
+    /// `index.rs`).
+    pub(crate) fn fields(&self) -> &FieldSelector {
+        &self.fields
+    }
+
+    /// The shard selector (a shard route's range is read from it).
+    pub(crate) fn shard(&self) -> &ShardSelector {
+        &self.shard
+    }
+
     /// Whether the watcher may see `obj` at all.
     #[inline]
     pub(crate) fn admits(&self, obj: &Object) -> bool {
@@ -168,10 +199,23 @@ impl Filter {
 
     #[inline(never)]
     fn admits_slow(&self, obj: &Object) -> bool {
-        self.scope.contains(obj.key())
+        self.scope_contains(obj.key())
             && self.labels.matches(|k| obj.label(k))
             && self.fields.matches(|f| obj.field(f))
             && self.shard.admits(obj)
+    }
+
+    /// [`KeyScope::contains`], on the unpacked scope.
+    #[inline]
+    fn scope_contains(&self, key: &str) -> bool {
+        let k = &*self.scope_key;
+        match self.scope_kind {
+            ScopeKind::All => true,
+            ScopeKind::Exact => k == key,
+            ScopeKind::Prefix => key
+                .strip_prefix(k)
+                .is_some_and(|rest| rest.starts_with('/')),
+        }
     }
 
     /// The Added/Modified/Deleted decision of the reference
@@ -309,6 +353,33 @@ mod tests {
             none,
         );
         assert!(!sharded.everything && !sharded.admits(&o));
+    }
+
+    /// The filter's unpacked scope decides as `KeyScope::contains` does.
+    #[test]
+    fn the_unpacked_scope_is_key_scope() {
+        let scopes = [
+            KeyScope::All,
+            KeyScope::exact("ns/a"),
+            KeyScope::prefix("ns"),
+            KeyScope::prefix("ns/a"),
+        ];
+        let keys = ["ns/a", "ns/ab", "ns/a/b", "ns", "nsx/a", "other", ""];
+        for scope in scopes {
+            let f = Filter::new(
+                scope.clone(),
+                LabelSelector::default(),
+                FieldSelector::default(),
+                ShardSelector::default(),
+            );
+            for key in keys {
+                assert_eq!(
+                    f.scope_contains(key),
+                    scope.contains(key),
+                    "{scope:?} {key}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -61,8 +61,98 @@ use crate::watch::{Route, WatcherShared};
 /// Immutable once published: plain data sharing, so `std`'s `Arc` (it
 /// needs `make_mut`, which loom's lacks).
 type Bucket = std::sync::Arc<Vec<Arc<WatcherShared>>>;
-type IndexMap =
-    imbl::GenericHashMap<Box<str>, Bucket, ahash::RandomState, imbl::shared_ptr::DefaultSharedPtr>;
+/// A value's watchers: a slice in the `Arc`'s own allocation, sized
+/// exactly. A registration copies the bucket (as `make_mut` did once it
+/// was published), and a value has few watchers (one per node in the
+/// kubelet shape: 24 bytes, where a `Vec` in an `Arc` took 40 plus 32 of
+/// capacity); reading one is a load less (no `Vec` header in between).
+type ValueBucket = std::sync::Arc<[Arc<WatcherShared>]>;
+/// A value's watchers by the value's 64-bit hash (see [`IndexMap`]).
+type HashedMap =
+    imbl::GenericHashMap<u64, ValueBucket, PassThrough, imbl::shared_ptr::DefaultSharedPtr>;
+
+/// An index (or a selector route's map): value -> watchers, keyed by the
+/// value's hash under a per-map random key rather than by the value.
+/// An entry holds no copy of the value (a `Box<str>` and its allocation:
+/// about 25 bytes per kubelet-shaped watcher, with the map's nodes), and
+/// a look-up compares two words instead of following the key to its
+/// bytes. Two values with the same hash (2^-64 per pair, under a key the
+/// senders of changes cannot see) share a bucket: their watchers are
+/// offered each other's changes and their filters refuse them, as for
+/// any candidate, so delivery is unchanged (routing only narrows).
+#[derive(Debug, Clone)]
+struct IndexMap {
+    keys: ahash::RandomState,
+    map: HashedMap,
+}
+
+impl IndexMap {
+    fn new() -> IndexMap {
+        IndexMap {
+            keys: ahash::RandomState::new(),
+            map: HashedMap::default(),
+        }
+    }
+
+    #[inline]
+    fn key(&self, value: &str) -> u64 {
+        self.keys.hash_one(value)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    #[inline]
+    fn get(&self, key: u64) -> Option<&ValueBucket> {
+        self.map.get(&key)
+    }
+
+    /// Adds `w` to the bucket of `value`.
+    fn insert(&mut self, value: &str, w: Arc<WatcherShared>) {
+        let key = self.key(value);
+        let bucket: ValueBucket = match self.map.get(&key) {
+            Some(old) => old.iter().cloned().chain(std::iter::once(w)).collect(),
+            None => std::sync::Arc::new([w]),
+        };
+        self.map.insert(key, bucket);
+    }
+}
+
+/// The map's hasher for keys that are hashes already: passes the key
+/// through.
+#[derive(Debug, Clone, Copy, Default)]
+struct PassThrough;
+
+impl std::hash::BuildHasher for PassThrough {
+    type Hasher = PassThroughHasher;
+
+    fn build_hasher(&self) -> PassThroughHasher {
+        PassThroughHasher(0)
+    }
+}
+
+/// See [`PassThrough`].
+#[derive(Debug, Clone, Copy)]
+struct PassThroughHasher(u64);
+
+impl std::hash::Hasher for PassThroughHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `u64` keys are hashed here (`write_u64`); any other input
+        // is folded in, FNV-1a style, so the hasher stays a hasher.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
 
 /// The routing table.
 #[derive(Debug, Clone, Default)]
@@ -136,10 +226,7 @@ impl ShardTable {
 
 impl Routes {
     pub(crate) fn new(fields: std::sync::Arc<[Box<str>]>) -> Routes {
-        let by_value = fields
-            .iter()
-            .map(|_| IndexMap::with_hasher(ahash::RandomState::new()))
-            .collect();
+        let by_value = fields.iter().map(|_| IndexMap::new()).collect();
         Routes {
             fields,
             all: Bucket::default(),
@@ -151,37 +238,54 @@ impl Routes {
         }
     }
 
+    /// Registers `w` under its route. The value (or range) it is routed
+    /// by is read from its filter, as the request's resolution found it
+    /// there (`watch/request.rs`); should it somehow be missing, the
+    /// watcher goes under "all": routing only narrows the candidates, so
+    /// that is never wrong, only slower.
     pub(crate) fn insert(&mut self, w: Arc<WatcherShared>) {
-        match &w.spec.route {
-            Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
+        let filter = &w.spec.filter;
+        match w.spec.route {
             Route::Follow => std::sync::Arc::make_mut(&mut self.followers).push(w),
-            Route::Indexed(i, value) => {
-                bucket_insert(&mut self.by_value[*i as usize], value, w.clone())
+            Route::Indexed(i) => {
+                let i = i as usize;
+                match (self.fields.get(i), self.by_value.get_mut(i)) {
+                    (Some(field), Some(map)) => match filter.fields().requires_exact(field) {
+                        Some(value) => map.insert(value, w.clone()),
+                        None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+                    },
+                    _ => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+                }
             }
-            Route::Selected(selected) => {
-                let (field, value) = &**selected;
-                let at = match self.selected.iter().position(|(f, _)| f == field) {
-                    Some(at) => at,
-                    None => {
-                        let map = IndexMap::with_hasher(ahash::RandomState::new());
-                        self.selected.push((field.clone(), map));
-                        self.selected.len() - 1
-                    }
-                };
-                bucket_insert(&mut self.selected[at].1, value, w.clone());
-            }
-            Route::Sharded(range) => {
-                let key = range.key();
-                let at = match self.sharded.iter().position(|(k, _)| *k == key) {
-                    Some(at) => at,
-                    None => {
-                        self.sharded.push((key, Default::default()));
-                        self.sharded.len() - 1
-                    }
-                };
-                let table = std::sync::Arc::make_mut(&mut self.sharded[at].1);
-                table.insert(range.start(), range.end(), w.clone());
-            }
+            Route::Selected => match filter.fields().first_exact() {
+                Some((field, value)) => {
+                    let at = match self.selected.iter().position(|(f, _)| **f == *field) {
+                        Some(at) => at,
+                        None => {
+                            self.selected.push((field.into(), IndexMap::new()));
+                            self.selected.len() - 1
+                        }
+                    };
+                    self.selected[at].1.insert(value, w.clone());
+                }
+                None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+            },
+            Route::Sharded => match filter.shard().single() {
+                Some(range) => {
+                    let key = range.key();
+                    let at = match self.sharded.iter().position(|(k, _)| *k == key) {
+                        Some(at) => at,
+                        None => {
+                            self.sharded.push((key, Default::default()));
+                            self.sharded.len() - 1
+                        }
+                    };
+                    let table = std::sync::Arc::make_mut(&mut self.sharded[at].1);
+                    table.insert(range.start(), range.end(), w.clone());
+                }
+                None => std::sync::Arc::make_mut(&mut self.all).push(w.clone()),
+            },
+            Route::All => std::sync::Arc::make_mut(&mut self.all).push(w),
         }
         self.len += 1;
     }
@@ -200,23 +304,6 @@ impl Routes {
             bucket.len()
         };
         let mut len = kept_in(&mut self.all) + kept_in(&mut self.followers);
-        for map in self
-            .by_value
-            .iter_mut()
-            .chain(self.selected.iter_mut().map(|(_, m)| m))
-        {
-            let mut rebuilt = IndexMap::with_hasher(map.hasher().clone());
-            for (value, bucket) in map.iter() {
-                let mut bucket = bucket.clone();
-                let n = kept_in(&mut bucket);
-                if n > 0 {
-                    rebuilt.insert(value.clone(), bucket);
-                    len += n;
-                }
-            }
-            *map = rebuilt;
-        }
-        self.selected.retain(|(_, m)| !m.is_empty());
         for (_, table) in &mut self.sharded {
             let table = std::sync::Arc::make_mut(table);
             for r in &mut table.ranges {
@@ -226,8 +313,41 @@ impl Routes {
             table.reindex();
         }
         self.sharded.retain(|(_, t)| !t.ranges.is_empty());
+        for map in self
+            .by_value
+            .iter_mut()
+            .chain(self.selected.iter_mut().map(|(_, m)| m))
+        {
+            let mut rebuilt = HashedMap::default();
+            for (key, bucket) in map.map.iter() {
+                let bucket = if bucket.iter().all(|w| keep(w)) {
+                    bucket.clone()
+                } else {
+                    bucket.iter().filter(|w| keep(w)).cloned().collect()
+                };
+                if !bucket.is_empty() {
+                    len += bucket.len();
+                    rebuilt.insert(*key, bucket);
+                }
+            }
+            map.map = rebuilt;
+        }
+        self.selected.retain(|(_, m)| !m.is_empty());
         self.len = len;
         len != before
+    }
+
+    /// Gives back the growth room of the flat buckets ("all" and the
+    /// followers) before the table is published: a registration after a
+    /// publication copies the bucket and then grows it by doubling, so
+    /// without this up to half of it would be room never used (8 bytes per
+    /// watcher). O(bucket) once per publication, as the copy was.
+    pub(crate) fn trim(&mut self) {
+        for bucket in [&mut self.all, &mut self.followers] {
+            if let Some(v) = std::sync::Arc::get_mut(bucket) {
+                v.shrink_to_fit();
+            }
+        }
     }
 
     /// Every registered watcher.
@@ -243,7 +363,7 @@ impl Routes {
                 self.by_value
                     .iter()
                     .chain(self.selected.iter().map(|(_, m)| m))
-                    .flat_map(|m| m.values().flat_map(|b| b.iter())),
+                    .flat_map(|m| m.map.values().flat_map(|b| b.iter())),
             )
             .chain(sharded)
     }
@@ -273,14 +393,20 @@ impl Routes {
             }
             // A missing field reads as "", as field selectors read it.
             let cur = object.field(field).unwrap_or("");
-            if let Some(b) = map.get(cur) {
+            let cur_key = map.key(cur);
+            if let Some(b) = map.get(cur_key) {
                 b.iter().for_each(&mut f);
             }
             if let Some(p) = prev {
                 let old = p.field(field).unwrap_or("");
+                // Compared by key: two values that share a key share a
+                // bucket, visited once.
                 if old != cur {
-                    if let Some(b) = map.get(old) {
-                        b.iter().for_each(&mut f);
+                    let old_key = map.key(old);
+                    if old_key != cur_key {
+                        if let Some(b) = map.get(old_key) {
+                            b.iter().for_each(&mut f);
+                        }
                     }
                 }
             }
@@ -298,12 +424,6 @@ impl Routes {
     }
 }
 
-fn bucket_insert(map: &mut IndexMap, value: &str, w: Arc<WatcherShared>) {
-    let mut bucket = map.get(value).cloned().unwrap_or_default();
-    std::sync::Arc::make_mut(&mut bucket).push(w);
-    map.insert(value.into(), bucket);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,9 +437,10 @@ mod tests {
             .shard(ShardSelector::new([range]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
-        assert!(matches!(resolved.route, Route::Sharded(_)));
-        let spec = resolved.into_spec(id, Some(1), std::time::Instant::now());
-        Arc::new(WatcherShared::new(spec, 1))
+        assert_eq!(resolved.route, Route::Sharded);
+        let start = resolved.start;
+        let spec = resolved.into_spec(id, std::time::Instant::now());
+        Arc::new(WatcherShared::new(spec, start, false, Some(1), 1))
     }
 
     fn pod(uid: &str) -> Object {
@@ -345,8 +466,12 @@ mod tests {
             .shard(ShardSelector::new([wide]).unwrap())
             .resolve(&[], true, || Ok(None))
             .unwrap();
+        let start = resolved.start;
         routes.insert(Arc::new(WatcherShared::new(
-            resolved.into_spec(n + 1, Some(1), std::time::Instant::now()),
+            resolved.into_spec(n + 1, std::time::Instant::now()),
+            start,
+            false,
+            Some(1),
             1,
         )));
         let mut offered = 0;

@@ -30,7 +30,7 @@
 //! Each side writes only in the state the other side cannot write in, so
 //! no read-modify-write is needed.
 
-use crate::sync::{AtomicU64, OnceLock, Ordering};
+use crate::sync::{AtomicU64, OnceBox, Ordering};
 
 /// One cache line (64 bytes) per side. Not `CachePadded`'s 128 (two lines,
 /// against the adjacent-line prefetcher): a queue sits in every watcher,
@@ -57,8 +57,11 @@ pub(crate) enum Queue {
     /// hear of nothing for hours); boxed, so the lines' 64-byte alignment
     /// does not pad the structure holding the queue. The producer alone
     /// sets it; the consumer's `get` (`Acquire`) pairs with that `set`
-    /// (`Release`), and before it the queue is empty.
-    Ring { cap: u32, ring: OnceLock<Box<Spsc>> },
+    /// (a `Release` compare-exchange), and before it the queue is empty.
+    /// A `OnceBox`, one word: the enum is 16 bytes (24 with a
+    /// `OnceLock<Box<_>>`, whose `Once` state is a second word), and a
+    /// `get` is one load of the pointer.
+    Ring { cap: u32, ring: OnceBox<Spsc> },
     /// Capacity 1: `EMPTY` or the one value.
     One(AtomicU64),
 }
@@ -75,9 +78,9 @@ impl Queue {
             Queue::One(AtomicU64::new(EMPTY))
         } else {
             Queue::Ring {
-                // A `u32` keeps the enum at 24 bytes; no queue is that long.
+                // A `u32` keeps the enum at 16 bytes; no queue is that long.
                 cap: u32::try_from(cap).unwrap_or(u32::MAX),
-                ring: OnceLock::new(),
+                ring: OnceBox::new(),
             }
         }
     }
@@ -107,7 +110,7 @@ impl Queue {
 
     /// Producer only: allocates the ring, then pushes.
     #[cold]
-    fn first_push(cap: u32, ring: &OnceLock<Box<Spsc>>, value: u64) -> Result<(), Full> {
+    fn first_push(cap: u32, ring: &OnceBox<Spsc>, value: u64) -> Result<(), Full> {
         // Only the producer sets the cell, so this `set` cannot lose.
         let _ = ring.set(Box::new(Spsc::new(cap as usize)));
         ring.get().map_or(Err(Full), |q| q.push(value))

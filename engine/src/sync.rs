@@ -24,6 +24,10 @@
 //!   what these models check).
 //! - `OnceLock`: a loom atomic state word (`Acquire` in `get`, `Release`
 //!   after the value is in place), as `std`'s `Once` does it.
+//! - `OnceBox` (`once_cell::race::OnceBox`: one pointer, set by a
+//!   compare-exchange, `Acquire` in `get`; a racing `set` loses and gets
+//!   its box back): the `OnceLock` stand-in over a `Box`, which gives the
+//!   same guarantees (first set wins, `get` after a set sees the value).
 //! - `AtomicWaker`: loom's own.
 //! - `Mutex`: loom's, locked by `try_lock` and a yield (see the type for
 //!   the loom defect this avoids).
@@ -41,6 +45,10 @@ mod imp {
 
     pub(crate) use arc_swap::{ArcSwap, ArcSwapOption};
     pub(crate) use atomic_waker::AtomicWaker;
+    /// A box set at most once, in one word (`std`'s `OnceLock<Box<T>>` is
+    /// two: its `Once` state and the pointer). Used where thousands of
+    /// watchers each hold a cell that most never set.
+    pub(crate) use once_cell::race::OnceBox;
 
     /// Parks the current thread until unparked (a spurious return is
     /// allowed; callers re-check their condition).
@@ -260,6 +268,41 @@ mod imp {
     impl<T: fmt::Debug> fmt::Debug for OnceLock<T> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_tuple("OnceLock").field(&self.value.get()).finish()
+        }
+    }
+
+    /// Stand-in for `once_cell::race::OnceBox`: the `OnceLock` stand-in
+    /// over a box (first set wins; `Acquire` in `get`).
+    pub(crate) struct OnceBox<T>(OnceLock<Box<T>>);
+
+    impl<T> OnceBox<T> {
+        pub(crate) fn new() -> Self {
+            OnceBox(OnceLock::new())
+        }
+
+        pub(crate) fn get(&self) -> Option<&T> {
+            self.0.get().map(|b| &**b)
+        }
+
+        pub(crate) fn set(&self, v: Box<T>) -> Result<(), Box<T>> {
+            self.0.set(v)
+        }
+
+        pub(crate) fn get_or_init(&self, f: impl FnOnce() -> Box<T>) -> &T {
+            if self.get().is_none() {
+                // A racing set may win; either way the cell is set now.
+                let _ = self.set(f());
+            }
+            match self.get() {
+                Some(v) => v,
+                None => unreachable!("set above"),
+            }
+        }
+    }
+
+    impl<T: fmt::Debug> fmt::Debug for OnceBox<T> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_tuple("OnceBox").field(&self.get()).finish()
         }
     }
 

@@ -30,6 +30,12 @@ const BATCH: u64 = 256;
 /// changes by at most this much work per batch, never by the whole flood.
 const CONTROL_BUDGET: usize = 1024;
 
+/// Requests' room the backlog keeps once empty (1 KiB): enough for the
+/// trickle of a steady state, where a burst of registrations would
+/// otherwise leave up to [`CONTROL_BUDGET`] entries' room (16 KiB) held
+/// for good. Giving it back costs a burst one allocation.
+const BACKLOG_KEPT: usize = 64;
+
 /// The longest the idle dispatcher sleeps in one go (real time); any
 /// change, request or clock movement wakes it sooner.
 const IDLE: Duration = Duration::from_secs(3600);
@@ -234,7 +240,7 @@ impl Dispatcher {
                         w.place.store(place::RETIRED, Ordering::Relaxed);
                         continue;
                     }
-                    if let Some(at) = w.spec.deadline {
+                    if let Some(at) = w.spec.deadline() {
                         let kind = DeadlineKind::Watch;
                         let w = w.clone();
                         self.deadlines.push(Reverse(Deadline { at, kind, w }));
@@ -249,7 +255,7 @@ impl Dispatcher {
                 }
             }
         }
-        if self.backlog.is_empty() && self.backlog.capacity() > CONTROL_BUDGET {
+        if self.backlog.is_empty() && self.backlog.capacity() > BACKLOG_KEPT {
             // A flood is over: give its memory back.
             self.backlog = VecDeque::new();
         }
@@ -297,7 +303,7 @@ impl Dispatcher {
             self.retire(&w);
             return;
         }
-        let generation = match w.spec.generation {
+        let generation = match w.begun_generation() {
             // Not listed yet, or begun after a re-list the dispatcher has
             // not reached: waits for it.
             None if self.generation == 0 => return self.wait_for_list(w),
@@ -310,7 +316,7 @@ impl Dispatcher {
             }
             Some(g) => g,
         };
-        let need = w.spec.start.wait_for();
+        let need = w.start().wait_for();
         if need > current {
             let too_large_at = later(w.spec.created, self.shared.config.too_large_timeout);
             if too_large_at.is_some_and(|at| now >= at) {
@@ -327,7 +333,7 @@ impl Dispatcher {
             self.waiting_rv.push(Reverse(RvWaiter { need, w }));
             return;
         }
-        if w.spec.allow_bookmarks {
+        if w.allow_bookmarks() {
             // Before the activation, which lets the consumer begin and so
             // leave the waiting state: a watch that asked for an
             // initial-events-end bookmark is always scheduled as waiting
@@ -421,7 +427,7 @@ impl Dispatcher {
                 }
                 (_, place::WAIT_RV) => {
                     let current = self.reached();
-                    let err = TooLargeResourceVersion::new(d.w.spec.start.wait_for(), current);
+                    let err = TooLargeResourceVersion::new(d.w.start().wait_for(), current);
                     d.w.end(EndReason::TooLargeResourceVersion(err), counters);
                     self.retire(&d.w);
                 }
@@ -458,7 +464,8 @@ impl Dispatcher {
         }
     }
 
-    fn publish_routes(&self) {
+    fn publish_routes(&mut self) {
+        self.routes.trim();
         self.shared.routes.store(Arc::new(self.routes.clone()));
     }
 
@@ -722,6 +729,6 @@ fn schedule_bookmark(
     w: Arc<WatcherShared>,
 ) {
     let waiting = w.initial_end.is_waiting();
-    let due = next_bookmark(now, frequency, w.spec.deadline, waiting);
+    let due = next_bookmark(now, frequency, w.spec.deadline(), waiting);
     wheel.insert(due, (w, waiting));
 }

@@ -160,6 +160,19 @@ impl FieldSelector {
             .map(|t| t.value.as_ref())
     }
 
+    /// The selector `field=value`, built without parsing (the bench
+    /// internals register watchers of any value under an index).
+    #[cfg(feature = "internals")]
+    pub(crate) fn exact(field: &str, value: &str) -> Self {
+        Self {
+            terms: Arc::from([FieldTerm {
+                field: field.into(),
+                operator: FieldOperator::Equals,
+                value: value.into(),
+            }]),
+        }
+    }
+
     /// The first term that requires an exact value: `(field, value)`.
     pub(crate) fn first_exact(&self) -> Option<(&str, &str)> {
         self.terms

@@ -39,13 +39,14 @@ pub struct Watch {
     pub(super) w: Arc<WatcherShared>,
     pub(super) engine: Arc<Shared>,
     pub(super) phase: Phase,
-    /// The last park seen (to discard the queue once per park).
-    park_seen: Attach,
+    /// The position of the last park seen (to discard the queue once per
+    /// park), [`NO_PARK`] before the first. The position is all that the
+    /// decoded `Attach::Parked` compared by, in 8 bytes rather than 16.
+    park_seen: u64,
     /// A resume has been asked for the current park.
     resume_requested: bool,
     /// The next position this watch has not passed.
     next_pos: u64,
-    generation: u64,
     cursor: ReadCursor,
     /// The last resource version delivered (or the start), for `Gone`.
     last_rv: ResourceVersion,
@@ -54,8 +55,9 @@ pub struct Watch {
     start_rv: ResourceVersion,
     /// A draining end has found nothing more to deliver.
     drained: bool,
-    /// Queue pops until the next latency sample.
-    sample_in: u32,
+    /// Queue pops until the next latency sample (a `u8`: it packs with
+    /// the flags).
+    sample_in: u8,
     /// [`Route::Follow`]: reads the ring up to its head, not its queue.
     follower: bool,
     /// The dispatcher has been asked to forget this watch (once is
@@ -82,7 +84,10 @@ pub(super) struct Occasional {
 
 /// One queue pop in this many is timed for the enqueued -> received
 /// histogram.
-const SAMPLE_EVERY: u32 = 64;
+const SAMPLE_EVERY: u8 = 64;
+
+/// `park_seen` before any park (a position is below 2^62).
+const NO_PARK: u64 = u64::MAX;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Phase {
@@ -131,12 +136,11 @@ impl Watch {
             w,
             engine,
             phase: Phase::Activating,
-            park_seen: Attach::NotYet,
+            park_seen: NO_PARK,
             resume_requested: false,
             follower,
             unregistered: false,
             next_pos: 0,
-            generation: 0,
             cursor,
             last_rv: ResourceVersion::ZERO,
             start_rv: ResourceVersion::ZERO,
@@ -179,16 +183,22 @@ impl Watch {
         let (replay_to, live) = match attach {
             Attach::Live(d) => (self.live_to(d), true),
             // A park already taken on: keep replaying up to the head.
-            Attach::Parked(_) if self.park_seen == attach => (self.engine.ring.head(), false),
+            Attach::Parked(at) if self.park_seen == at => (self.engine.ring.head(), false),
             _ => return (0, true),
         };
         let mut n = 0;
+        // Read once per call, and only if there is a record to replay.
+        let generation = if self.next_pos < replay_to {
+            self.generation()
+        } else {
+            0
+        };
         while n < max && self.next_pos < replay_to {
             let pos = self.next_pos;
             let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
                 return (n, true);
             };
-            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+            if rec.generation != generation || rec.kind == RecordKind::Relist {
                 return (n, true);
             }
             self.next_pos = pos + 1;
@@ -282,7 +292,6 @@ impl Watch {
                     if self.w.attach() == Attach::NotYet {
                         Step::Empty
                     } else {
-                        self.generation = self.w.active_generation();
                         self.begin();
                         continue;
                     }
@@ -338,14 +347,14 @@ impl Watch {
     /// binary search for a version), so it is consistent with the ring.
     fn begin(&mut self) {
         let st = self.engine.lock_state();
-        if st.generation != self.generation {
+        if st.generation != self.generation() {
             drop(st);
             self.w.end(EndReason::Relisted, &self.engine.counters);
             // Ends now, even if a draining end came first: nothing to drain.
             self.drained = true;
             return;
         }
-        match self.w.spec.start {
+        match self.w.start() {
             Start::Snapshot {
                 initial_events_end, ..
             } => {
@@ -402,8 +411,8 @@ impl Watch {
         let attach = self.w.attach();
         let (replay_to, live) = match attach {
             Attach::Live(d) => (self.live_to(d), true),
-            Attach::Parked(_) => {
-                if self.park_seen != attach {
+            Attach::Parked(at) => {
+                if self.park_seen != at {
                     // What it was fed predates the park, and the replay
                     // below re-derives it.
                     if let Some(o) = &mut self.occasional {
@@ -411,7 +420,7 @@ impl Watch {
                         o.spilled_at = 0;
                     }
                     self.w.forget_fed(&self.engine.counters.overflow_handles);
-                    self.park_seen = attach;
+                    self.park_seen = at;
                     self.resume_requested = false;
                 }
                 (self.engine.ring.head(), false)
@@ -419,7 +428,14 @@ impl Watch {
             Attach::NotYet => unreachable!("streaming before registration"),
         };
         // Replay from the ring: what happened between the start and the
-        // dispatcher taking over, or everything while parked.
+        // dispatcher taking over, or everything while parked. The
+        // generation is read once per call, and only if there is a record
+        // to replay.
+        let generation = if self.next_pos < replay_to {
+            self.generation()
+        } else {
+            0
+        };
         let mut scanned = 0;
         while self.next_pos < replay_to {
             scanned += 1;
@@ -430,7 +446,7 @@ impl Watch {
             let Ok(rec) = self.engine.ring.read(&mut self.cursor, pos) else {
                 return self.fell_behind();
             };
-            if rec.generation != self.generation || rec.kind == RecordKind::Relist {
+            if rec.generation != generation || rec.kind == RecordKind::Relist {
                 // Only a parked replay can reach a re-list (the dispatcher
                 // ends us when it gets there); never cross it.
                 drop(rec);
@@ -493,12 +509,20 @@ impl Watch {
     /// is timed for the enqueued -> received histogram. (Fields, not
     /// `self`: the record borrows the cursor.)
     #[inline]
-    fn sample(sample_in: &mut u32, engine: &Shared, rec: &Record) {
+    fn sample(sample_in: &mut u8, engine: &Shared, rec: &Record) {
         *sample_in -= 1;
         if *sample_in == 0 {
             *sample_in = SAMPLE_EVERY;
             engine.record_received(rec);
         }
+    }
+
+    /// The generation the dispatcher activated the watch in (the shared
+    /// state's, written once before the activation this watch has seen:
+    /// not copied into the handle, which it would grow by a word).
+    #[inline]
+    fn generation(&self) -> u64 {
+        self.w.active_generation()
     }
 
     /// Where a live watch replays up to before it turns to its queue: the
@@ -593,7 +617,7 @@ impl Watch {
         };
         // A re-list empties the window, so the writer reuses the old
         // generation's slots freely: that is the re-list, not lagging.
-        let reason = if generation != self.generation {
+        let reason = if generation != self.generation() {
             EndReason::Relisted
         } else {
             EndReason::Gone(Gone::new(self.last_rv, oldest))

@@ -9,7 +9,7 @@ use crate::error::WatchError;
 use crate::filter::{Filter, KeyScope};
 use crate::options::OptionsError;
 use crate::rv::{ResourceVersion, ResourceVersionMatch};
-use crate::selector::{FieldSelector, LabelSelector, ShardRange, ShardSelector};
+use crate::selector::{FieldSelector, LabelSelector, ShardSelector};
 
 /// What to watch and from where. Built with chained setters.
 ///
@@ -138,23 +138,31 @@ impl WatchRequest {
     }
 }
 
-/// Where a watcher is registered in the trigger index.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a watcher is registered in the trigger index. The value it is
+/// registered under is not copied here: it is the filter's own, and
+/// `index.rs` reads it from there (`Filter::route_value`), so an indexed
+/// watcher holds its value once, not twice (the route is 4 bytes, not 24
+/// plus an allocation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Route {
     All,
-    /// (index number, value). A `u32`, so the route is 24 bytes.
-    Indexed(u32, Box<str>),
+    /// The index number: the selector requires an exact value of that
+    /// index's field. A `u16`, so the route is 4 bytes and packs with the
+    /// timeout's nanoseconds in [`WatcherSpec`]; a selector on a field of
+    /// an index past the 65,536th (a configuration no cache has) is
+    /// routed as [`Route::Selected`], by the same field: the same
+    /// candidates, its queue sized as an unindexed watcher's.
+    Indexed(u16),
     /// Admits everything, under the park policy: follows the history ring
     /// itself, never fed by the dispatcher (see `shared.rs`, Following).
     Follow,
-    /// (field, value): the selector requires an exact value of a field no
-    /// index was configured for; routed by it all the same (see
-    /// `index.rs`, Selector routes). Sized as an unindexed watcher.
-    /// Boxed: the route would otherwise cost every watcher 16 bytes more.
-    Selected(Box<(Box<str>, Box<str>)>),
+    /// The selector requires an exact value of a field no index was
+    /// configured for (its first such term); routed by it all the same
+    /// (see `index.rs`, Selector routes). Sized as an unindexed watcher.
+    Selected,
     /// The shard selector's one range: found by a range lookup on the
-    /// change's hash (see `index.rs`, Shard routes). Boxed, as `Selected`.
-    Sharded(Box<ShardRange>),
+    /// change's hash (see `index.rs`, Shard routes).
+    Sharded,
 }
 
 /// How a watch begins.
@@ -173,7 +181,74 @@ pub(crate) enum Start {
     Now,
 }
 
+/// [`Start`] packed into a byte (its kind and the initial-events-end
+/// flag) and a version, with a watcher's bookmark flag in the byte too:
+/// 16 bytes and a flag become 8 and a byte that packs with the other
+/// flags of `WatcherShared`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Packed {
+    pub(crate) shape: u8,
+    pub(crate) rv: ResourceVersion,
+}
+
+const SNAPSHOT: u8 = 0;
+const AFTER: u8 = 1;
+const NOW: u8 = 2;
+const KIND: u8 = 0b11;
+const INITIAL_EVENTS_END: u8 = 1 << 2;
+const BOOKMARKS: u8 = 1 << 3;
+
+impl Packed {
+    pub(crate) fn new(start: Start, allow_bookmarks: bool) -> Packed {
+        let bookmarks = if allow_bookmarks { BOOKMARKS } else { 0 };
+        let (kind, rv) = match start {
+            Start::Snapshot {
+                min_rv,
+                initial_events_end,
+            } => {
+                let end = if initial_events_end {
+                    INITIAL_EVENTS_END
+                } else {
+                    0
+                };
+                (SNAPSHOT | end, min_rv)
+            }
+            Start::After(rv) => (AFTER, rv),
+            Start::Now => (NOW, ResourceVersion::ZERO),
+        };
+        Packed {
+            shape: kind | bookmarks,
+            rv,
+        }
+    }
+
+    pub(crate) fn start(self) -> Start {
+        match self.shape & KIND {
+            SNAPSHOT => Start::Snapshot {
+                min_rv: self.rv,
+                initial_events_end: self.shape & INITIAL_EVENTS_END != 0,
+            },
+            AFTER => Start::After(self.rv),
+            _ => Start::Now,
+        }
+    }
+
+    pub(crate) fn allow_bookmarks(self) -> bool {
+        self.shape & BOOKMARKS != 0
+    }
+}
+
 impl Start {
+    /// The lowest version a bookmark may carry: a watch-list's version
+    /// (the reference's `nonblockingAdd` rule, `bookmarkAfterResourceVersion`:
+    /// a bookmark below it is dropped, never enqueued); any otherwise.
+    pub(crate) fn bookmarks_from(self) -> ResourceVersion {
+        match self {
+            Start::Snapshot { min_rv, .. } => min_rv,
+            Start::After(_) | Start::Now => ResourceVersion::ZERO,
+        }
+    }
+
     /// The version the cache must have reached before the watch starts.
     pub(crate) fn wait_for(self) -> ResourceVersion {
         match self {
@@ -185,21 +260,59 @@ impl Start {
 }
 
 /// What a watcher is, as [`Engine::watch`](crate::Engine::watch) resolved
-/// it: immutable for the watcher's life.
+/// it: immutable for the watcher's life. Its start and whether it takes
+/// bookmarks are the shared state's, packed into a word and a byte there
+/// (`WatcherShared::start`, `WatcherShared::allow_bookmarks`).
 #[derive(Debug)]
 pub(crate) struct WatcherSpec {
     pub(crate) id: u64,
     pub(crate) filter: Filter,
     pub(crate) route: Route,
-    pub(crate) start: Start,
-    /// The engine generation the watch was begun against, `None` if begun
-    /// before the first list.
-    pub(crate) generation: Option<u64>,
     /// When the watch was begun, on the engine's clock.
     pub(crate) created: Instant,
-    /// When the watch ends with `Deadline`, on the engine's clock.
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) allow_bookmarks: bool,
+    /// The timeout (`WatchRequest::timeout`), split so that it packs:
+    /// whole seconds, and nanoseconds ([`NO_TIMEOUT`]: none), which share
+    /// a word with the route. An `Option<Instant>` deadline took 16
+    /// bytes; [`WatcherSpec::deadline`] computes it, as it was computed.
+    timeout_secs: u64,
+    timeout_nanos: u32,
+}
+
+/// `timeout_nanos` of a watch without a timeout (a `Duration`'s
+/// nanoseconds are below 10^9).
+const NO_TIMEOUT: u32 = u32::MAX;
+
+impl WatcherSpec {
+    pub(crate) fn new(
+        id: u64,
+        filter: Filter,
+        route: Route,
+        created: Instant,
+        timeout: Option<Duration>,
+    ) -> WatcherSpec {
+        let (timeout_secs, timeout_nanos) =
+            timeout.map_or((0, NO_TIMEOUT), |t| (t.as_secs(), t.subsec_nanos()));
+        WatcherSpec {
+            id,
+            filter,
+            route,
+            created,
+            timeout_secs,
+            timeout_nanos,
+        }
+    }
+
+    /// When the watch ends with `Deadline`, on the engine's clock: its
+    /// creation plus its timeout, if it has one and that is within the
+    /// clock's range (past it: no deadline). Read at registration and when
+    /// a bookmark is scheduled.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        if self.timeout_nanos == NO_TIMEOUT {
+            return None;
+        }
+        let timeout = Duration::new(self.timeout_secs, self.timeout_nanos);
+        self.created.checked_add(timeout)
+    }
 }
 
 /// A request resolved against the engine's configuration, before the
@@ -210,7 +323,7 @@ pub(crate) struct Resolved {
     pub(crate) route: Route,
     pub(crate) start: Start,
     timeout: Option<Duration>,
-    allow_bookmarks: bool,
+    pub(crate) allow_bookmarks: bool,
 }
 
 impl WatchRequest {
@@ -230,16 +343,11 @@ impl WatchRequest {
             .iter()
             .enumerate()
             .find_map(|(i, f)| {
-                self.fields
-                    .requires_exact(f)
-                    .map(|v| Route::Indexed(i as u32, v.into()))
+                let i = u16::try_from(i).ok()?;
+                self.fields.requires_exact(f).map(|_| Route::Indexed(i))
             })
-            .or_else(|| {
-                self.fields
-                    .first_exact()
-                    .map(|(f, v)| Route::Selected(Box::new((f.into(), v.into()))))
-            })
-            .or_else(|| self.shard.single().map(|r| Route::Sharded(Box::new(r))))
+            .or_else(|| self.fields.first_exact().map(|_| Route::Selected))
+            .or_else(|| self.shard.single().map(|_| Route::Sharded))
             .unwrap_or(Route::All);
         let filter = Filter::new(self.scope, self.labels, self.fields, self.shard);
         let route = if route == Route::All && filter.is_everything() && followers {
@@ -301,24 +409,53 @@ impl WatchRequest {
 }
 
 impl Resolved {
-    /// The watcher's spec, with its id, the generation it was begun
-    /// against (`None` before the first list) and its creation time.
-    pub(crate) fn into_spec(
-        self,
-        id: u64,
-        generation: Option<u64>,
-        created: Instant,
-    ) -> WatcherSpec {
-        WatcherSpec {
-            id,
-            filter: self.filter,
-            route: self.route,
-            start: self.start,
-            generation,
-            created,
-            // Past the clock's range: no deadline.
-            deadline: self.timeout.and_then(|t| created.checked_add(t)),
-            allow_bookmarks: self.allow_bookmarks,
+    /// The watcher's spec, with its id and its creation time (its start,
+    /// whether it takes bookmarks and the generation it was begun against
+    /// go to `WatcherShared::new` apart: see [`WatcherSpec`]).
+    pub(crate) fn into_spec(self, id: u64, created: Instant) -> WatcherSpec {
+        WatcherSpec::new(id, self.filter, self.route, created, self.timeout)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_packs_and_unpacks() {
+        let rv = ResourceVersion::new(42);
+        for start in [
+            Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: true,
+            },
+            Start::Snapshot {
+                min_rv: rv,
+                initial_events_end: false,
+            },
+            Start::After(rv),
+            Start::Now,
+        ] {
+            for bookmarks in [false, true] {
+                let p = Packed::new(start, bookmarks);
+                assert_eq!((p.start(), p.allow_bookmarks()), (start, bookmarks));
+            }
+        }
+    }
+
+    #[test]
+    fn the_split_timeout_gives_the_deadline() {
+        let now = Instant::now();
+        let spec = |t| WatcherSpec::new(1, Filter::default(), Route::All, now, t);
+        assert_eq!(spec(None).deadline(), None);
+        for t in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::new(3, 999_999_999),
+            Duration::from_secs(3600),
+            Duration::MAX,
+        ] {
+            assert_eq!(spec(Some(t)).deadline(), now.checked_add(t), "{t:?}");
         }
     }
 }

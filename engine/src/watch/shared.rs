@@ -96,7 +96,7 @@ use std::fmt;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use super::request::{Start, WatcherSpec};
+use super::request::{Packed, Start, WatcherSpec};
 use crate::bookmarks::InitialEventsEnd;
 use crate::clock::Clock;
 use crate::event::EndReason;
@@ -104,7 +104,8 @@ use crate::queue::Queue;
 use crate::rv::ResourceVersion;
 use crate::stats::Counters;
 use crate::sync::{
-    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceLock, Ordering, fence,
+    AtomicBool, AtomicU8, AtomicU64, AtomicWaker, Mutex, MutexGuard, OnceBox, OnceLock, Ordering,
+    fence,
 };
 
 /// `attach` before the dispatcher has registered the watcher.
@@ -134,20 +135,49 @@ fn decode(raw: u64) -> Attach {
     }
 }
 
+/// `generation` of a watch begun before the first list (a list's
+/// generation is 1 or more).
+const UNLISTED: u64 = 0;
+
 /// The state the dispatcher and the consumer share.
+///
+/// Every idle watcher holds one, so it is kept small (208 bytes on
+/// x86-64 Linux, 224 with the `Arc`'s counts; `lib.rs` pins it): what is
+/// rare is boxed on first use (the end and the overflow, the queue's
+/// ring), what is derivable is not stored (a route's value, the bookmark
+/// floor, the deadline), what is small is packed (the start and its
+/// flags, the timeout), and the byte-wide flags share one word.
 pub(crate) struct WatcherShared {
     pub(crate) spec: WatcherSpec,
+    /// How the watch begins, and whether it takes bookmarks: immutable,
+    /// packed (`Packed`: the version here, the kind and the flags in
+    /// `shape`, a byte among the flags below).
+    start_rv: ResourceVersion,
+    shape: u8,
     /// The initial-events-end state machine (seeds/000).
     pub(crate) initial_end: InitialEventsEnd,
     pub(crate) queue: Queue,
     attach: AtomicU64,
-    active_generation: AtomicU64,
-    /// The end, and whether it waits until the consumer has drained what
-    /// it holds (a graceful `TooSlow`): set once, both together, so a
-    /// concurrent end for another reason can never inherit the drain.
-    /// Boxed: an end is rare, and unboxed it would cost every watcher
-    /// 24 bytes more.
-    end: OnceLock<Box<(EndReason, bool)>>,
+    /// The engine generation the watch was begun against ([`UNLISTED`]:
+    /// before the first list) until the dispatcher activates it, then the
+    /// generation it activated it in (one word for both: the first is
+    /// read only before the activation, the second only after).
+    /// `Relaxed`: before the activation only the creator has written it,
+    /// published to the dispatcher with the registration (the control
+    /// queue's lock); the activation's store is published by `attach`'s
+    /// `Release`.
+    generation: AtomicU64,
+    /// What a watcher needs only once it ends or overflows ([`Cold`]),
+    /// allocated by the first of the two: most watchers hold one word here
+    /// until they end.
+    cold: OnceBox<Cold>,
+    /// The end is set (`Cold::end`). Set, never cleared, by whoever tried
+    /// to end the watch, after its attempt (won or lost): `Release`,
+    /// publishing the end; the `Acquire` loads of `is_ended` and
+    /// `end_state` pair with it. The flag, not the cell, answers "ended?",
+    /// so that question stays one load (the dispatcher asks it per
+    /// candidate, the consumer per batch).
+    ended: AtomicBool,
     /// The consumer sleeps (or is about to). Only the `true` store matters
     /// for correctness, and it is ordered by the `SeqCst` fences (see the
     /// module docs); clearing it is `Relaxed` because a stale `true` only
@@ -174,23 +204,36 @@ pub(crate) struct WatcherShared {
     /// dispatcher's `Acquire` load pairs with it before it overwrites
     /// `bookmark_rv`).
     bookmark_pending: AtomicBool,
+    /// The overflow is active: the dispatcher pushes to it, not to the
+    /// queue, until the consumer takes its items. Written only under the
+    /// `spill` lock (`Cold::spill`): set by the dispatcher, cleared by the
+    /// consumer; so a `false` read by the dispatcher is never stale, and a
+    /// stale `true` only sends it to the locked path.
+    spilling: AtomicBool,
+}
+
+/// The part of a watcher's shared state that is used only once it ends
+/// or overflows (`WatcherShared::cold`): boxed on first use, so that an
+/// idle watcher holds a pointer instead of 40 bytes (the end's `OnceBox`
+/// and the overflow's lock and vector), kept for the watcher's life once
+/// it is there.
+struct Cold {
+    /// The end, and whether it waits until the consumer has drained what
+    /// it holds (a graceful `TooSlow`): set once, both together, so a
+    /// concurrent end for another reason can never inherit the drain.
+    /// `WatcherShared::ended` says whether it is set.
+    end: OnceLock<(EndReason, bool)>,
     /// Handles that did not fit in the queue (see [Spilling](#spilling)),
     /// in dispatch order, all newer than what the queue holds while
     /// `spilling`.
     spill: Mutex<Vec<u64>>,
-    /// The overflow is active: the dispatcher pushes to it, not to the
-    /// queue, until the consumer takes its items. Written only under the
-    /// `spill` lock: set by the dispatcher, cleared by the consumer; so a
-    /// `false` read by the dispatcher is never stale, and a stale `true`
-    /// only sends it to the locked path.
-    spilling: AtomicBool,
 }
 
 impl fmt::Debug for WatcherShared {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WatcherShared")
             .field("spec", &self.spec)
-            .field("end", &self.end.get().map(|end| &end.0))
+            .field("end", &self.end_state().map(|end| end.0))
             .finish_non_exhaustive()
     }
 }
@@ -200,21 +243,34 @@ impl fmt::Debug for WatcherShared {
 pub(crate) const BOOKMARK: u64 = 0;
 
 impl WatcherShared {
-    pub(crate) fn new(spec: WatcherSpec, queue_capacity: usize) -> WatcherShared {
-        let initial_end = match spec.start {
+    /// A watcher of `spec`, beginning at `start`, with bookmarks if
+    /// `allow_bookmarks`, begun against engine generation `generation`
+    /// (`None`: before the first list).
+    pub(crate) fn new(
+        spec: WatcherSpec,
+        start: Start,
+        allow_bookmarks: bool,
+        generation: Option<u64>,
+        queue_capacity: usize,
+    ) -> WatcherShared {
+        let packed = Packed::new(start, allow_bookmarks);
+        let initial_end = match start {
             Start::Snapshot {
-                min_rv,
-                initial_events_end,
-            } => InitialEventsEnd::new(initial_events_end, min_rv),
-            Start::After(_) | Start::Now => InitialEventsEnd::new(false, ResourceVersion::ZERO),
+                initial_events_end, ..
+            } => InitialEventsEnd::new(initial_events_end),
+            Start::After(_) | Start::Now => InitialEventsEnd::new(false),
         };
+        debug_assert_ne!(generation, Some(UNLISTED), "generations start at 1");
         WatcherShared {
             spec,
+            start_rv: packed.rv,
+            shape: packed.shape,
             initial_end,
             queue: Queue::new(queue_capacity),
             attach: AtomicU64::new(NOT_ATTACHED),
-            active_generation: AtomicU64::new(0),
-            end: OnceLock::new(),
+            generation: AtomicU64::new(generation.unwrap_or(UNLISTED)),
+            cold: OnceBox::new(),
+            ended: AtomicBool::new(false),
             parked: AtomicBool::new(false),
             place: AtomicU8::new(0),
             waker: AtomicWaker::new(),
@@ -222,14 +278,60 @@ impl WatcherShared {
             producer_waiting: AtomicBool::new(false),
             bookmark_rv: AtomicU64::new(0),
             bookmark_pending: AtomicBool::new(false),
-            spill: Mutex::new(Vec::new()),
             spilling: AtomicBool::new(false),
         }
     }
 
+    /// The cold part, allocated by the first call (the first end or
+    /// overflow). Racing first calls each allocate one; one is kept (the
+    /// `OnceBox`'s compare-exchange), the other dropped unused.
+    fn cold(&self) -> &Cold {
+        self.cold.get_or_init(|| {
+            Box::new(Cold {
+                end: OnceLock::new(),
+                spill: Mutex::new(Vec::new()),
+            })
+        })
+    }
+
+    /// The overflow's lock (allocating the cold part if need be: the
+    /// dispatcher's first overflow).
     fn lock_spill(&self) -> MutexGuard<'_, Vec<u64>> {
         // Every mutation under the lock completes before the guard drops.
-        self.spill.lock().unwrap_or_else(|e| e.into_inner())
+        self.cold().spill.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The overflow's lock, if the cold part is there.
+    fn lock_spill_if_any(&self) -> Option<MutexGuard<'_, Vec<u64>>> {
+        let cold = self.cold.get()?;
+        // Every mutation under the lock completes before the guard drops.
+        Some(cold.spill.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// How the watch begins.
+    pub(crate) fn start(&self) -> Start {
+        self.packed().start()
+    }
+
+    /// Whether the watch takes bookmarks.
+    pub(crate) fn allow_bookmarks(&self) -> bool {
+        self.packed().allow_bookmarks()
+    }
+
+    fn packed(&self) -> Packed {
+        Packed {
+            shape: self.shape,
+            rv: self.start_rv,
+        }
+    }
+
+    /// Dispatcher, before activating: the generation the watch was begun
+    /// against, `None` if before the first list.
+    pub(crate) fn begun_generation(&self) -> Option<u64> {
+        // Relaxed: see the field; only the dispatcher writes it after the
+        // creator, and it reads this before it activates the watcher.
+        let g = self.generation.load(Ordering::Relaxed);
+        (g != UNLISTED).then_some(g)
     }
 
     /// Dispatcher: whether handles go to the overflow rather than the
@@ -287,15 +389,20 @@ impl WatcherShared {
     /// Dispatcher, on retiring an ended watcher: gives its overflow back
     /// to the budget. Either way the memory is freed.
     pub(crate) fn discard_spill(&self, held: &std::sync::atomic::AtomicU64) {
-        let mut spill = self.lock_spill();
+        // No cold part: never an overflow, so `spilling` is false.
+        let Some(mut spill) = self.lock_spill_if_any() else {
+            return;
+        };
         // Relaxed: see `overflow`.
         held.fetch_sub(spill.len() as u64, Ordering::Relaxed);
         *spill = Vec::new();
         self.spilling.store(false, Ordering::Relaxed);
     }
 
+    #[inline]
     pub(crate) fn is_ended(&self) -> bool {
-        self.end.get().is_some()
+        // Acquire: pairs with the Release in `set_end` (see `ended`).
+        self.ended.load(Ordering::Acquire)
     }
 
     /// Ends the watch unless it has ended already; returns whether this call
@@ -311,8 +418,16 @@ impl WatcherShared {
     }
 
     fn set_end(&self, reason: EndReason, drain: bool, counters: &Counters) -> bool {
-        let won = self.end.set(Box::new((reason, drain))).is_ok();
-        if let (true, Some(end)) = (won, self.end.get()) {
+        let cold = self.cold();
+        // A lost `set` returns once the winner's value is in place (the
+        // cell's contract), so either way the end is set here.
+        let won = cold.end.set((reason, drain)).is_ok();
+        // Release: publishes the end; pairs with the Acquire loads of
+        // `ended`. The loser stores it too, so that its caller, which may
+        // look next (`Watch::end_now`), never finds the watch not ended
+        // in the moment between the winner's set and its store.
+        self.ended.store(true, Ordering::Release);
+        if let (true, Some(end)) = (won, cold.end.get()) {
             counters.ended(&end.0);
         }
         self.waker.wake();
@@ -325,8 +440,10 @@ impl WatcherShared {
     /// block, park or end a watcher). Returns whether it was enqueued.
     pub(crate) fn offer_bookmark(&self, pos: u64, rv: ResourceVersion) -> bool {
         // Not while the overflow is active: the marker would overtake it.
-        if !self.is_live() || self.is_ended() || self.is_spilling() || !self.initial_end.admits(rv)
-        {
+        // The reference's `nonblockingAdd` rule: a bookmark below the
+        // version a watch-list asked for is dropped, never enqueued.
+        let below = rv < self.start().bookmarks_from();
+        if !self.is_live() || self.is_ended() || self.is_spilling() || below {
             return false;
         }
         // Acquire: pairs with the consumer's Release clear; it has read
@@ -408,8 +525,8 @@ impl WatcherShared {
     /// Dispatcher: registers the watcher as live from `pos`.
     pub(crate) fn activate(&self, pos: u64, generation: u64) {
         // Relaxed: published by the Release store of `attach` below.
-        self.active_generation.store(generation, Ordering::Relaxed);
-        // Release: publishes `active_generation` with `attach`.
+        self.generation.store(generation, Ordering::Relaxed);
+        // Release: publishes `generation` with `attach`.
         self.attach.store(pos, Ordering::Release);
         self.waker.wake();
     }
@@ -469,14 +586,18 @@ impl WatcherShared {
     /// generation the dispatcher activated it in.
     pub(crate) fn active_generation(&self) -> u64 {
         // Relaxed: ordered by the Acquire load of `attach`.
-        self.active_generation.load(Ordering::Relaxed)
+        self.generation.load(Ordering::Relaxed)
     }
 
     /// The end, if the watch has ended, and whether it waits for the
     /// consumer to drain first.
     #[inline]
     pub(crate) fn end_state(&self) -> Option<(&EndReason, bool)> {
-        self.end.get().map(|end| (&end.0, end.1))
+        if !self.is_ended() {
+            return None;
+        }
+        let end = self.cold.get()?.end.get()?;
+        Some((&end.0, end.1))
     }
 
     /// Consumer, on seeing a new park: forgets what it was fed. Everything

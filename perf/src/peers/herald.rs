@@ -104,12 +104,22 @@ impl Drop for HeraldPub {
     }
 }
 
-/// One Herald watch.
+/// One Herald watch: what an application holds per watcher (the handle,
+/// and how it drains it). The owned drain's buffer is per consumer thread
+/// (`OWNED_BUF`), as a server draining many watches from a pool of
+/// threads would keep it, not one per watch.
 #[derive(Debug)]
 pub struct HeraldSub {
     watch: Watch,
     owned: bool,
-    buf: Vec<WatchItem>,
+}
+
+std::thread_local! {
+    /// The owned drain's buffer, one per consumer thread: empty between
+    /// drains, and grown once to the batch size.
+    static OWNED_BUF: std::cell::RefCell<Vec<WatchItem>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
 }
 
 impl Subscriber for HeraldSub {
@@ -149,22 +159,24 @@ impl Subscriber for HeraldSub {
             };
         }
         if self.owned {
-            self.buf.clear();
-            self.watch.recv_batch(&mut self.buf, max);
-            let mut out = Drained::default();
-            for item in self.buf.drain(..) {
-                match item {
-                    WatchItem::Event(ev) => {
-                        out.delivered += 1;
-                        f(
-                            ev.resource_version().get(),
-                            ev.object().map_or(0, |o| o.payload().len()),
-                        );
+            OWNED_BUF.with_borrow_mut(|buf| {
+                buf.clear();
+                self.watch.recv_batch(buf, max);
+                let mut out = Drained::default();
+                for item in buf.drain(..) {
+                    match item {
+                        WatchItem::Event(ev) => {
+                            out.delivered += 1;
+                            f(
+                                ev.resource_version().get(),
+                                ev.object().map_or(0, |o| o.payload().len()),
+                            );
+                        }
+                        WatchItem::End(_) => out.ended = true,
                     }
-                    WatchItem::End(_) => out.ended = true,
                 }
-            }
-            out
+                out
+            })
         } else {
             let v = self.watch.visit_batch(max, |ev| {
                 f(
@@ -258,8 +270,6 @@ impl System for Herald {
             subs.push(HeraldSub {
                 watch: engine.watch(req)?,
                 owned: self.owned,
-                // Only the owned drain uses it; it grows on first use.
-                buf: Vec::new(),
             });
         }
         while engine.stats().watchers_active < spec.filters.len() as u64 {
