@@ -324,11 +324,13 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
         add(&mut writer, rv);
         expect_rv(&mut w, rv);
     }
-    // Stall again, long enough for the writer to lap the ring.
-    for rv in 51..=250 {
+    // Stall again, long enough for the writer to lap the ring: past the
+    // window and past what the ring physically keeps (whole chunks, one
+    // more than the window needs, rounded up to a power of two).
+    for rv in 51..=1_050 {
         add(&mut writer, rv);
     }
-    eventually("dispatched", || engine.stats().changes_dispatched == 250);
+    eventually("dispatched", || engine.stats().changes_dispatched == 1_050);
     assert_eq!(engine.stats().parks, 2);
     let mut next = 51;
     let reason = loop {

@@ -125,17 +125,19 @@ fn gone_below_the_oldest_kept_change() {
 
 #[test]
 fn a_replay_overtaken_by_eviction_ends_with_gone() {
-    let (engine, mut writer) = Engine::new(Config::default().history_bounds(64, 64)).unwrap();
+    // History of 500 changes (several of the ring's chunks), a window that
+    // holds them all.
+    let (engine, mut writer) = Engine::new(Config::default().history_bounds(512, 512)).unwrap();
     writer.replace([], 100.into()).unwrap();
-    for rv in 101..=140 {
+    for rv in 101..=600 {
         writer
             .apply(Change::added(obj(&rv.to_string()), rv.into()))
             .unwrap();
     }
     eventually("history dispatched", || {
-        engine.stats().changes_dispatched == 41
+        engine.stats().changes_dispatched == 501
     });
-    // Live from after 140: the watch replays 101..=140 from the ring
+    // Live from after 600: the watch replays 101..=600 from the ring
     // itself.
     let mut w = engine
         .watch(
@@ -149,25 +151,26 @@ fn a_replay_overtaken_by_eviction_ends_with_gone() {
     // The writer laps the replay many times over with changes the watch
     // does not select (so its queue stays empty and the dispatcher never
     // waits for it).
-    for rv in 141..=1000 {
+    for rv in 601..=10_000 {
         let other = Object::builder("ns", &rv.to_string())
             .label("app", "db")
             .build();
         writer.apply(Change::added(other, rv.into())).unwrap();
     }
     let (seen, end) = recv_to_end(&mut w);
-    // It may still read what it physically can (the records of history it
-    // already holds), in order from 102; then Gone, never a silent gap.
+    // It may still read what it physically can (the rest of the chunk of
+    // history it already holds), in order from 102; then Gone, never a
+    // silent gap.
     let rvs: Vec<u64> = seen.iter().map(|s| s.rv).collect();
-    let expected: Vec<u64> = (102..=140).collect();
+    let expected: Vec<u64> = (102..=600).collect();
     assert!(expected.starts_with(&rvs), "no silent gap: {rvs:?}");
     assert!(rvs.len() < expected.len(), "the replay was overtaken");
     let last = rvs.last().copied().unwrap_or(101);
-    // The ring keeps 937..=1000.
-    assert_eq!(end, EndReason::Gone(Gone::new(last.into(), 936.into())));
+    // The ring keeps 9489..=10000.
+    assert_eq!(end, EndReason::Gone(Gone::new(last.into(), 9_488.into())));
     assert_eq!(
         end.to_string(),
-        format!("too old resource version: {last} (936)")
+        format!("too old resource version: {last} (9488)")
     );
     assert_eq!(w.recv(), None);
 }
