@@ -237,7 +237,7 @@
 //! # Design
 //!
 //! One writer appends to a lock-free history ring (write-once records in
-//! chunks of 32, each chunk published through an `ArcSwapOption` and
+//! chunks of 128, each chunk published through an `ArcSwapOption` and
 //! stamped with its first position, so a reader takes protection once per
 //! chunk); one dispatcher thread follows the ring,
 //! looks candidates up in trigger indexes published through `ArcSwap`,
