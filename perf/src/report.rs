@@ -76,22 +76,11 @@ fn note(r: &Row) -> String {
 
 /// The busy-threads column: how many, and which.
 fn busy(r: &Row) -> String {
-    if r.rounds.is_empty() {
-        return "-".into();
+    match r.busy_threads {
+        _ if r.rounds.is_empty() => "-".into(),
+        0 => "0".into(),
+        n => format!("{n}: {}", r.busy.join(", ")),
     }
-    let n: usize = r
-        .busy
-        .iter()
-        .map(|b| {
-            b.rsplit_once(" x")
-                .and_then(|(_, k)| k.parse().ok())
-                .unwrap_or(1)
-        })
-        .sum();
-    if n == 0 {
-        return "0".into();
-    }
-    format!("{n}: {}", r.busy.join(", "))
 }
 
 /// Renders one scenario's rows as a Markdown table.

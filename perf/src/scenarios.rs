@@ -308,6 +308,8 @@ pub struct Row {
     pub short_rounds: usize,
     /// The threads busy in the median round (see [`CpuUse::busy`]).
     pub busy: Vec<String>,
+    /// How many threads that is.
+    pub busy_threads: usize,
     /// Every round, in order.
     pub rounds: Vec<Round>,
 }
@@ -404,6 +406,7 @@ impl Row {
         }
         row.noisy_rounds = runs.iter().filter(|(r, _)| r.cpu.noisy()).count();
         row.busy = median.cpu.busy.clone();
+        row.busy_threads = median.cpu.busy_threads;
         row.rounds = runs.iter().map(|(r, _)| r.clone()).collect();
         row
     }
