@@ -2,13 +2,18 @@
 //! (seeds/004 `startCaching`, client-go's reflector, kube-rs' watcher).
 //!
 //! List, replace the engine's state with it, watch from the list's
-//! revision, apply each change and progress notification; on any error,
-//! list again. A compaction (the revision to watch from is gone) re-lists
-//! at once; other errors wait a [`Backoff`] first (800 ms doubling to 30 s,
-//! with jitter, reset after 2 minutes without an error, as client-go's
-//! `BackoffManager` and kube-rs' default backoff). Every re-list ends the
-//! engine's watches with [`EndReason::Relisted`](crate::EndReason::Relisted),
-//! so no watcher ever sees a gap.
+//! revision, apply each change and progress notification. A watch that
+//! breaks (the connection lost, a member restarted, a leader change) is
+//! resumed from the engine's version after a [`Backoff`] (800 ms doubling
+//! to 30 s, with jitter, reset after 2 minutes without an error, as
+//! client-go's `BackoffManager` and kube-rs' default backoff): no re-list
+//! while the source still holds that revision, and the engine stays ready
+//! meanwhile, for up to [`ReflectorConfig::resume_for`]. A compaction (the
+//! revision to watch from is gone) re-lists at once; a failed list, or a
+//! watch that stays lost past `resume_for`, marks the engine unready and
+//! lists again after a backoff. Every re-list ends the engine's watches
+//! with [`EndReason::Relisted`](crate::EndReason::Relisted), so no watcher
+//! ever sees a gap.
 //!
 //! Consistent reads ([`Reflector::consistent_list`],
 //! [`Reflector::consistent_get`]) ask the source for its current revision
@@ -19,7 +24,9 @@
 //! [`ReflectorConfig::progress_every`]: one request serves every waiter,
 //! however many there are (a quiet store, or one whose revision moves
 //! through other resources, sends no change that would move the engine on
-//! otherwise).
+//! otherwise). A source whose progress cannot be trusted
+//! ([`Source::progress_is_reliable`]: an etcd with etcd#15220) is asked for
+//! none, and consistent lists and gets are read from the source itself.
 
 //!
 //! A source that goes back (restored from a backup): see
@@ -56,6 +63,10 @@ pub struct ReflectorConfig {
     /// fails with [`ReadError::SourceRegressed`] (3 s, the reference's
     /// wait for a fresh cache).
     pub regression_wait: Duration,
+    /// How long a lost watch is resumed, with the engine kept ready,
+    /// before the reflector marks it unready and lists again (30 s: an
+    /// etcd member's restart or a leader election; zero lists at once).
+    pub resume_for: Duration,
 }
 
 impl Default for ReflectorConfig {
@@ -66,6 +77,7 @@ impl Default for ReflectorConfig {
             poll: Duration::from_millis(50),
             clock: Arc::new(SystemClock),
             regression_wait: Duration::from_secs(3),
+            resume_for: Duration::from_secs(30),
         }
     }
 }
@@ -171,6 +183,8 @@ pub struct ReflectorStats {
     /// Re-lists at a revision below the engine's: the source's history
     /// went back (restored from a backup).
     pub regressions: u64,
+    /// Lost watches resumed from the engine's version, with no re-list.
+    pub resumes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -180,6 +194,7 @@ struct Counters {
     backoffs: AtomicU64,
     progress_requests: AtomicU64,
     regressions: AtomicU64,
+    resumes: AtomicU64,
 }
 
 /// State the reflector thread shares with its handle.
@@ -314,6 +329,7 @@ impl Reflector {
             backoffs: c.backoffs.load(Ordering::Relaxed),
             progress_requests: c.progress_requests.load(Ordering::Relaxed),
             regressions: c.regressions.load(Ordering::Relaxed),
+            resumes: c.resumes.load(Ordering::Relaxed),
         }
     }
 
@@ -419,6 +435,18 @@ impl Upstream for Shared {
             }
         }
     }
+
+    fn reads_through(&self) -> bool {
+        !self.source.progress_is_reliable()
+    }
+
+    fn list_through(&self) -> Result<crate::Listing, ReadError> {
+        self.source.list().map_err(ReadError::Source)
+    }
+
+    fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError> {
+        self.source.get(key).map_err(ReadError::Source)
+    }
 }
 
 impl Shared {
@@ -482,15 +510,41 @@ enum Round {
     /// once if the source's revision is behind too (it went back), else
     /// (the source broke its own order) after a backoff.
     Behind,
+    /// The watch broke (not a compaction) while the engine holds a
+    /// list: resume it from the engine's version after a backoff.
+    Lost,
     /// Anything else: wait a backoff, then list again.
     Failed,
 }
 
 /// The reflector thread.
 fn run(shared: &Shared, mut writer: Writer) -> Writer {
+    let clock = &shared.config.clock;
     let mut backoff = Backoff::new(shared.config.backoff.clone());
+    // Since when the watch has been lost (`None`: the next round lists).
+    let mut lost: Option<Instant> = None;
     loop {
-        let ended = round(shared, &mut writer);
+        let ended = match lost {
+            None => round(shared, &mut writer, &mut lost),
+            Some(_) => resume(shared, &mut writer, &mut lost),
+        };
+        if let Round::Lost = ended {
+            let now = clock.now();
+            let since = *lost.get_or_insert(now);
+            if now.saturating_duration_since(since) < shared.config.resume_for {
+                // The engine keeps its list and stays ready; the watch is
+                // resumed after the backoff.
+                shared.counters.backoffs.fetch_add(1, Ordering::Relaxed);
+                shared.sleep(backoff.next_delay(now));
+                if shared.stopping() {
+                    return writer;
+                }
+                continue;
+            }
+            // Lost past `resume_for`: unready (the source's error, noted
+            // when the watch failed, is the cause) and list again.
+            lost = None;
+        }
         if !matches!(ended, Round::Stop) {
             // Neither a list nor a watch until the next round's list: the
             // engine says so (reads at any version fail with `NotReady`,
@@ -506,7 +560,7 @@ fn run(shared: &Shared, mut writer: Writer) -> Writer {
             }
             Round::Relist => {}
             Round::Behind if shared.source_went_back() => {}
-            Round::Behind | Round::Failed => {
+            Round::Behind | Round::Failed | Round::Lost => {
                 shared.counters.backoffs.fetch_add(1, Ordering::Relaxed);
                 let delay = backoff.next_delay(shared.config.clock.now());
                 shared.sleep(delay);
@@ -518,8 +572,27 @@ fn run(shared: &Shared, mut writer: Writer) -> Writer {
     }
 }
 
+/// A lost watch opened again from the engine's version, and followed.
+fn resume(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Round {
+    let from = shared.engine.resource_version();
+    match shared.source.watch(from) {
+        Ok(watch) => {
+            *lost = None;
+            shared.counters.resumes.fetch_add(1, Ordering::Relaxed);
+            follow(shared, writer, watch)
+        }
+        Err(e) => {
+            let ended = failed(shared, e);
+            if let Round::Compacted = ended {
+                *lost = None;
+            }
+            ended
+        }
+    }
+}
+
 /// One list, then the watch from its revision until it fails.
-fn round(shared: &Shared, writer: &mut Writer) -> Round {
+fn round(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Round {
     // This list answers every request made so far.
     shared.relist_wanted.store(false, Ordering::Relaxed);
     let listing = match shared.source.list() {
@@ -559,16 +632,18 @@ fn round(shared: &Shared, writer: &mut Writer) -> Round {
         Ok(w) => w,
         Err(e) => return failed(shared, e),
     };
+    *lost = None;
     follow(shared, writer, watch)
 }
 
+/// A watch (or its opening) failed with `e`.
 fn failed(shared: &Shared, e: SourceError) -> Round {
     let compacted = matches!(e, SourceError::Compacted { .. });
     shared.note_source(e);
     if compacted {
         Round::Compacted
     } else {
-        Round::Failed
+        Round::Lost
     }
 }
 
@@ -586,7 +661,8 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
         }
         // Reads and watches waiting for a version the engine has not
         // reached (consistent reads among them).
-        let waiting = shared.engine.shared().wants_progress();
+        let waiting =
+            shared.engine.shared().wants_progress() && shared.source.progress_is_reliable();
         if waiting {
             let now = clock.now();
             let due = last_request

@@ -220,6 +220,17 @@ pub(crate) trait Upstream: Send + Sync {
     /// the source's present history (a consistent read's target; see the
     /// reflector's docs on a source that goes back).
     fn most_recent(&self) -> Result<ResourceVersion, ReadError>;
+
+    /// Whether consistent reads are served from the source itself (its
+    /// progress cannot be trusted).
+    fn reads_through(&self) -> bool;
+
+    /// The source's list now (a consistent list read through).
+    fn list_through(&self) -> Result<crate::Listing, ReadError>;
+
+    /// The source's object under `key` now (a consistent get read
+    /// through), and the revision read at.
+    fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError>;
 }
 
 /// A read counted as waiting for a version while it lives
@@ -437,13 +448,16 @@ impl Shared {
     /// The most recent version: the source's current revision if a
     /// reflector drives the engine (`None` without one).
     pub(crate) fn most_recent(&self) -> Result<Option<ResourceVersion>, ReadError> {
-        let upstream = self
-            .upstream
+        self.upstream().map(|u| u.most_recent()).transpose()
+    }
+
+    /// The source behind the engine, while a reflector drives it.
+    pub(crate) fn upstream(&self) -> Option<std::sync::Arc<dyn Upstream>> {
+        self.upstream
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
-            .and_then(std::sync::Weak::upgrade);
-        upstream.map(|u| u.most_recent()).transpose()
+            .and_then(std::sync::Weak::upgrade)
     }
 
     /// Why the engine fell back to `Pending`, if it did (`None` before the

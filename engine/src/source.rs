@@ -93,6 +93,28 @@ pub trait Source: Send + Sync + 'static {
     /// Asks every open watch for a progress notification (etcd's
     /// `RequestProgress`).
     fn request_progress(&self) -> Result<(), SourceError>;
+
+    /// Whether a progress notification means what it says: every change
+    /// up to its revision has been delivered on its watch. An etcd with
+    /// etcd#15220 (before 3.5.13 and 3.4.31) breaks that. When `false`, a
+    /// [`Reflector`](crate::Reflector) asks for no progress and serves
+    /// consistent reads ([`ReadAt::Latest`](crate::ReadAt::Latest)) from
+    /// the source itself (the reference's fallback to etcd when its
+    /// progress cannot be trusted); the source should pass no progress
+    /// on either.
+    fn progress_is_reliable(&self) -> bool {
+        true
+    }
+
+    /// The object under `key` and the revision read at, as of the
+    /// source's current revision: a consistent get when progress is not
+    /// reliable. By default, from a whole [`Source::list`]; a source that
+    /// can read one key overrides it.
+    fn get(&self, key: &str) -> Result<(Option<Item>, ResourceVersion), SourceError> {
+        let listing = self.list()?;
+        let item = listing.items.into_iter().find(|i| i.object.key() == key);
+        Ok((item, listing.revision))
+    }
 }
 
 /// One open watch on a source.

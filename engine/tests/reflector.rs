@@ -267,6 +267,41 @@ fn waits_from_the_engine_itself_are_served_by_progress_requests() {
     );
 }
 
+/// Issue 18: a lost watch (a member restarted, the connection cut) is
+/// resumed from the engine's version: no re-list, the engine stays ready
+/// and its watchers keep going, with nothing lost or repeated.
+#[test]
+fn a_lost_watch_resumes_from_the_engines_version_without_a_relist() {
+    let source = MemorySource::new();
+    source.put(obj("a", "1"));
+    let config = ReflectorConfig {
+        backoff: BackoffConfig {
+            initial: std::time::Duration::from_millis(20),
+            ..BackoffConfig::default()
+        },
+        ..ReflectorConfig::default()
+    };
+    let (engine, reflector) = start(&source, config);
+    let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
+    let mut running = engine
+        .watch(WatchRequest::new().resource_version(Some(listed.resource_version)))
+        .unwrap();
+    let b = source.put(obj("b", "1"));
+    source.go_down("etcd: member restarting");
+    eventually("the watch lost", || reflector.stats().backoffs >= 1);
+    assert_eq!(engine.lifecycle(), Lifecycle::Ready, "ready while it resumes");
+    let c = source.put(obj("c", "1"));
+    source.recover();
+    eventually("the watch resumed", || reflector.stats().resumes >= 1);
+    let d = source.put(obj("d", "1"));
+    let (seen, _) = recv_events(&mut running, 3);
+    let got: Vec<_> = seen.iter().map(|s| (s.key.as_str(), s.rv)).collect();
+    assert_eq!(got, [("ns/b", b.get()), ("ns/c", c.get()), ("ns/d", d.get())]);
+    assert_eq!(running.try_recv(), Err(TryRecvError::Empty));
+    assert_eq!(reflector.stats().lists, 1);
+    assert_eq!(engine.lifecycle(), Lifecycle::Ready);
+}
+
 /// Issue 16, point 4: while the reflector has neither a list nor a watch
 /// (the source down, re-lists failing), the engine falls back to Pending:
 /// reads at any version fail with `NotReady` carrying the retry-after hint
@@ -277,7 +312,12 @@ fn an_outage_falls_back_to_pending_and_the_next_list_recovers() {
     let source = MemorySource::new();
     source.put(obj("a", "1"));
     source.put(obj("b", "1"));
-    let (engine, reflector) = start(&source, ReflectorConfig::default());
+    // A watch lost for longer than `resume_for` (here at once) is given up.
+    let config = ReflectorConfig {
+        resume_for: std::time::Duration::ZERO,
+        ..ReflectorConfig::default()
+    };
+    let (engine, reflector) = start(&source, config);
     let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
     assert_eq!(engine.lifecycle(), Lifecycle::Ready);
     let mut running = engine

@@ -64,6 +64,33 @@ impl Shared {
         }
     }
 
+    /// A consistent list served from the source itself (its progress
+    /// cannot be trusted; [`crate::Source::progress_is_reliable`]), as a
+    /// state at the source's revision in the engine's generation.
+    fn list_through(&self, at: ReadAt, cancel: Option<&ReadCancel>) -> Result<Option<Read>, ReadError> {
+        if at != ReadAt::Latest {
+            return Ok(None);
+        }
+        let Some(upstream) = self.upstream().filter(|u| u.reads_through()) else {
+            return Ok(None);
+        };
+        // As any consistent read: a cache not yet listed is waited for.
+        self.wait_for(ResourceVersion::new(0), cancel)?;
+        let listing = upstream.list_through()?;
+        let mut state = State::new(self.list_fields.clone());
+        for item in listing.items {
+            state.put(Stored {
+                object: item.object,
+                rv: item.resource_version,
+            });
+        }
+        Ok(Some(Read {
+            state,
+            rv: listing.revision,
+            generation: self.view.load().generation,
+        }))
+    }
+
     /// Waits until the cache has reached `rv`, up to the too-large timeout
     /// on the engine's clock, or until `cancel` is cancelled. It looks
     /// again every [`WAIT_STEP`] (or when the clock moves): readers cost
@@ -255,10 +282,22 @@ impl Shared {
     ) -> Result<GetResponse, ReadError> {
         match at {
             ReadAt::Any => self.get_present(key),
-            ReadAt::Latest => match self.most_recent()? {
-                Some(rv) => self.get(key, ReadAt::NotOlderThan(rv), cancel),
-                None => self.get_present(key),
-            },
+            ReadAt::Latest => {
+                if let Some(u) = self.upstream().filter(|u| u.reads_through()) {
+                    // As any consistent read: a cache not yet listed is
+                    // waited for.
+                    self.wait_for(ResourceVersion::new(0), cancel)?;
+                    let (item, resource_version) = u.get_through(key)?;
+                    return Ok(GetResponse {
+                        item,
+                        resource_version,
+                    });
+                }
+                match self.most_recent()? {
+                    Some(rv) => self.get(key, ReadAt::NotOlderThan(rv), cancel),
+                    None => self.get_present(key),
+                }
+            }
             ReadAt::NotOlderThan(rv) => loop {
                 self.wait_for(rv, cancel)?;
                 let got = self.get_present(key)?;
@@ -364,6 +403,7 @@ impl Shared {
     }
 
     pub(crate) fn list(&self, req: &ListRequest) -> Result<ListResponse, ReadError> {
+        let mut through = false;
         let (read, after) = match &req.continue_from {
             Some(token) => {
                 if !matches!(req.at, ReadAt::Any | ReadAt::Latest) {
@@ -379,7 +419,15 @@ impl Shared {
                     .ok_or_else(|| self.gone(token.rv))?;
                 (read, Some(&*token.after))
             }
-            None => (self.read_state(req.at, req.cancel.as_ref())?, None),
+            None => match self.list_through(req.at, req.cancel.as_ref())? {
+                // Read whole from the source: the limit is not applied
+                // (as the reference's cache with `resourceVersion=0`).
+                Some(read) => {
+                    through = true;
+                    (read, None)
+                }
+                None => (self.read_state(req.at, req.cancel.as_ref())?, None),
+            },
         };
         let filter = Filter::new(
             req.scope.clone(),
@@ -387,7 +435,7 @@ impl Shared {
             req.fields.clone(),
             req.shard.clone(),
         );
-        let limit = if req.limit == 0 {
+        let limit = if req.limit == 0 || through {
             usize::MAX
         } else {
             req.limit

@@ -1,0 +1,250 @@
+//! From a stored value to Herald's [`Object`]: Kubernetes' JSON shape.
+//!
+//! etcd stores an object under `<prefix><namespace>/<name>` (a namespaced
+//! resource) or `<prefix><name>` (a cluster-scoped one), as the apiserver
+//! writes it. The [`Decoder`] reads the value as a JSON object shaped as
+//! Kubernetes' (`metadata.name`, `metadata.namespace`, `metadata.labels`),
+//! takes the configured field paths (`spec.nodeName`, `status.phase`) as
+//! the object's fields, and keeps the payload as stored with one change:
+//! `metadata.resourceVersion` is set from the revision (etcd does not
+//! store it; the apiserver sets it the same way, from `mod_revision`).
+//! Key order is kept.
+//!
+//! A value that is not such an object, or whose name and namespace do not
+//! match its key, is [undecodable](DecodeError): the source counts it,
+//! logs it and skips it (the apiserver stores built-in types as protobuf,
+//! `k8s\0`-prefixed; those are undecodable here, see the crate docs).
+
+use std::fmt;
+
+use bytes::Bytes;
+use herald::{Object, ResourceVersion};
+use serde_json::{Map, Value};
+
+/// Reads stored values as Kubernetes JSON objects.
+///
+/// ```
+/// use herald_etcd::Decoder;
+/// let decoder = Decoder::new().field("spec.nodeName");
+/// let value = br#"{"metadata":{"name":"web","namespace":"prod","labels":{"app":"web"}},"spec":{"nodeName":"n1"}}"#;
+/// let object = decoder.decode(b"prod/web", value, 42.into())?;
+/// assert_eq!((object.namespace(), object.name()), ("prod", "web"));
+/// assert_eq!((object.label("app"), object.field("spec.nodeName")), (Some("web"), Some("n1")));
+/// let payload: serde_json::Value = serde_json::from_slice(object.payload())?;
+/// assert_eq!(payload["metadata"]["resourceVersion"], "42");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Decoder {
+    /// (the field's name, its path split at the dots).
+    fields: Vec<(String, Vec<String>)>,
+}
+
+/// Why a stored value could not be read as an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The key under the prefix is not `name` or `namespace/name`.
+    Key(String),
+    /// The value is not JSON.
+    Json(String),
+    /// The value is JSON but not a Kubernetes object: what is missing or
+    /// wrong.
+    Shape(String),
+}
+
+impl fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecodeError::Key(why) => write!(f, "key: {why}"),
+            DecodeError::Json(why) => write!(f, "not JSON: {why}"),
+            DecodeError::Shape(why) => write!(f, "not a Kubernetes object: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+impl Decoder {
+    /// A decoder of names, namespaces and labels, with no fields.
+    pub fn new() -> Decoder {
+        Decoder::default()
+    }
+
+    /// Also takes the value at this dotted path (`spec.nodeName`) as the
+    /// object's field of that name. A string is taken as is; a number or
+    /// a boolean as its JSON text; a missing path or a null leaves the
+    /// field unset; an object or an array makes the value undecodable.
+    pub fn field(mut self, path: &str) -> Decoder {
+        let steps = path.split('.').map(str::to_owned).collect();
+        self.fields.push((path.to_owned(), steps));
+        self
+    }
+
+    /// The configured field names, in order.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.fields.iter().map(|(name, _)| name.as_str())
+    }
+
+    /// Reads `value`, stored under `key` (the part after the prefix), as
+    /// the object at revision `rv`.
+    pub fn decode(&self, key: &[u8], value: &[u8], rv: ResourceVersion) -> Result<Object, DecodeError> {
+        let (namespace, name) = split_key(key)?;
+        let mut doc: Value =
+            serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?;
+        let root = doc
+            .as_object_mut()
+            .ok_or_else(|| DecodeError::Shape("the value is not a JSON object".into()))?;
+        let mut builder = {
+            let meta = root
+                .get("metadata")
+                .and_then(Value::as_object)
+                .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
+            let got_name = string_at(meta, "name")?.unwrap_or_default();
+            let got_namespace = string_at(meta, "namespace")?.unwrap_or_default();
+            if (got_namespace, got_name) != (namespace, name) {
+                return Err(DecodeError::Shape(format!(
+                    "metadata names {got_namespace:?}/{got_name:?}, the key {namespace:?}/{name:?}"
+                )));
+            }
+            let mut builder = Object::builder(namespace, name);
+            match meta.get("labels") {
+                None | Some(Value::Null) => {}
+                Some(Value::Object(labels)) => {
+                    for (k, v) in labels {
+                        let v = v.as_str().ok_or_else(|| {
+                            DecodeError::Shape(format!("label {k:?} is not a string"))
+                        })?;
+                        builder = builder.label(k, v);
+                    }
+                }
+                Some(_) => return Err(DecodeError::Shape("metadata.labels is not an object".into())),
+            }
+            builder
+        };
+        for (field, path) in &self.fields {
+            if let Some(v) = scalar_at(root, path)? {
+                builder = builder.field(field, &v);
+            }
+        }
+        let meta = root
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
+        meta.insert("resourceVersion".into(), Value::String(rv.get().to_string()));
+        let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
+        Ok(builder.payload(Bytes::from(payload)).build())
+    }
+
+    /// The object a key names, with no payload: the last state of a
+    /// deletion whose previous value is missing or undecodable (every
+    /// watcher that saw the object must see it go).
+    pub fn bare(&self, key: &[u8]) -> Result<Object, DecodeError> {
+        let (namespace, name) = split_key(key)?;
+        Ok(Object::builder(namespace, name).build())
+    }
+}
+
+/// `name` or `namespace/name`.
+fn split_key(key: &[u8]) -> Result<(&str, &str), DecodeError> {
+    let key = std::str::from_utf8(key).map_err(|_| DecodeError::Key("not UTF-8".into()))?;
+    let (namespace, name) = match key.split_once('/') {
+        Some((ns, name)) => (ns, name),
+        None => ("", key),
+    };
+    if name.is_empty() || name.contains('/') || (key.contains('/') && namespace.is_empty()) {
+        return Err(DecodeError::Key(format!(
+            "{key:?} is not `name` or `namespace/name`"
+        )));
+    }
+    Ok((namespace, name))
+}
+
+fn string_at<'a>(map: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, DecodeError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(DecodeError::Shape(format!("metadata.{key} is not a string"))),
+    }
+}
+
+fn scalar_at(root: &Map<String, Value>, path: &[String]) -> Result<Option<String>, DecodeError> {
+    let mut at: Option<&Value> = None;
+    let mut map = root;
+    for (i, step) in path.iter().enumerate() {
+        match map.get(step) {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Object(inner)) if i + 1 < path.len() => map = inner,
+            Some(v) if i + 1 == path.len() => at = Some(v),
+            Some(_) => return Ok(None),
+        }
+    }
+    match at {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(v @ (Value::Number(_) | Value::Bool(_))) => Ok(Some(v.to_string())),
+        Some(_) => Err(DecodeError::Shape(format!(
+            "field {} is not a scalar",
+            path.join(".")
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoder() -> Decoder {
+        Decoder::new().field("spec.nodeName").field("status.phase")
+    }
+
+    #[test]
+    fn decodes_names_labels_fields_and_sets_the_version_in_place() {
+        let v = br#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"1","labels":{"x":"y"}},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}"#;
+        let o = decoder().decode(b"ns/a", v, 7.into()).unwrap();
+        assert_eq!(o.key(), "ns/a");
+        assert_eq!(o.label("x"), Some("y"));
+        assert_eq!(o.field("spec.nodeName"), Some("n1"));
+        assert_eq!(o.field("status.phase"), Some("Running"));
+        // Key order kept, the version replaced.
+        assert_eq!(
+            std::str::from_utf8(o.payload()).unwrap(),
+            r#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}"#
+        );
+    }
+
+    #[test]
+    fn cluster_scoped_keys_and_missing_fields() {
+        let o = decoder()
+            .decode(b"n1", br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#, 3.into())
+            .unwrap();
+        assert_eq!((o.namespace(), o.name(), o.field("spec.nodeName")), ("", "n1", None));
+        let o = Decoder::new()
+            .field("spec.unschedulable")
+            .decode(b"n1", br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#, 3.into())
+            .unwrap();
+        assert_eq!(o.field("spec.unschedulable"), Some("true"));
+    }
+
+    #[test]
+    fn garbage_is_a_typed_error() {
+        let d = decoder();
+        let rv = ResourceVersion::new(1);
+        let cases: [(&[u8], &[u8]); 9] = [
+            (b"ns/a", b"\x00\xff not json"),
+            (b"ns/a", b"k8s\x00\x0a\x09protobuf"),
+            (b"ns/a", b"[1,2]"),
+            (b"ns/a", br#"{"spec":{}}"#),
+            (b"ns/a", br#"{"metadata":{"name":"b","namespace":"ns"}}"#),
+            (b"ns/a", br#"{"metadata":{"name":"a","namespace":"ns","labels":{"x":1}}}"#),
+            (b"ns/a", br#"{"metadata":{"name":"a","namespace":"ns"},"spec":{"nodeName":{}}}"#),
+            (b"a/b/c", br#"{"metadata":{"name":"c","namespace":"a"}}"#),
+            (b"\xff", br#"{"metadata":{"name":"c"}}"#),
+        ];
+        for (key, value) in cases {
+            assert!(d.decode(key, value, rv).is_err(), "{:?}", String::from_utf8_lossy(value));
+        }
+        assert_eq!(d.bare(b"ns/a").unwrap().key(), "ns/a");
+        assert!(d.bare(b"/a").is_err());
+    }
+}

@@ -1,0 +1,725 @@
+//! [`EtcdSource`]: Herald's [`Source`] over etcd v3's gRPC API.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Client, ConnectOptions, EventType, GetOptions, KeyValue, WatchOptions, WatchRequestSender,
+    WatchResponse, WatchResponseStream,
+};
+use herald::{Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch};
+use tokio::runtime::Runtime;
+use tokio::sync::Mutex as AsyncMutex;
+
+use crate::decode::{DecodeError, Decoder};
+use crate::version::ServerVersion;
+
+/// Whether the source passes the server's progress notifications on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ProgressTrust {
+    /// Trust them when every member that answered runs a release without
+    /// etcd#15220 (3.4.31+, 3.5.13+; see [`ServerVersion::progress_is_trusted`]).
+    #[default]
+    Auto,
+    /// Never: consistent reads fall back to reading etcd (slower, and
+    /// always correct).
+    Never,
+}
+
+/// How an [`EtcdSource`] reaches etcd and what it mirrors.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// Client URLs of the cluster's members (`http://127.0.0.1:2379`).
+    pub endpoints: Vec<String>,
+    /// The key prefix mirrored: one resource type (`/registry/pods/`).
+    /// Keys under it are `namespace/name` or `name`.
+    pub prefix: String,
+    /// Reads stored values as objects.
+    pub decoder: Decoder,
+    /// Objects per page of a list (the apiserver's cacher lists 10,000 at
+    /// a time).
+    pub page_size: i64,
+    /// The longest one unary call (a page, a revision, a status) waits.
+    pub request_timeout: Duration,
+    /// The longest a connection attempt waits.
+    pub connect_timeout: Duration,
+    /// HTTP/2 keep-alive: a ping this often, a dead connection after this
+    /// long without an answer (the apiserver's 30 s and 10 s would hold a
+    /// watch on a killed member for 40 s; loopback clusters want less).
+    pub keep_alive: (Duration, Duration),
+    /// Whether progress notifications are trusted.
+    pub progress: ProgressTrust,
+}
+
+impl EtcdConfig {
+    /// Mirrors `prefix` from the members at `endpoints`, decoding names,
+    /// namespaces and labels (add fields to [`EtcdConfig::decoder`]).
+    pub fn new(endpoints: impl IntoIterator<Item = impl Into<String>>, prefix: &str) -> EtcdConfig {
+        EtcdConfig {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            prefix: prefix.to_owned(),
+            decoder: Decoder::new(),
+            page_size: 10_000,
+            request_timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(3),
+            keep_alive: (Duration::from_secs(5), Duration::from_secs(3)),
+            progress: ProgressTrust::Auto,
+        }
+    }
+
+    /// The same, with `decoder`.
+    pub fn decoder(mut self, decoder: Decoder) -> EtcdConfig {
+        self.decoder = decoder;
+        self
+    }
+}
+
+/// What an [`EtcdSource`] has done, for monitoring and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct EtcdStats {
+    /// Values skipped because they could not be decoded.
+    pub undecodable: u64,
+    /// Deletions whose previous value was missing or undecodable, passed
+    /// on with an object built from the key.
+    pub bare_deletes: u64,
+    /// Progress notifications received and not passed on (an untrusted
+    /// server, or a revision the watch had already passed).
+    pub progress_dropped: u64,
+    /// Progress notifications passed on.
+    pub progress_passed: u64,
+    /// Pages read by lists.
+    pub list_pages: u64,
+    /// Watches opened.
+    pub watches_opened: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    undecodable: AtomicU64,
+    bare_deletes: AtomicU64,
+    progress_dropped: AtomicU64,
+    progress_passed: AtomicU64,
+    list_pages: AtomicU64,
+    watches_opened: AtomicU64,
+}
+
+fn bump(c: &AtomicU64) {
+    c.fetch_add(1, Ordering::Relaxed);
+}
+
+/// A [`Source`] over etcd v3: lists a key prefix in pages at one revision,
+/// watches it with previous values and progress notifications, maps
+/// compactions to [`SourceError::Compacted`] and everything else that
+/// fails to [`SourceError::Unavailable`] (the reflector backs off and
+/// resumes its watch). Clones share one connection.
+///
+/// The calls block: the source owns a one-thread tokio runtime for its
+/// gRPC client, and may be called from any thread, inside another runtime
+/// too.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use herald::{Config, Engine, Reflector, ReflectorConfig};
+/// use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+/// let config = EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")
+///     .decoder(Decoder::new().field("spec.nodeName"));
+/// let source = EtcdSource::connect(config)?;
+/// let (engine, writer) = Engine::new(Config::default())?;
+/// let reflector = Reflector::spawn(Arc::new(source), engine.clone(), writer, ReflectorConfig::default())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct EtcdSource {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// `Some` until dropped (shut down in the background: dropping a
+    /// runtime inside another one would panic).
+    runtime: Option<Runtime>,
+    client: Client,
+    config: EtcdConfig,
+    prefix_end: Vec<u8>,
+    version: ServerVersion,
+    trusted: bool,
+    /// The open watches' request halves, for `request_progress`.
+    watches: Mutex<Vec<Weak<AsyncMutex<WatchRequestSender>>>>,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdSource")
+            .field("endpoints", &self.config.endpoints)
+            .field("prefix", &self.config.prefix)
+            .field("version", &self.version)
+            .field("trusted", &self.trusted)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// Why [`EtcdSource::connect`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The configuration cannot work: what is wrong.
+    Config(String),
+    /// No endpoint answered a status request: the last error.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::Config(why) => write!(f, "etcd source configuration: {why}"),
+            ConnectError::Unreachable(why) => write!(f, "no etcd endpoint answered: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+/// The end of a prefix's key range: the prefix with its last byte below
+/// 0xff incremented (etcd's `GetPrefixRangeEnd`); `\0` (to the end of the
+/// key space) for an empty or all-0xff prefix.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// The message etcd's compaction errors carry (`ErrCompacted`).
+const COMPACTED: &str = "required revision has been compacted";
+
+fn unavailable(e: impl std::fmt::Display) -> SourceError {
+    SourceError::Unavailable(format!("etcd: {e}"))
+}
+
+/// An etcd error, as the trait's: a read below the compaction is
+/// `Compacted` (the revision it still holds is not in the error: the
+/// requested one stands for it).
+fn source_error(e: etcd_client::Error, requested: Option<i64>) -> SourceError {
+    let text = e.to_string();
+    match requested {
+        Some(rev) if text.contains(COMPACTED) => {
+            let rv = ResourceVersion::new(rev.max(0) as u64);
+            SourceError::Compacted {
+                requested: rv,
+                compacted: rv,
+            }
+        }
+        _ => unavailable(text),
+    }
+}
+
+fn rv_of(rev: i64) -> ResourceVersion {
+    ResourceVersion::new(rev.max(0) as u64)
+}
+
+impl EtcdSource {
+    /// Connects to the cluster and asks every endpoint its version: an
+    /// endpoint that does not answer is left to the client's balancer;
+    /// none answering is an error. If any member that answered runs a
+    /// release with etcd#15220, progress notifications are not trusted
+    /// (see [`EtcdSource::progress_trusted`]) and the source says so on
+    /// standard error once.
+    pub fn connect(config: EtcdConfig) -> Result<EtcdSource, ConnectError> {
+        if config.endpoints.is_empty() {
+            return Err(ConnectError::Config("no endpoints".into()));
+        }
+        if config.page_size <= 0 {
+            return Err(ConnectError::Config(format!(
+                "page size {} is not positive",
+                config.page_size
+            )));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("herald-etcd")
+            .enable_all()
+            .build()
+            .map_err(|e| ConnectError::Config(format!("a tokio runtime: {e}")))?;
+        let options = || {
+            ConnectOptions::new()
+                .with_connect_timeout(config.connect_timeout)
+                .with_keep_alive(config.keep_alive.0, config.keep_alive.1)
+                .with_keep_alive_while_idle(true)
+                // A member cut off from the leader ends its watches, so
+                // the reflector resumes on one that is not (the
+                // apiserver's `WithRequireLeader`).
+                .with_require_leader(true)
+        };
+        let timeout = config.request_timeout;
+        let (client, versions, last_error) = block(&runtime, async {
+            let client = Client::connect(&config.endpoints, Some(options()))
+                .await
+                .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
+            let mut versions = Vec::new();
+            let mut last_error = None;
+            for endpoint in &config.endpoints {
+                let asked = async {
+                    let mut one = Client::connect([endpoint], Some(options())).await?;
+                    one.status().await
+                };
+                match tokio::time::timeout(timeout, asked).await {
+                    Ok(Ok(status)) => versions.push((endpoint.clone(), status.version().to_owned())),
+                    Ok(Err(e)) => last_error = Some(format!("{endpoint}: {e}")),
+                    Err(_) => last_error = Some(format!("{endpoint}: no answer in {timeout:?}")),
+                }
+            }
+            Ok::<_, ConnectError>((client, versions, last_error))
+        })?;
+        if versions.is_empty() {
+            return Err(ConnectError::Unreachable(last_error.unwrap_or_default()));
+        }
+        let mut parsed = Vec::new();
+        for (endpoint, text) in &versions {
+            let v = ServerVersion::parse(text).ok_or_else(|| {
+                ConnectError::Unreachable(format!("{endpoint} reports version {text:?}"))
+            })?;
+            parsed.push((endpoint, v));
+        }
+        let (oldest_at, version) = parsed
+            .iter()
+            .min_by_key(|(_, v)| *v)
+            .map(|(e, v)| ((*e).clone(), *v))
+            .expect("at least one version");
+        let trusted = config.progress == ProgressTrust::Auto && version.progress_is_trusted();
+        if !trusted && config.progress == ProgressTrust::Auto {
+            eprintln!(
+                "herald-etcd: {oldest_at} runs etcd {version}, which has etcd#15220 (fixed in \
+                 3.5.13 and 3.4.31): its progress notifications are not trusted; consistent \
+                 reads fall back to reading etcd"
+            );
+        }
+        Ok(EtcdSource {
+            inner: Arc::new(Inner {
+                runtime: Some(runtime),
+                prefix_end: prefix_end(config.prefix.as_bytes()),
+                client,
+                config,
+                version,
+                trusted,
+                watches: Mutex::new(Vec::new()),
+                counters: Counters::default(),
+            }),
+        })
+    }
+
+    /// The oldest version among the members that answered at connect.
+    pub fn server_version(&self) -> ServerVersion {
+        self.inner.version
+    }
+
+    /// Whether progress notifications are passed on (see [`ProgressTrust`]).
+    pub fn progress_trusted(&self) -> bool {
+        self.inner.trusted
+    }
+
+    /// What the source has done so far.
+    pub fn stats(&self) -> EtcdStats {
+        let c = &self.inner.counters;
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        EtcdStats {
+            undecodable: n(&c.undecodable),
+            bare_deletes: n(&c.bare_deletes),
+            progress_dropped: n(&c.progress_dropped),
+            progress_passed: n(&c.progress_passed),
+            list_pages: n(&c.list_pages),
+            watches_opened: n(&c.watches_opened),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.inner.config
+    }
+}
+
+impl Inner {
+    fn runtime(&self) -> &Runtime {
+        self.runtime.as_ref().expect("the runtime lives as long as the source")
+    }
+
+    /// Runs a unary call with the request timeout.
+    fn call<T, F>(&self, what: &str, f: F) -> Result<T, (Option<etcd_client::Error>, String)>
+    where
+        F: Future<Output = Result<T, etcd_client::Error>> + Send,
+        T: Send,
+    {
+        let timeout = self.config.request_timeout;
+        match block(self.runtime(), async { tokio::time::timeout(timeout, f).await }) {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => {
+                let text = format!("{what}: {e}");
+                Err((Some(e), text))
+            }
+            Err(_) => Err((None, format!("{what}: no answer in {timeout:?}"))),
+        }
+    }
+
+    fn key_under(&self, key: &[u8]) -> Option<Vec<u8>> {
+        key.strip_prefix(self.config.prefix.as_bytes())
+            .map(<[u8]>::to_vec)
+    }
+
+    /// An object from a stored key and value, or `None` (counted, logged)
+    /// if it cannot be decoded.
+    fn decode(&self, kv: &KeyValue, rv: i64) -> Option<herald::Object> {
+        let key = self.key_under(kv.key())?;
+        match self.config.decoder.decode(&key, kv.value(), rv_of(rv)) {
+            Ok(object) => Some(object),
+            Err(e) => {
+                self.skip(kv.key(), &e);
+                None
+            }
+        }
+    }
+
+    fn skip(&self, key: &[u8], e: &DecodeError) {
+        let n = self.counters.undecodable.fetch_add(1, Ordering::Relaxed);
+        // The first few in full, then every 1,000th: a stream of garbage
+        // must not flood the log.
+        if n < 10 || n % 1_000 == 0 {
+            eprintln!(
+                "herald-etcd: skipped the value under {:?} ({} skipped so far): {e}",
+                String::from_utf8_lossy(key),
+                n + 1
+            );
+        }
+    }
+
+    /// The change a watch event makes, if any.
+    fn change(&self, event: &etcd_client::Event) -> Option<Change> {
+        let kv = event.kv()?;
+        match event.event_type() {
+            EventType::Put => {
+                let object = self.decode(kv, kv.mod_revision())?;
+                let rv = rv_of(kv.mod_revision());
+                Some(if kv.create_revision() == kv.mod_revision() {
+                    Change::added(object, rv)
+                } else {
+                    Change::modified(object, rv)
+                })
+            }
+            EventType::Delete => {
+                // The deletion's revision is the tombstone's mod revision;
+                // the object is the previous value, at that revision (as
+                // the apiserver's watcher sets it).
+                let rev = kv.mod_revision();
+                let prev = event.prev_kv().and_then(|p| {
+                    let key = self.key_under(p.key())?;
+                    self.config.decoder.decode(&key, p.value(), rv_of(rev)).ok()
+                });
+                let object = match prev {
+                    Some(o) => o,
+                    None => {
+                        let key = self.key_under(kv.key())?;
+                        match self.config.decoder.bare(&key) {
+                            Ok(o) => {
+                                bump(&self.counters.bare_deletes);
+                                o
+                            }
+                            Err(e) => {
+                                self.skip(kv.key(), &e);
+                                return None;
+                            }
+                        }
+                    }
+                };
+                Some(Change::deleted(object, rv_of(rev)))
+            }
+        }
+    }
+}
+
+/// Runs `f` to completion on `rt` from a blocking caller; from inside
+/// another runtime (where `block_on` would panic), on a scoped thread.
+fn block<F>(rt: &Runtime, f: F) -> F::Output
+where
+    F: Future + Send,
+    F::Output: Send,
+{
+    if tokio::runtime::Handle::try_current().is_err() {
+        return rt.block_on(f);
+    }
+    std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
+        Ok(v) => v,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
+impl Source for EtcdSource {
+    /// The prefix at one revision, in pages of [`EtcdConfig::page_size`]:
+    /// the first page at the current revision, the rest at the first's
+    /// (the apiserver's `GetList`). A compaction past that revision while
+    /// paging starts the list over (three times at most, then
+    /// `Compacted`).
+    fn list(&self) -> Result<Listing, SourceError> {
+        let inner = &*self.inner;
+        let mut attempts = 0;
+        'list: loop {
+            attempts += 1;
+            let mut items = Vec::new();
+            let mut revision = 0i64;
+            let mut from = inner.config.prefix.as_bytes().to_vec();
+            loop {
+                let mut options = GetOptions::new()
+                    .with_range(inner.prefix_end.clone())
+                    .with_limit(inner.config.page_size);
+                if revision > 0 {
+                    options = options.with_revision(revision);
+                }
+                let mut kv = inner.client.kv_client().max_decoding_message_size(i32::MAX as usize);
+                let page = match inner.call("list", kv.get(from.clone(), Some(options))) {
+                    Ok(page) => page,
+                    Err((Some(e), text)) => {
+                        let err = source_error(e, (revision > 0).then_some(revision));
+                        if matches!(err, SourceError::Compacted { .. }) && attempts < 3 {
+                            continue 'list;
+                        }
+                        return Err(match err {
+                            SourceError::Compacted { .. } => err,
+                            _ => unavailable(text),
+                        });
+                    }
+                    Err((None, text)) => return Err(unavailable(text)),
+                };
+                bump(&inner.counters.list_pages);
+                if revision == 0 {
+                    revision = page.header().map_or(0, |h| h.revision());
+                }
+                let more = page.more();
+                for kv in page.kvs() {
+                    if let Some(object) = inner.decode(kv, kv.mod_revision()) {
+                        items.push(Item::new(object, rv_of(kv.mod_revision())));
+                    }
+                }
+                match page.kvs().last() {
+                    Some(last) if more => {
+                        from = last.key().to_vec();
+                        from.push(0);
+                    }
+                    _ => break,
+                }
+            }
+            return Ok(Listing {
+                items,
+                revision: rv_of(revision),
+            });
+        }
+    }
+
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        let inner = &*self.inner;
+        let start = i64::try_from(after.get().saturating_add(1)).unwrap_or(i64::MAX);
+        let options = WatchOptions::new()
+            .with_range(inner.prefix_end.clone())
+            .with_start_revision(start)
+            .with_prev_key()
+            .with_progress_notify();
+        let mut client = inner.client.watch_client().max_decoding_message_size(i32::MAX as usize);
+        let key = inner.config.prefix.clone().into_bytes();
+        let opened = inner.call("watch", async move {
+            let stream = client.watch(key, Some(options)).await?;
+            let (sender, mut responses) = stream.split();
+            // The first answer says whether the watch was created, or
+            // refused at once (its start compacted away).
+            let first = responses.message().await?;
+            Ok((sender, responses, first))
+        });
+        let (sender, responses, first) = opened.map_err(|(_, text)| unavailable(text))?;
+        bump(&inner.counters.watches_opened);
+        let mut watch = EtcdWatch {
+            source: self.inner.clone(),
+            sender: Arc::new(AsyncMutex::new(sender)),
+            responses,
+            queue: VecDeque::new(),
+            after,
+            high: after.get(),
+            ended: None,
+        };
+        match first {
+            None => return Err(unavailable("the watch stream closed before it was created")),
+            Some(resp) => watch.take(resp),
+        }
+        if let Some(e) = watch.ended.take() {
+            return Err(e);
+        }
+        let mut watches = inner.watches.lock().unwrap_or_else(|e| e.into_inner());
+        watches.retain(|w| w.strong_count() > 0);
+        watches.push(Arc::downgrade(&watch.sender));
+        Ok(Box::new(watch))
+    }
+
+    /// A linearizable count of the prefix: its header's revision.
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        let inner = &*self.inner;
+        let mut kv = inner.client.kv_client();
+        let options = GetOptions::new()
+            .with_range(inner.prefix_end.clone())
+            .with_count_only();
+        let resp = inner
+            .call("current revision", kv.get(inner.config.prefix.clone(), Some(options)))
+            .map_err(|(_, text)| unavailable(text))?;
+        Ok(rv_of(resp.header().map_or(0, |h| h.revision())))
+    }
+
+    /// Sends `RequestProgress` on every open watch (none is asked on an
+    /// untrusted server: its answers would be dropped).
+    fn request_progress(&self) -> Result<(), SourceError> {
+        let inner = &*self.inner;
+        if !inner.trusted {
+            return Ok(());
+        }
+        let senders: Vec<_> = {
+            let mut watches = inner.watches.lock().unwrap_or_else(|e| e.into_inner());
+            watches.retain(|w| w.strong_count() > 0);
+            watches.iter().filter_map(Weak::upgrade).collect()
+        };
+        for sender in senders {
+            let sent = block(inner.runtime(), async {
+                sender.lock().await.request_progress().await
+            });
+            sent.map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    fn progress_is_reliable(&self) -> bool {
+        self.inner.trusted
+    }
+
+    /// A linearizable read of the one key.
+    fn get(&self, key: &str) -> Result<(Option<Item>, ResourceVersion), SourceError> {
+        let inner = &*self.inner;
+        let mut kv = inner.client.kv_client().max_decoding_message_size(i32::MAX as usize);
+        let full = format!("{}{key}", inner.config.prefix);
+        let resp = inner
+            .call("get", kv.get(full, None))
+            .map_err(|(_, text)| unavailable(text))?;
+        let revision = rv_of(resp.header().map_or(0, |h| h.revision()));
+        let item = resp.kvs().first().and_then(|kv| {
+            let object = inner.decode(kv, kv.mod_revision())?;
+            Some(Item::new(object, rv_of(kv.mod_revision())))
+        });
+        Ok((item, revision))
+    }
+}
+
+/// One open etcd watch.
+#[derive(Debug)]
+struct EtcdWatch {
+    source: Arc<Inner>,
+    sender: Arc<AsyncMutex<WatchRequestSender>>,
+    responses: WatchResponseStream,
+    queue: VecDeque<SourceEvent>,
+    /// The revision the watch started after.
+    after: ResourceVersion,
+    /// The highest revision delivered (or started after): a progress
+    /// notification at or below it says nothing new.
+    high: u64,
+    /// The watch has ended: returned once the queue is drained.
+    ended: Option<SourceError>,
+}
+
+impl EtcdWatch {
+    /// Queues what one response says.
+    fn take(&mut self, resp: WatchResponse) {
+        let inner = &*self.source;
+        if resp.canceled() {
+            self.ended = Some(if resp.compact_revision() > 0 {
+                SourceError::Compacted {
+                    requested: self.after,
+                    compacted: rv_of(resp.compact_revision()),
+                }
+            } else {
+                unavailable(format!("the watch was cancelled: {}", resp.cancel_reason()))
+            });
+            return;
+        }
+        if resp.created() {
+            return;
+        }
+        if resp.events().is_empty() {
+            let rev = resp.header().map_or(0, |h| h.revision()).max(0) as u64;
+            if inner.trusted && rev > self.high {
+                self.high = rev;
+                bump(&inner.counters.progress_passed);
+                self.queue
+                    .push_back(SourceEvent::Progress(ResourceVersion::new(rev)));
+            } else {
+                bump(&inner.counters.progress_dropped);
+            }
+            return;
+        }
+        for event in resp.events() {
+            if let Some(change) = inner.change(event) {
+                self.high = self.high.max(change.resource_version().get());
+                self.queue.push_back(SourceEvent::Change(change));
+            }
+        }
+    }
+}
+
+impl SourceWatch for EtcdWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError> {
+        let deadline = Instant::now().checked_add(timeout);
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Ok(Some(event));
+            }
+            if let Some(e) = &self.ended {
+                return Err(e.clone());
+            }
+            let left = deadline.map_or(Duration::from_secs(3600), |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            if left.is_zero() {
+                return Ok(None);
+            }
+            let got = block(self.source.runtime(), async {
+                tokio::time::timeout(left, self.responses.message()).await
+            });
+            match got {
+                Err(_) => return Ok(None),
+                Ok(Ok(Some(resp))) => self.take(resp),
+                Ok(Ok(None)) => {
+                    self.ended = Some(unavailable("the server closed the watch stream"));
+                }
+                Ok(Err(e)) => self.ended = Some(unavailable(e)),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_ends_as_etcds() {
+        assert_eq!(prefix_end(b"/registry/pods/"), b"/registry/pods0");
+        assert_eq!(prefix_end(b"a\xff"), b"b");
+        assert_eq!(prefix_end(b"\xff\xff"), b"\0");
+        assert_eq!(prefix_end(b""), b"\0");
+    }
+}
