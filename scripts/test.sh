@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Every test: the engine's layout check; the workspace's unit, integration,
-# property, differential and stress tests and doctests; the loom models;
+# property, differential and stress tests and doctests, the etcd upstream's
+# against real etcd servers and a 3-member cluster (installed first by
+# scripts/ensure-etcd.sh, with protoc); the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -16,7 +18,13 @@ fi
 python3 scripts/check-layout.py --self-test
 python3 scripts/check-layout.py
 
-echo "== cargo test --workspace"
+echo "== etcd and protoc for the etcd upstream's tests (scripts/ensure-etcd.sh)"
+# Fails loudly if it cannot install them: the etcd tests are never skipped.
+exports="$(scripts/ensure-etcd.sh)"
+eval "$exports"
+echo "etcd: $HERALD_ETCD ($("$HERALD_ETCD" --version | head -1)); old: $HERALD_ETCD_OLD"
+
+echo "== cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
 cargo test --workspace
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The main job: herald-perf's default suite, a result table per scenario.
+# Installs what it needs first: protoc (the etcd upstream's gRPC client is
+# built from .proto files) and an etcd server for the etcd-fanout scenario.
+# Without etcd, that scenario says why it skipped and the rest runs.
+# Arguments go to herald-perf (`scripts/perf.sh --help`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if exports="$(scripts/ensure-etcd.sh)"; then
+    eval "$exports"
+else
+    if ! command -v protoc >/dev/null 2>&1; then
+        echo "FAILED: protoc is missing and could not be installed: herald-perf cannot be built" >&2
+        exit 1
+    fi
+    echo "perf: no etcd could be installed; the etcd-fanout scenario will skip" >&2
+fi
+exec cargo run --release -p herald-perf -- "$@"
