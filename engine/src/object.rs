@@ -185,6 +185,36 @@ impl Object {
         Arc::ptr_eq(&a.inner, &b.inner)
     }
 
+    /// Whether the namespace (if any) and the name pass Kubernetes'
+    /// path-segment rule (see [Names](Object#names)): the writer refuses
+    /// an object that does not ([`WriteError::InvalidName`](crate::WriteError::InvalidName)).
+    /// A source that reads names from untrusted data checks them first and
+    /// skips what fails, rather than have one bad object refuse a whole
+    /// list.
+    ///
+    /// ```
+    /// use herald::Object;
+    /// assert!(Object::builder("ns", "a").build().has_valid_names());
+    /// assert!(!Object::builder("ns", "..").build().has_valid_names());
+    /// assert!(!Object::builder("a%2F", "b").build().has_valid_names());
+    /// assert!(Object::builder("", "node-1").build().has_valid_names());
+    /// ```
+    pub fn has_valid_names(&self) -> bool {
+        self.invalid_name().is_none()
+    }
+
+    /// The first part that fails the path-segment rule: (which part, its
+    /// value, the rule it breaks).
+    pub(crate) fn invalid_name(&self) -> Option<(&'static str, &str, &'static str)> {
+        let namespace = self.namespace();
+        if !namespace.is_empty() {
+            if let Some(rule) = segment_rule(namespace) {
+                return Some(("namespace", namespace, rule));
+            }
+        }
+        segment_rule(self.name()).map(|rule| ("name", self.name(), rule))
+    }
+
     /// Approximate heap bytes the object holds, for byte-bounded history.
     pub(crate) fn approx_bytes(&self) -> usize {
         let i = &self.inner;
@@ -344,6 +374,23 @@ impl Item {
             object,
             resource_version,
         }
+    }
+}
+
+/// Kubernetes' `path.IsValidPathSegmentName` (apimachinery
+/// `api/validation/path`): the rule every object name must pass, and
+/// which part of it `value` breaks.
+fn segment_rule(value: &str) -> Option<&'static str> {
+    if value.is_empty() {
+        Some("must not be empty")
+    } else if value == "." || value == ".." {
+        Some("may not be '.' or '..'")
+    } else if value.contains('/') {
+        Some("may not contain '/'")
+    } else if value.contains('%') {
+        Some("may not contain '%'")
+    } else {
+        None
     }
 }
 

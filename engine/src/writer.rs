@@ -346,35 +346,17 @@ impl Writer {
     }
 }
 
-/// Checks an object's namespace and name against the path-segment rule
+/// Refuses an object whose namespace or name fails the path-segment rule
 /// (see [Names](Object#names)).
 fn check_names(object: &Object) -> Result<(), WriteError> {
-    let namespace = object.namespace();
-    if !namespace.is_empty() {
-        check_segment("namespace", namespace)?;
+    match object.invalid_name() {
+        None => Ok(()),
+        Some((part, value, rule)) => Err(WriteError::InvalidName {
+            part,
+            value: capped(value),
+            rule,
+        }),
     }
-    check_segment("name", object.name())
-}
-
-/// Kubernetes' `path.IsValidPathSegmentName` (apimachinery
-/// `api/validation/path`): the rule every object name must pass.
-fn check_segment(part: &'static str, value: &str) -> Result<(), WriteError> {
-    let rule = if value.is_empty() {
-        "must not be empty"
-    } else if value == "." || value == ".." {
-        "may not be '.' or '..'"
-    } else if value.contains('/') {
-        "may not contain '/'"
-    } else if value.contains('%') {
-        "may not contain '%'"
-    } else {
-        return Ok(());
-    };
-    Err(WriteError::InvalidName {
-        part,
-        value: capped(value),
-        rule,
-    })
 }
 
 /// The most of a refused value an error repeats.

@@ -289,14 +289,21 @@ fn a_lost_watch_resumes_from_the_engines_version_without_a_relist() {
     let b = source.put(obj("b", "1"));
     source.go_down("etcd: member restarting");
     eventually("the watch lost", || reflector.stats().backoffs >= 1);
-    assert_eq!(engine.lifecycle(), Lifecycle::Ready, "ready while it resumes");
+    assert_eq!(
+        engine.lifecycle(),
+        Lifecycle::Ready,
+        "ready while it resumes"
+    );
     let c = source.put(obj("c", "1"));
     source.recover();
     eventually("the watch resumed", || reflector.stats().resumes >= 1);
     let d = source.put(obj("d", "1"));
     let (seen, _) = recv_events(&mut running, 3);
     let got: Vec<_> = seen.iter().map(|s| (s.key.as_str(), s.rv)).collect();
-    assert_eq!(got, [("ns/b", b.get()), ("ns/c", c.get()), ("ns/d", d.get())]);
+    assert_eq!(
+        got,
+        [("ns/b", b.get()), ("ns/c", c.get()), ("ns/d", d.get())]
+    );
     assert_eq!(running.try_recv(), Err(TryRecvError::Empty));
     assert_eq!(reflector.stats().lists, 1);
     assert_eq!(engine.lifecycle(), Lifecycle::Ready);

@@ -67,7 +67,11 @@ impl Shared {
     /// A consistent list served from the source itself (its progress
     /// cannot be trusted; [`crate::Source::progress_is_reliable`]), as a
     /// state at the source's revision in the engine's generation.
-    fn list_through(&self, at: ReadAt, cancel: Option<&ReadCancel>) -> Result<Option<Read>, ReadError> {
+    fn list_through(
+        &self,
+        at: ReadAt,
+        cancel: Option<&ReadCancel>,
+    ) -> Result<Option<Read>, ReadError> {
         if at != ReadAt::Latest {
             return Ok(None);
         }

@@ -88,7 +88,12 @@ impl Decoder {
 
     /// Reads `value`, stored under `key` (the part after the prefix), as
     /// the object at revision `rv`.
-    pub fn decode(&self, key: &[u8], value: &[u8], rv: ResourceVersion) -> Result<Object, DecodeError> {
+    pub fn decode(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        rv: ResourceVersion,
+    ) -> Result<Object, DecodeError> {
         let (namespace, name) = split_key(key)?;
         let mut doc: Value =
             serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?;
@@ -118,7 +123,11 @@ impl Decoder {
                         builder = builder.label(k, v);
                     }
                 }
-                Some(_) => return Err(DecodeError::Shape("metadata.labels is not an object".into())),
+                Some(_) => {
+                    return Err(DecodeError::Shape(
+                        "metadata.labels is not an object".into(),
+                    ));
+                }
             }
             builder
         };
@@ -131,7 +140,10 @@ impl Decoder {
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
             .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
-        meta.insert("resourceVersion".into(), Value::String(rv.get().to_string()));
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(rv.get().to_string()),
+        );
         let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
         Ok(builder.payload(Bytes::from(payload)).build())
     }
@@ -145,7 +157,8 @@ impl Decoder {
     }
 }
 
-/// `name` or `namespace/name`.
+/// `name` or `namespace/name`, each a valid path segment (the engine
+/// refuses others: [`Object::has_valid_names`]).
 fn split_key(key: &[u8]) -> Result<(&str, &str), DecodeError> {
     let key = std::str::from_utf8(key).map_err(|_| DecodeError::Key("not UTF-8".into()))?;
     let (namespace, name) = match key.split_once('/') {
@@ -157,6 +170,11 @@ fn split_key(key: &[u8]) -> Result<(&str, &str), DecodeError> {
             "{key:?} is not `name` or `namespace/name`"
         )));
     }
+    if !Object::builder(namespace, name).build().has_valid_names() {
+        return Err(DecodeError::Key(format!(
+            "{key:?}: a name or namespace that is not a valid path segment"
+        )));
+    }
     Ok((namespace, name))
 }
 
@@ -164,7 +182,9 @@ fn string_at<'a>(map: &'a Map<String, Value>, key: &str) -> Result<Option<&'a st
     match map.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(DecodeError::Shape(format!("metadata.{key} is not a string"))),
+        Some(_) => Err(DecodeError::Shape(format!(
+            "metadata.{key} is not a string"
+        ))),
     }
 }
 
@@ -216,12 +236,23 @@ mod tests {
     #[test]
     fn cluster_scoped_keys_and_missing_fields() {
         let o = decoder()
-            .decode(b"n1", br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#, 3.into())
+            .decode(
+                b"n1",
+                br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#,
+                3.into(),
+            )
             .unwrap();
-        assert_eq!((o.namespace(), o.name(), o.field("spec.nodeName")), ("", "n1", None));
+        assert_eq!(
+            (o.namespace(), o.name(), o.field("spec.nodeName")),
+            ("", "n1", None)
+        );
         let o = Decoder::new()
             .field("spec.unschedulable")
-            .decode(b"n1", br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#, 3.into())
+            .decode(
+                b"n1",
+                br#"{"metadata":{"name":"n1"},"spec":{"unschedulable":true}}"#,
+                3.into(),
+            )
             .unwrap();
         assert_eq!(o.field("spec.unschedulable"), Some("true"));
     }
@@ -230,19 +261,31 @@ mod tests {
     fn garbage_is_a_typed_error() {
         let d = decoder();
         let rv = ResourceVersion::new(1);
-        let cases: [(&[u8], &[u8]); 9] = [
+        let cases: [(&[u8], &[u8]); 11] = [
             (b"ns/a", b"\x00\xff not json"),
             (b"ns/a", b"k8s\x00\x0a\x09protobuf"),
             (b"ns/a", b"[1,2]"),
             (b"ns/a", br#"{"spec":{}}"#),
             (b"ns/a", br#"{"metadata":{"name":"b","namespace":"ns"}}"#),
-            (b"ns/a", br#"{"metadata":{"name":"a","namespace":"ns","labels":{"x":1}}}"#),
-            (b"ns/a", br#"{"metadata":{"name":"a","namespace":"ns"},"spec":{"nodeName":{}}}"#),
+            (
+                b"ns/a",
+                br#"{"metadata":{"name":"a","namespace":"ns","labels":{"x":1}}}"#,
+            ),
+            (
+                b"ns/a",
+                br#"{"metadata":{"name":"a","namespace":"ns"},"spec":{"nodeName":{}}}"#,
+            ),
             (b"a/b/c", br#"{"metadata":{"name":"c","namespace":"a"}}"#),
             (b"\xff", br#"{"metadata":{"name":"c"}}"#),
+            (b"ns/..", br#"{"metadata":{"name":"..","namespace":"ns"}}"#),
+            (b"a%2Fb", br#"{"metadata":{"name":"a%2Fb"}}"#),
         ];
         for (key, value) in cases {
-            assert!(d.decode(key, value, rv).is_err(), "{:?}", String::from_utf8_lossy(value));
+            assert!(
+                d.decode(key, value, rv).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(value)
+            );
         }
         assert_eq!(d.bare(b"ns/a").unwrap().key(), "ns/a");
         assert!(d.bare(b"/a").is_err());

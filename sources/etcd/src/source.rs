@@ -10,7 +10,9 @@ use etcd_client::{
     Client, ConnectOptions, EventType, GetOptions, KeyValue, WatchOptions, WatchRequestSender,
     WatchResponse, WatchResponseStream,
 };
-use herald::{Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch};
+use herald::{
+    Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch,
+};
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
@@ -280,7 +282,9 @@ impl EtcdSource {
                     one.status().await
                 };
                 match tokio::time::timeout(timeout, asked).await {
-                    Ok(Ok(status)) => versions.push((endpoint.clone(), status.version().to_owned())),
+                    Ok(Ok(status)) => {
+                        versions.push((endpoint.clone(), status.version().to_owned()))
+                    }
                     Ok(Err(e)) => last_error = Some(format!("{endpoint}: {e}")),
                     Err(_) => last_error = Some(format!("{endpoint}: no answer in {timeout:?}")),
                 }
@@ -356,7 +360,9 @@ impl EtcdSource {
 
 impl Inner {
     fn runtime(&self) -> &Runtime {
-        self.runtime.as_ref().expect("the runtime lives as long as the source")
+        self.runtime
+            .as_ref()
+            .expect("the runtime lives as long as the source")
     }
 
     /// Runs a unary call with the request timeout.
@@ -366,7 +372,9 @@ impl Inner {
         T: Send,
     {
         let timeout = self.config.request_timeout;
-        match block(self.runtime(), async { tokio::time::timeout(timeout, f).await }) {
+        match block(self.runtime(), async {
+            tokio::time::timeout(timeout, f).await
+        }) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 let text = format!("{what}: {e}");
@@ -488,7 +496,10 @@ impl Source for EtcdSource {
                 if revision > 0 {
                     options = options.with_revision(revision);
                 }
-                let mut kv = inner.client.kv_client().max_decoding_message_size(i32::MAX as usize);
+                let mut kv = inner
+                    .client
+                    .kv_client()
+                    .max_decoding_message_size(i32::MAX as usize);
                 let page = match inner.call("list", kv.get(from.clone(), Some(options))) {
                     Ok(page) => page,
                     Err((Some(e), text)) => {
@@ -536,7 +547,10 @@ impl Source for EtcdSource {
             .with_start_revision(start)
             .with_prev_key()
             .with_progress_notify();
-        let mut client = inner.client.watch_client().max_decoding_message_size(i32::MAX as usize);
+        let mut client = inner
+            .client
+            .watch_client()
+            .max_decoding_message_size(i32::MAX as usize);
         let key = inner.config.prefix.clone().into_bytes();
         let opened = inner.call("watch", async move {
             let stream = client.watch(key, Some(options)).await?;
@@ -578,7 +592,10 @@ impl Source for EtcdSource {
             .with_range(inner.prefix_end.clone())
             .with_count_only();
         let resp = inner
-            .call("current revision", kv.get(inner.config.prefix.clone(), Some(options)))
+            .call(
+                "current revision",
+                kv.get(inner.config.prefix.clone(), Some(options)),
+            )
             .map_err(|(_, text)| unavailable(text))?;
         Ok(rv_of(resp.header().map_or(0, |h| h.revision())))
     }
@@ -611,7 +628,10 @@ impl Source for EtcdSource {
     /// A linearizable read of the one key.
     fn get(&self, key: &str) -> Result<(Option<Item>, ResourceVersion), SourceError> {
         let inner = &*self.inner;
-        let mut kv = inner.client.kv_client().max_decoding_message_size(i32::MAX as usize);
+        let mut kv = inner
+            .client
+            .kv_client()
+            .max_decoding_message_size(i32::MAX as usize);
         let full = format!("{}{key}", inner.config.prefix);
         let resp = inner
             .call("get", kv.get(full, None))

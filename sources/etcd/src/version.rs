@@ -73,7 +73,16 @@ mod tests {
     #[test]
     fn the_fixed_releases_are_trusted_and_the_ones_before_them_are_not() {
         let t = |s: &str| ServerVersion::parse(s).unwrap().progress_is_trusted();
-        for ok in ["3.4.31", "3.4.35", "3.5.13", "3.5.16", "3.6.0", "v3.6.1", "4.0.0", "3.5.13-rc.0"] {
+        for ok in [
+            "3.4.31",
+            "3.4.35",
+            "3.5.13",
+            "3.5.16",
+            "3.6.0",
+            "v3.6.1",
+            "4.0.0",
+            "3.5.13-rc.0",
+        ] {
             assert!(t(ok), "{ok}");
         }
         for bad in ["3.4.23", "3.4.30", "3.5.8", "3.5.12", "3.3.27", "2.3.8"] {

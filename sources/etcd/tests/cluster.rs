@@ -20,7 +20,11 @@ fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
     let mut c = client(&rt, &endpoints);
     for i in 0..200 {
         let ns = format!("ns-{}", i % 4);
-        rt.block_on(put(&mut c, &format!("{PREFIX}{ns}/seed-{i}"), &pod_json(&ns, &format!("seed-{i}"), "web", "n1", i)));
+        rt.block_on(put(
+            &mut c,
+            &format!("{PREFIX}{ns}/seed-{i}"),
+            &pod_json(&ns, &format!("seed-{i}"), "web", "n1", i),
+        ));
     }
     let mut reversed = endpoints.clone();
     reversed.reverse();
@@ -43,7 +47,11 @@ fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
     let start = ResourceVersion::new(start);
     let mut watches: Vec<_> = engines
         .iter()
-        .map(|(_, engine, _)| engine.watch(WatchRequest::new().resource_version(Some(start))).unwrap())
+        .map(|(_, engine, _)| {
+            engine
+                .watch(WatchRequest::new().resource_version(Some(start)))
+                .unwrap()
+        })
         .collect();
     let writers = Writers::start(&rt, &endpoints, 3, 300);
     writers.wait_for(300);
@@ -87,13 +95,18 @@ fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
             reflector.last_error()
         );
     }
-    assert_eq!(streams[0], streams[1], "both engines' watchers saw the same sequence");
+    assert_eq!(
+        streams[0], streams[1],
+        "both engines' watchers saw the same sequence"
+    );
     // At any revision both answer the same list.
     for at in history.iter().step_by(97).map(|s| s.2).chain([upto]) {
         let lists: Vec<_> = engines
             .iter()
             .map(|(_, engine, _)| {
-                let l = engine.list(&ListRequest::new().at(ReadAt::Exact(ResourceVersion::new(at)))).unwrap();
+                let l = engine
+                    .list(&ListRequest::new().at(ReadAt::Exact(ResourceVersion::new(at))))
+                    .unwrap();
                 (l.resource_version, engine_state(&l.items))
             })
             .collect();

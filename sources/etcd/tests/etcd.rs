@@ -56,7 +56,15 @@ fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
     .unwrap();
     let (engine, reflector) = engine_on(&source, quick());
     let first = reflector.consistent_list(&ListRequest::new()).unwrap();
-    assert!(first.items.len() >= 10_000, "{} {:?} {:?} {:?} {}", first.items.len(), source.stats(), reflector.stats(), reflector.last_error(), first.continue_token.is_some());
+    assert!(
+        first.items.len() >= 10_000,
+        "{} {:?} {:?} {:?} {}",
+        first.items.len(),
+        source.stats(),
+        reflector.stats(),
+        reflector.last_error(),
+        first.continue_token.is_some()
+    );
     assert!(source.stats().list_pages >= 10, "{:?}", source.stats());
     // Watchers from the list, one of them filtered.
     let mut all = engine
@@ -75,7 +83,11 @@ fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
     let (etcd_now, rev) = etcd_state(&rt, &mut c);
     let list = reflector.consistent_list(&ListRequest::new()).unwrap();
     assert!(list.resource_version.get() >= rev);
-    assert_eq!(engine_state(&list.items), etcd_now, "the engine's list is etcd's");
+    assert_eq!(
+        engine_state(&list.items),
+        etcd_now,
+        "the engine's list is etcd's"
+    );
     let upto = last_prefix_revision(&rt, &mut c, first.resource_version.get(), rev);
     let history = etcd_history(&rt, &mut c, first.resource_version.get(), upto);
     // Deleting a key that is not there writes nothing.
@@ -91,14 +103,28 @@ fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
     assert!(!seen.is_empty());
     let rvs: Vec<_> = seen.iter().map(|e| e.resource_version().get()).collect();
     assert!(rvs.windows(2).all(|w| w[0] < w[1]), "in order, once each");
-    assert!(rvs.iter().all(|rv| history.iter().any(|h| h.2 == *rv)), "only etcd's changes");
+    assert!(
+        rvs.iter().all(|rv| history.iter().any(|h| h.2 == *rv)),
+        "only etcd's changes"
+    );
     // Never an object the selector forbids (a deletion carries the last
     // state the watcher saw).
-    assert!(seen.iter().all(|e| e.object().unwrap().label("app") == Some("db")));
+    assert!(
+        seen.iter()
+            .all(|e| e.object().unwrap().label("app") == Some("db"))
+    );
     let full = engine
-        .list(&ListRequest::new().labels(selector).at(ReadAt::Exact(ResourceVersion::new(upto))))
+        .list(
+            &ListRequest::new()
+                .labels(selector)
+                .at(ReadAt::Exact(ResourceVersion::new(upto))),
+        )
         .unwrap();
-    assert!(full.items.iter().all(|i| i.object.label("app") == Some("db")));
+    assert!(
+        full.items
+            .iter()
+            .all(|i| i.object.label("app") == Some("db"))
+    );
     assert_eq!(reflector.stats().lists, 1);
     assert_eq!(source.stats().undecodable, 0);
 }
@@ -110,7 +136,11 @@ fn a_deletion_carries_the_previous_value_at_its_revision() {
     let rt = runtime();
     let mut c = client(&rt, &endpoints);
     let key = format!("{PREFIX}prod/web-1");
-    rt.block_on(put(&mut c, &key, &pod_json("prod", "web-1", "web", "n3", 1)));
+    rt.block_on(put(
+        &mut c,
+        &key,
+        &pod_json("prod", "web-1", "web", "n3", 1),
+    ));
     let source = source(endpoints);
     let (engine, reflector) = engine_on(&source, quick());
     let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -125,13 +155,22 @@ fn a_deletion_carries_the_previous_value_at_its_revision() {
     let WatchItem::Event(e) = web.recv_timeout(Duration::from_secs(10)).unwrap() else {
         panic!("an event")
     };
-    assert_eq!((e.kind(), e.resource_version().get()), (EventKind::Deleted, deleted_at));
+    assert_eq!(
+        (e.kind(), e.resource_version().get()),
+        (EventKind::Deleted, deleted_at)
+    );
     let o = e.object().unwrap();
-    assert_eq!((o.key(), o.label("app"), o.field("spec.nodeName")), ("prod/web-1", Some("web"), Some("n3")));
+    assert_eq!(
+        (o.key(), o.label("app"), o.field("spec.nodeName")),
+        ("prod/web-1", Some("web"), Some("n3"))
+    );
     // The payload is the last state the cache held (SEMANTICS 1), with the
     // version of its last change; the event carries the deletion's.
     let payload: serde_json::Value = serde_json::from_slice(o.payload()).unwrap();
-    assert_eq!(payload["metadata"]["resourceVersion"], (deleted_at - 1).to_string());
+    assert_eq!(
+        payload["metadata"]["resourceVersion"],
+        (deleted_at - 1).to_string()
+    );
     assert_eq!(payload["spec"]["nodeName"], "n3");
     assert_eq!(source.stats().bare_deletes, 0);
 }
@@ -142,9 +181,17 @@ fn progress_drives_consistent_reads_and_future_version_watches() {
     let endpoints = vec![etcd.endpoint()];
     let rt = runtime();
     let mut c = client(&rt, &endpoints);
-    rt.block_on(put(&mut c, &format!("{PREFIX}ns/a"), &pod_json("ns", "a", "web", "n1", 0)));
+    rt.block_on(put(
+        &mut c,
+        &format!("{PREFIX}ns/a"),
+        &pod_json("ns", "a", "web", "n1", 0),
+    ));
     let source = source(endpoints);
-    assert!(source.progress_trusted(), "etcd {}", source.server_version());
+    assert!(
+        source.progress_trusted(),
+        "etcd {}",
+        source.server_version()
+    );
     let (engine, reflector) = engine_on(&source, quick());
     reflector.consistent_list(&ListRequest::new()).unwrap();
     // Writes to another resource move etcd's revision and send this
@@ -154,21 +201,39 @@ fn progress_drives_consistent_reads_and_future_version_watches() {
         other = rt.block_on(put(&mut c, &format!("/registry/configmaps/ns/c{i}"), "{}"));
     }
     let list = reflector.consistent_list(&ListRequest::new()).unwrap();
-    assert!(list.resource_version.get() >= other as u64, "{} < {other}", list.resource_version);
+    assert!(
+        list.resource_version.get() >= other as u64,
+        "{} < {other}",
+        list.resource_version
+    );
     assert_eq!(list.items.len(), 1);
     assert!(source.stats().progress_passed >= 1, "{:?}", source.stats());
     assert!(reflector.stats().progress_requests >= 1);
     // A watch from a future version waits, then starts there.
     let future = ResourceVersion::new(other as u64 + 3);
-    let mut w = engine.watch(WatchRequest::new().resource_version(Some(future))).unwrap();
-    rt.block_on(put(&mut c, &format!("{PREFIX}ns/b"), &pod_json("ns", "b", "web", "n1", 0)));
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(future)))
+        .unwrap();
+    rt.block_on(put(
+        &mut c,
+        &format!("{PREFIX}ns/b"),
+        &pod_json("ns", "b", "web", "n1", 0),
+    ));
     for i in 0..3 {
         rt.block_on(put(&mut c, &format!("/registry/configmaps/ns/d{i}"), "{}"));
     }
-    let after = rt.block_on(put(&mut c, &format!("{PREFIX}ns/c"), &pod_json("ns", "c", "web", "n1", 0)));
+    let after = rt.block_on(put(
+        &mut c,
+        &format!("{PREFIX}ns/c"),
+        &pod_json("ns", "c", "web", "n1", 0),
+    ));
     let (seen, end) = collect(&mut w, after as u64);
     assert_eq!(end, None);
-    assert_eq!(seen, vec![(ChangeKind::Added, "ns/c".to_owned(), after as u64)], "only what follows {future}");
+    assert_eq!(
+        seen,
+        vec![(ChangeKind::Added, "ns/c".to_owned(), after as u64)],
+        "only what follows {future}"
+    );
     // A consistent get too.
     assert!(reflector.consistent_get("ns/c").unwrap().item.is_some());
 }
@@ -183,7 +248,11 @@ fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
     let endpoints = vec![etcd.endpoint()];
     let rt = runtime();
     let mut c = client(&rt, &endpoints);
-    rt.block_on(put(&mut c, &format!("{PREFIX}ns/a"), &pod_json("ns", "a", "web", "n1", 0)));
+    rt.block_on(put(
+        &mut c,
+        &format!("{PREFIX}ns/a"),
+        &pod_json("ns", "a", "web", "n1", 0),
+    ));
     let source = source(endpoints);
     assert!(!source.progress_trusted());
     assert_eq!(source.server_version().minor, 4);
@@ -197,7 +266,11 @@ fn progress_can_be_refused_by_configuration() {
     let endpoints = vec![etcd.endpoint()];
     let rt = runtime();
     let mut c = client(&rt, &endpoints);
-    rt.block_on(put(&mut c, &format!("{PREFIX}ns/a"), &pod_json("ns", "a", "web", "n1", 0)));
+    rt.block_on(put(
+        &mut c,
+        &format!("{PREFIX}ns/a"),
+        &pod_json("ns", "a", "web", "n1", 0),
+    ));
     let source = EtcdSource::connect(EtcdConfig {
         progress: ProgressTrust::Never,
         ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
@@ -215,18 +288,27 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
     for i in 0..5 {
         other = rt.block_on(put(c, &format!("/registry/configmaps/ns/c{i}"), "{}"));
     }
-    let b = rt.block_on(put(c, &format!("{PREFIX}ns/b"), &pod_json("ns", "b", "db", "n1", 0)));
+    let b = rt.block_on(put(
+        c,
+        &format!("{PREFIX}ns/b"),
+        &pod_json("ns", "b", "db", "n1", 0),
+    ));
     // Read from etcd: at its revision, with `b`, selectors applied.
     let list = reflector
         .consistent_list(&ListRequest::new().labels("app=db".parse().unwrap()))
         .unwrap();
     assert!(list.resource_version.get() >= b as u64 && b > other);
-    assert_eq!(engine_state(&list.items).keys().collect::<Vec<_>>(), ["ns/b"]);
+    assert_eq!(
+        engine_state(&list.items).keys().collect::<Vec<_>>(),
+        ["ns/b"]
+    );
     let got = reflector.consistent_get("ns/b").unwrap();
     assert_eq!(got.item.unwrap().resource_version.get(), b as u64);
     assert!(reflector.consistent_get("ns/zz").unwrap().item.is_none());
     // The cache itself moves only with changes, never with progress.
-    eventually("the cache reaches b", || engine.resource_version().get() == b as u64);
+    eventually("the cache reaches b", || {
+        engine.resource_version().get() == b as u64
+    });
     assert!(cached.get() < other as u64);
     assert_eq!(source.stats().progress_passed, 0);
     assert_eq!(reflector.stats().progress_requests, 0);
@@ -239,7 +321,11 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
     let rt = runtime();
     let mut c = client(&rt, &endpoints);
     for i in 0..20 {
-        rt.block_on(put(&mut c, &format!("{PREFIX}ns/p{i}"), &pod_json("ns", &format!("p{i}"), "web", "n1", 0)));
+        rt.block_on(put(
+            &mut c,
+            &format!("{PREFIX}ns/p{i}"),
+            &pod_json("ns", &format!("p{i}"), "web", "n1", 0),
+        ));
     }
     let source = source(endpoints.clone());
     // The first resume comes after 2 s: time to restart, write and compact.
@@ -253,22 +339,34 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
     };
     let (engine, reflector) = engine_on(&source, config);
     let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
-    let mut w = engine.watch(WatchRequest::new().resource_version(Some(listed.resource_version))).unwrap();
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(listed.resource_version)))
+        .unwrap();
     etcd.kill();
     etcd.restart().unwrap();
     let mut c = client(&rt, &endpoints);
     let mut last = 0;
     for i in 0..20 {
-        last = rt.block_on(put(&mut c, &format!("{PREFIX}ns/p{i}"), &pod_json("ns", &format!("p{i}"), "api", "n2", 1)));
+        last = rt.block_on(put(
+            &mut c,
+            &format!("{PREFIX}ns/p{i}"),
+            &pod_json("ns", &format!("p{i}"), "api", "n2", 1),
+        ));
     }
     rt.block_on(c.compact(last, None)).unwrap();
-    eventually("a re-list after the compaction", || reflector.stats().compactions >= 1 && reflector.stats().lists >= 2);
+    eventually("a re-list after the compaction", || {
+        reflector.stats().compactions >= 1 && reflector.stats().lists >= 2
+    });
     let (_, end) = collect(&mut w, u64::MAX);
     assert_eq!(end, Some(EndReason::Relisted));
     let list = reflector.consistent_list(&ListRequest::new()).unwrap();
     let (etcd_now, _) = etcd_state(&rt, &mut c);
     assert_eq!(engine_state(&list.items), etcd_now);
-    assert!(list.items.iter().all(|i| i.object.label("app") == Some("api")));
+    assert!(
+        list.items
+            .iter()
+            .all(|i| i.object.label("app") == Some("api"))
+    );
     // A watch from before the compaction is told its history is gone.
     let gone = engine.watch(WatchRequest::new().resource_version(Some(listed.resource_version)));
     assert!(matches!(gone, Err(WatchError::Gone(_))), "{gone:?}");
@@ -283,10 +381,19 @@ fn kill_9_and_restart_resumes_without_a_relist_and_loses_nothing() {
     let (engine, reflector) = engine_on(&source, quick());
     let writers = Writers::start(&rt, &endpoints, 2, 200);
     writers.wait_for(300);
-    let start = reflector.consistent_list(&ListRequest::new()).unwrap().resource_version;
-    let mut all = engine.watch(WatchRequest::new().resource_version(Some(start))).unwrap();
+    let start = reflector
+        .consistent_list(&ListRequest::new())
+        .unwrap()
+        .resource_version;
+    let mut all = engine
+        .watch(WatchRequest::new().resource_version(Some(start)))
+        .unwrap();
     let mut ns1 = engine
-        .watch(WatchRequest::new().resource_version(Some(start)).fields("metadata.namespace=ns-1".parse().unwrap()))
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(start))
+                .fields("metadata.namespace=ns-1".parse().unwrap()),
+        )
         .unwrap();
     writers.wait_for(600);
     etcd.kill();
@@ -300,8 +407,16 @@ fn kill_9_and_restart_resumes_without_a_relist_and_loses_nothing() {
     let history = etcd_history(&rt, &mut c2, start.get(), upto);
     let (seen, end) = collect(&mut all, upto);
     assert_eq!(end, None, "the watcher was not ended");
-    assert_same(&seen, &history, "nothing lost or duplicated across the restart");
-    let expected: Vec<_> = history.iter().filter(|s| s.1.starts_with("ns-1/")).cloned().collect();
+    assert_same(
+        &seen,
+        &history,
+        "nothing lost or duplicated across the restart",
+    );
+    let expected: Vec<_> = history
+        .iter()
+        .filter(|s| s.1.starts_with("ns-1/"))
+        .cloned()
+        .collect();
     let (seen_ns1, _) = collect_n(&mut ns1, expected.len());
     assert_same(&seen_ns1, &expected, "the namespace's watcher");
     let list = reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -326,14 +441,41 @@ fn garbage_values_are_counted_and_skipped_never_a_stop() {
     let source = source(endpoints);
     let (engine, reflector) = engine_on(&source, quick());
     let listed = reflector.consistent_list(&ListRequest::new()).unwrap();
-    assert_eq!(engine_state(&listed.items).keys().collect::<Vec<_>>(), ["ns/g0"]);
+    assert_eq!(
+        engine_state(&listed.items).keys().collect::<Vec<_>>(),
+        ["ns/g0"]
+    );
     assert_eq!(source.stats().undecodable, 2);
-    let mut w = engine.watch(WatchRequest::new().resource_version(Some(listed.resource_version))).unwrap();
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(listed.resource_version)))
+        .unwrap();
     let last = rt.block_on(async {
         put(&mut c, &format!("{PREFIX}ns/g1"), &good("g1")).await;
-        put(&mut c, &format!("{PREFIX}ns/x"), "k8s\u{0}\u{a}\u{2}v1protobuf").await;
-        put(&mut c, &format!("{PREFIX}ns/y"), r#"{"metadata":{"name":"other","namespace":"ns"}}"#).await;
-        put(&mut c, &format!("{PREFIX}ns/z"), r#"{"metadata":{"name":"z","namespace":"ns","labels":{"n":1}}}"#).await;
+        put(
+            &mut c,
+            &format!("{PREFIX}ns/x"),
+            "k8s\u{0}\u{a}\u{2}v1protobuf",
+        )
+        .await;
+        put(
+            &mut c,
+            &format!("{PREFIX}ns/y"),
+            r#"{"metadata":{"name":"other","namespace":"ns"}}"#,
+        )
+        .await;
+        put(
+            &mut c,
+            &format!("{PREFIX}ns/z"),
+            r#"{"metadata":{"name":"z","namespace":"ns","labels":{"n":1}}}"#,
+        )
+        .await;
+        // A name the engine refuses: skipped, not a refused list.
+        put(
+            &mut c,
+            &format!("{PREFIX}ns/bad%name"),
+            r#"{"metadata":{"name":"bad%name","namespace":"ns"}}"#,
+        )
+        .await;
         // Garbage over a good object, then its deletion: watchers that
         // saw it see it go.
         put(&mut c, &format!("{PREFIX}ns/g0"), "\u{ff}\u{fe}").await;
@@ -346,13 +488,64 @@ fn garbage_values_are_counted_and_skipped_never_a_stop() {
     let kinds: Vec<_> = seen.iter().map(|s| (s.0, s.1.as_str())).collect();
     assert_eq!(
         kinds,
-        [(ChangeKind::Added, "ns/g1"), (ChangeKind::Deleted, "ns/g0"), (ChangeKind::Added, "ns/g2")]
+        [
+            (ChangeKind::Added, "ns/g1"),
+            (ChangeKind::Deleted, "ns/g0"),
+            (ChangeKind::Added, "ns/g2")
+        ]
     );
     let stats = source.stats();
-    assert_eq!(stats.undecodable, 6, "{stats:?}");
+    assert_eq!(stats.undecodable, 7, "{stats:?}");
     assert_eq!(stats.bare_deletes, 2, "{stats:?}");
     let list = reflector.consistent_list(&ListRequest::new()).unwrap();
-    assert_eq!(engine_state(&list.items).keys().collect::<Vec<_>>(), ["ns/g1", "ns/g2"]);
+    assert_eq!(
+        engine_state(&list.items).keys().collect::<Vec<_>>(),
+        ["ns/g1", "ns/g2"]
+    );
     assert_eq!(reflector.stats().lists, 1);
+    // A re-list over the same garbage (the bad name among it) still works.
+    let fresh = source_of(&etcd);
+    let (_, again) = engine_on(&fresh, quick());
+    let relisted = again.consistent_list(&ListRequest::new()).unwrap();
+    assert_eq!(
+        engine_state(&relisted.items).keys().collect::<Vec<_>>(),
+        ["ns/g1", "ns/g2"]
+    );
+    // bad-list, a/b/c, y, z, bad%name.
+    assert_eq!(fresh.stats().undecodable, 5, "{:?}", fresh.stats());
 }
 
+fn source_of(etcd: &LocalEtcd) -> EtcdSource {
+    source(vec![etcd.endpoint()])
+}
+
+#[test]
+fn bad_configurations_are_typed_errors() {
+    use herald_etcd::ConnectError;
+    let no_endpoints = EtcdSource::connect(EtcdConfig::new(Vec::<String>::new(), PREFIX));
+    assert!(
+        matches!(no_endpoints, Err(ConnectError::Config(_))),
+        "{no_endpoints:?}"
+    );
+    let zero_page = EtcdSource::connect(EtcdConfig {
+        page_size: 0,
+        ..EtcdConfig::new(["http://127.0.0.1:1"], PREFIX)
+    });
+    assert!(
+        matches!(zero_page, Err(ConnectError::Config(_))),
+        "{zero_page:?}"
+    );
+    for endpoint in ["not a url", "http://127.0.0.1:1", "http://[::1"] {
+        let quick = EtcdConfig {
+            connect_timeout: Duration::from_millis(300),
+            request_timeout: Duration::from_millis(500),
+            ..EtcdConfig::new([endpoint], PREFIX)
+        };
+        let e = EtcdSource::connect(quick).unwrap_err();
+        assert!(
+            matches!(e, ConnectError::Unreachable(_)),
+            "{endpoint}: {e:?}"
+        );
+        assert!(!e.to_string().is_empty());
+    }
+}

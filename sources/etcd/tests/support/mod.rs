@@ -94,7 +94,12 @@ pub struct Writers {
 }
 
 impl Writers {
-    pub fn start(rt: &tokio::runtime::Runtime, endpoints: &[String], n: usize, keys: u64) -> Writers {
+    pub fn start(
+        rt: &tokio::runtime::Runtime,
+        endpoints: &[String],
+        n: usize,
+        keys: u64,
+    ) -> Writers {
         let stop = Arc::new(AtomicBool::new(false));
         let writes = Arc::new(AtomicU64::new(0));
         let handles = (0..n)
@@ -115,7 +120,8 @@ impl Writers {
                             delete(&mut c, &key).await;
                         } else {
                             let app = ["web", "api", "db"][(x % 3) as usize];
-                            let v = pod_json(&ns, &format!("w{w}-{k}"), app, &format!("n{}", x % 7), i);
+                            let v =
+                                pod_json(&ns, &format!("w{w}-{k}"), app, &format!("n{}", x % 7), i);
                             put(&mut c, &key, &v).await;
                         }
                         i += 1;
@@ -152,7 +158,12 @@ pub type Seen = (ChangeKind, String, u64);
 
 /// etcd's own history of the prefix after `after` up to `upto`, read with
 /// a fresh watch (kind from the create revision, as the source does).
-pub fn etcd_history(rt: &tokio::runtime::Runtime, c: &mut Client, after: u64, upto: u64) -> Vec<Seen> {
+pub fn etcd_history(
+    rt: &tokio::runtime::Runtime,
+    c: &mut Client,
+    after: u64,
+    upto: u64,
+) -> Vec<Seen> {
     rt.block_on(async {
         let options = WatchOptions::new()
             .with_prefix()
@@ -169,7 +180,11 @@ pub fn etcd_history(rt: &tokio::runtime::Runtime, c: &mut Client, after: u64, up
                 .expect("etcd's history in time")
                 .unwrap()
                 .expect("a watch response");
-            assert!(!resp.canceled(), "history watch cancelled: {}", resp.cancel_reason());
+            assert!(
+                !resp.canceled(),
+                "history watch cancelled: {}",
+                resp.cancel_reason()
+            );
             for e in resp.events() {
                 let kv = e.kv().unwrap();
                 let rev = kv.mod_revision() as u64;
@@ -179,7 +194,9 @@ pub fn etcd_history(rt: &tokio::runtime::Runtime, c: &mut Client, after: u64, up
                 let key = String::from_utf8(kv.key()[PREFIX.len()..].to_vec()).unwrap();
                 let kind = match e.event_type() {
                     EventType::Delete => ChangeKind::Deleted,
-                    EventType::Put if kv.create_revision() == kv.mod_revision() => ChangeKind::Added,
+                    EventType::Put if kv.create_revision() == kv.mod_revision() => {
+                        ChangeKind::Added
+                    }
                     EventType::Put => ChangeKind::Modified,
                 };
                 out.push((kind, key, rev));
@@ -195,7 +212,10 @@ pub fn etcd_history(rt: &tokio::runtime::Runtime, c: &mut Client, after: u64, up
 pub fn etcd_state(rt: &tokio::runtime::Runtime, c: &mut Client) -> (BTreeMap<String, u64>, u64) {
     rt.block_on(async {
         let r = c
-            .get(PREFIX, Some(GetOptions::new().with_prefix().with_keys_only()))
+            .get(
+                PREFIX,
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            )
             .await
             .unwrap();
         let state = r
@@ -213,8 +233,15 @@ pub fn etcd_state(rt: &tokio::runtime::Runtime, c: &mut Client) -> (BTreeMap<Str
 }
 
 /// The last revision of a change under the prefix, at or below `now`.
-pub fn last_prefix_revision(rt: &tokio::runtime::Runtime, c: &mut Client, after: u64, now: u64) -> u64 {
-    etcd_history(rt, c, after, now).last().map_or(after, |s| s.2)
+pub fn last_prefix_revision(
+    rt: &tokio::runtime::Runtime,
+    c: &mut Client,
+    after: u64,
+    now: u64,
+) -> u64 {
+    etcd_history(rt, c, after, now)
+        .last()
+        .map_or(after, |s| s.2)
 }
 
 pub fn engine_state(items: &[Item]) -> BTreeMap<String, u64> {
@@ -252,7 +279,10 @@ pub fn collect_quiet(w: &mut Watch, quiet: Duration) -> Vec<Event> {
 }
 
 /// Receives changes until `last` says one was the last (or the end).
-pub fn collect_until(w: &mut Watch, mut last: impl FnMut(&Seen) -> bool) -> (Vec<Seen>, Option<EndReason>) {
+pub fn collect_until(
+    w: &mut Watch,
+    mut last: impl FnMut(&Seen) -> bool,
+) -> (Vec<Seen>, Option<EndReason>) {
     let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -273,7 +303,10 @@ pub fn collect_until(w: &mut Watch, mut last: impl FnMut(&Seen) -> bool) -> (Vec
             }
             Ok(WatchItem::End(reason)) => return (out, Some(reason)),
             Err(e) => {
-                eprintln!("a watch stopped at {}: {e:?}", out.last().map_or(0, |s| s.2));
+                eprintln!(
+                    "a watch stopped at {}: {e:?}",
+                    out.last().map_or(0, |s| s.2)
+                );
                 return (out, None);
             }
         }
@@ -294,7 +327,11 @@ pub fn assert_same(seen: &[Seen], expected: &[Seen], what: &str) {
     if seen == expected {
         return;
     }
-    let at = seen.iter().zip(expected).take_while(|(a, b)| a == b).count();
+    let at = seen
+        .iter()
+        .zip(expected)
+        .take_while(|(a, b)| a == b)
+        .count();
     let lo = at.saturating_sub(3);
     panic!(
         "{what}: the streams part at {at} (seen {}, expected {}):\n seen {:?}\n expected {:?}",
