@@ -360,3 +360,64 @@ fn an_outage_falls_back_to_pending_and_the_next_list_recovers() {
     let (seen, end) = recv_to_end(&mut running);
     assert_eq!((seen.len(), end), (0, EndReason::Relisted));
 }
+
+/// A source whose progress notifications cannot be trusted (an etcd with
+/// etcd#15220): the memory store, saying so, and sending none.
+struct Untrusted(MemorySource);
+
+impl Source for Untrusted {
+    fn list(&self) -> Result<Listing, SourceError> {
+        self.0.list()
+    }
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        self.0.watch(after)
+    }
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        self.0.current_revision()
+    }
+    fn request_progress(&self) -> Result<(), SourceError> {
+        panic!("progress asked of a source that said it cannot be trusted")
+    }
+    fn progress_is_reliable(&self) -> bool {
+        false
+    }
+}
+
+/// Issue 18: consistent reads on a source whose progress is not reliable
+/// are read from the source (no progress asked, selectors applied, the
+/// limit not), and plain reads stay the cache's.
+#[test]
+fn consistent_reads_read_through_a_source_whose_progress_is_not_reliable() {
+    let source = MemorySource::new();
+    for i in 0..5 {
+        source.put(obj(&format!("o{i}"), "0"));
+    }
+    let (engine, writer) = Engine::new(Config::default()).unwrap();
+    let reflector = Reflector::spawn(
+        Arc::new(Untrusted(source.clone())),
+        engine.clone(),
+        writer,
+        ReflectorConfig::default(),
+    )
+    .unwrap();
+    // Other resources move the revision: the cache cannot get there.
+    let moved = source.advance_revision(7);
+    let list = reflector
+        .consistent_list(&ListRequest::new().limit(2))
+        .unwrap();
+    assert_eq!((list.items.len(), list.resource_version), (5, moved));
+    assert!(list.continue_token.is_none(), "read whole");
+    let selected = reflector
+        .consistent_list(&ListRequest::new().labels("v=1".parse().unwrap()))
+        .unwrap();
+    assert!(selected.items.is_empty());
+    let put = source.put(obj("o9", "1"));
+    let got = reflector.consistent_get("ns/o9").unwrap();
+    assert_eq!(got.item.map(|i| i.resource_version), Some(put));
+    assert_eq!(got.resource_version, put);
+    assert!(reflector.consistent_get("ns/none").unwrap().item.is_none());
+    assert_eq!(reflector.stats().progress_requests, 0);
+    // The cache follows changes only; reads at any version are its own.
+    eventually("the cache has o9", || engine.resource_version() == put);
+    assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 6);
+}
