@@ -17,6 +17,30 @@ use herald_etcd::local::{LocalEtcd, etcd_binary, old_etcd_binary};
 use herald_etcd::{EtcdConfig, EtcdSource, ProgressTrust};
 use support::*;
 
+/// A member, its endpoints, a runtime and a client for the test's writes.
+fn one(
+    etcd: LocalEtcd,
+) -> (
+    LocalEtcd,
+    Vec<String>,
+    tokio::runtime::Runtime,
+    etcd_client::Client,
+) {
+    let endpoints = vec![etcd.endpoint()];
+    let rt = runtime();
+    let c = client(&rt, &endpoints);
+    (etcd, endpoints, rt, c)
+}
+
+/// Puts pod `ns/name`; its revision.
+fn put_pod(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, name: &str) -> i64 {
+    rt.block_on(put(
+        c,
+        &format!("{PREFIX}ns/{name}"),
+        &pod_json("ns", name, "web", "n1", 0),
+    ))
+}
+
 fn etcd() -> LocalEtcd {
     let bin = etcd_binary().unwrap_or_else(|e| panic!("NO ETCD: {e}"));
     LocalEtcd::start(&bin).unwrap_or_else(|e| panic!("etcd did not start: {e}"))
@@ -24,10 +48,7 @@ fn etcd() -> LocalEtcd {
 
 #[test]
 fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
-    let etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
     // 10,000 objects before the engine lists (several pages).
     rt.block_on(async {
         let mut tasks = Vec::new();
@@ -131,10 +152,7 @@ fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
 
 #[test]
 fn a_deletion_carries_the_previous_value_at_its_revision() {
-    let etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
     let key = format!("{PREFIX}prod/web-1");
     rt.block_on(put(
         &mut c,
@@ -177,15 +195,8 @@ fn a_deletion_carries_the_previous_value_at_its_revision() {
 
 #[test]
 fn progress_drives_consistent_reads_and_future_version_watches() {
-    let etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
-    rt.block_on(put(
-        &mut c,
-        &format!("{PREFIX}ns/a"),
-        &pod_json("ns", "a", "web", "n1", 0),
-    ));
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    put_pod(&rt, &mut c, "a");
     let source = source(endpoints);
     assert!(
         source.progress_trusted(),
@@ -244,15 +255,8 @@ fn progress_drives_consistent_reads_and_future_version_watches() {
 fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
     let bin = old_etcd_binary().unwrap_or_else(|e| panic!("NO OLD ETCD: {e}"));
     assert_eq!((bin.version().0, bin.version().1), (3, 4));
-    let etcd = LocalEtcd::start(&bin).unwrap();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
-    rt.block_on(put(
-        &mut c,
-        &format!("{PREFIX}ns/a"),
-        &pod_json("ns", "a", "web", "n1", 0),
-    ));
+    let (_etcd, endpoints, rt, mut c) = one(LocalEtcd::start(&bin).unwrap());
+    put_pod(&rt, &mut c, "a");
     let source = source(endpoints);
     assert!(!source.progress_trusted());
     assert_eq!(source.server_version().minor, 4);
@@ -262,15 +266,8 @@ fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
 /// The same fallback on a trusted server, forced by configuration.
 #[test]
 fn progress_can_be_refused_by_configuration() {
-    let etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
-    rt.block_on(put(
-        &mut c,
-        &format!("{PREFIX}ns/a"),
-        &pod_json("ns", "a", "web", "n1", 0),
-    ));
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    put_pod(&rt, &mut c, "a");
     let source = EtcdSource::connect(EtcdConfig {
         progress: ProgressTrust::Never,
         ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
@@ -316,10 +313,7 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
 
 #[test]
 fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
-    let mut etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
+    let (mut etcd, endpoints, rt, mut c) = one(etcd());
     for i in 0..20 {
         rt.block_on(put(
             &mut c,
@@ -374,9 +368,7 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
 
 #[test]
 fn kill_9_and_restart_resumes_without_a_relist_and_loses_nothing() {
-    let mut etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
+    let (mut etcd, endpoints, rt, _) = one(etcd());
     let source = source(endpoints.clone());
     let (engine, reflector) = engine_on(&source, quick());
     let writers = Writers::start(&rt, &endpoints, 2, 200);
@@ -428,10 +420,7 @@ fn kill_9_and_restart_resumes_without_a_relist_and_loses_nothing() {
 
 #[test]
 fn garbage_values_are_counted_and_skipped_never_a_stop() {
-    let etcd = etcd();
-    let endpoints = vec![etcd.endpoint()];
-    let rt = runtime();
-    let mut c = client(&rt, &endpoints);
+    let (etcd, endpoints, rt, mut c) = one(etcd());
     let good = |name: &str| pod_json("ns", name, "web", "n1", 0);
     rt.block_on(async {
         put(&mut c, &format!("{PREFIX}ns/g0"), &good("g0")).await;
