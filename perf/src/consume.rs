@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use crate::machine::{CpuUse, CpuWindow, ThreadCpu};
 use crate::system::{
-    Check, Drained, Publisher, Spec, Stamps, Subscriber, System, Tally, histogram,
+    Check, Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System, Tally, histogram,
 };
 use crate::workload::Workload;
 
@@ -80,6 +80,8 @@ pub struct RunOpts {
     /// Feed Herald from its in-memory source through a reflector, rather
     /// than through its writer directly.
     pub herald_source: bool,
+    /// The etcd server the etcd-fanout systems run against.
+    pub etcd: Option<Arc<crate::etcd::EtcdEnv>>,
 }
 
 impl Default for RunOpts {
@@ -94,6 +96,7 @@ impl Default for RunOpts {
             timeout: Duration::from_secs(120),
             readiness: true,
             herald_source: false,
+            etcd: None,
         }
     }
 }
@@ -127,6 +130,9 @@ pub struct RunResult {
     /// What the machine did meanwhile: this process's threads, other
     /// processes.
     pub cpu: CpuUse,
+    /// What a server process behind the system (etcd) cost, when there is
+    /// one.
+    pub peer: Option<PeerUse>,
 }
 
 impl RunResult {
@@ -189,18 +195,25 @@ pub fn run<S: System>(
 
     // Publish.
     let window = CpuWindow::open();
+    // A publisher that stamps changes itself (at their acknowledgement)
+    // is not stamped for here.
+    let stamp = !publisher.begin(&stamps);
     let t0 = Instant::now();
     // Preloaded changes count as published now: their latency is the time
     // a watcher takes to catch up to them.
     for i in 0..spec.preloaded {
-        stamps.mark(i);
+        if stamp {
+            stamps.mark(i);
+        }
     }
     *began.lock() = Some(t0);
     go.store(true, Ordering::Release);
     match opts.pace {
         Pace::FlatOut => {
             for i in spec.preloaded..workload.changes.len() {
-                stamps.mark(i);
+                if stamp {
+                    stamps.mark(i);
+                }
                 publisher.publish(i);
             }
         }
@@ -216,7 +229,9 @@ pub fn run<S: System>(
                 if due > now {
                     std::thread::sleep(due - now);
                 }
-                stamps.mark(i);
+                if stamp {
+                    stamps.mark(i);
+                }
                 publisher.publish(i);
             }
         }
@@ -238,7 +253,11 @@ pub fn run<S: System>(
         outs.push(c.join().map_err(|_| anyhow::anyhow!("consumer panicked"))?);
     }
     let consumers_cpu: Vec<_> = outs.iter().filter_map(|o| o.cpu.clone()).collect();
-    let cpu = window.close(&consumers_cpu);
+    let mut peer = publisher.end();
+    let mut cpu = window.close(&consumers_cpu);
+    if let Some(p) = &peer {
+        cpu.attribute_peer((p.cpu_s * 1e9) as u64);
+    }
     let elapsed = outs
         .iter()
         .map(|o: &ConsumerOut| o.finished_at)
@@ -258,7 +277,24 @@ pub fn run<S: System>(
         latency: histogram(),
         timed_out,
         cpu,
+        peer: None,
     };
+    // Samples received before their change was stamped: every change is
+    // stamped once the publisher has finished. A delivery that came before
+    // the acknowledgement is recorded as 0 (the histogram's 1 ns).
+    let mut before_ack = 0;
+    for out in &outs {
+        for &(i, received) in &out.deferred {
+            let at = stamps.get(i);
+            if at == 0 {
+                continue;
+            }
+            if received <= at {
+                before_ack += 1;
+            }
+            latency.saturating_record(received.saturating_sub(at).max(1));
+        }
+    }
     for out in outs {
         latency.add(&out.latency).expect("same bounds");
         for (w, t) in out.tallies {
@@ -274,12 +310,24 @@ pub fn run<S: System>(
         }
     }
     result.latency = latency;
+    if let Some(p) = &mut peer {
+        let writes = (range.end - range.start) as u64;
+        p.writes = writes;
+        p.cores = p.cpu_s / result.elapsed.as_secs_f64();
+        p.us_per_delivery = p.cpu_s * 1e6 / result.delivered.max(1) as f64;
+        p.us_per_write = p.cpu_s * 1e6 / writes.max(1) as f64;
+        p.before_ack = before_ack;
+        p.samples = result.latency.len();
+    }
+    result.peer = peer;
     Ok(result)
 }
 
 struct ConsumerOut {
     tallies: Vec<(usize, Tally)>,
     latency: hdrhistogram::Histogram<u64>,
+    /// Samples whose change was not stamped yet when received.
+    deferred: Vec<(usize, u64)>,
     finished_at: Duration,
     /// The consumer thread's CPU time over the run (it exits before the
     /// run's CPU window closes).
@@ -307,6 +355,7 @@ fn consume<S: Subscriber>(
         },
         stamps: (opts.sample_every > 0).then_some(stamps),
         hist: RefCell::new(histogram()),
+        deferred: RefCell::new(Vec::new()),
     };
     // Companions are drained but not sampled: their latency is theirs.
     let silent = Check {
@@ -315,6 +364,7 @@ fn consume<S: Subscriber>(
         sample_mask: u64::MAX,
         stamps: None,
         hist: RefCell::new(histogram()),
+        deferred: RefCell::new(Vec::new()),
     };
     crate::machine::tight_timer_slack();
     while !go.load(Ordering::Acquire) {
@@ -344,6 +394,7 @@ fn consume<S: Subscriber>(
     ConsumerOut {
         tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
         latency: check.hist.into_inner(),
+        deferred: check.deferred.into_inner(),
         finished_at,
         cpu: cpu.finish(),
     }

@@ -43,9 +43,25 @@ pub struct CpuUse {
     pub busy: Vec<String>,
     /// How many threads that is.
     pub busy_threads: usize,
+    /// Cores a peer process measured with the round (etcd, in
+    /// etcd-fanout) used on average; taken out of `others_cores`.
+    pub peer_cores: Option<f64>,
 }
 
 impl CpuUse {
+    /// Books `cpu_ns` of CPU time as a peer process's (a server the round
+    /// drives, such as etcd), not as other load: it is taken out of the
+    /// other processes' figures, which judge whether the round was noisy.
+    pub fn attribute_peer(&mut self, cpu_ns: u64) {
+        let ticks = cpu_ns as f64 / 1e9 * TICKS_PER_S;
+        let wall = self.wall_s.max(1e-6);
+        if let Some(t) = &mut self.others_ticks {
+            *t = (*t as f64 - ticks).max(0.0).round() as u64;
+            self.others_cores = Some(*t as f64 / TICKS_PER_S / wall);
+        }
+        self.peer_cores = Some(cpu_ns as f64 / 1e9 / wall);
+    }
+
     /// Whether other load makes this round suspect: other processes took
     /// more than [`NOISY_CORES`] on average, beyond the tick counts' own
     /// error (the kernel samples CPU time per tick on each CPU: up to two
@@ -152,8 +168,39 @@ impl CpuWindow {
                 .map(|(n, k)| if k == 1 { n } else { format!("{n} x{k}") })
                 .collect(),
             busy_threads,
+            peer_cores: None,
         }
     }
+}
+
+/// Another process's CPU time so far (ns): the sum of its threads'
+/// `schedstat` (ns precision; a thread that exited is no longer counted:
+/// read it before and after a window only for a process whose threads
+/// live as long as it, as etcd's Go runtime threads do), or, where that
+/// cannot be read, its user + system ticks.
+pub fn process_cpu_ns(pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok();
+    let sum: Option<u64> = tasks.map(|dir| {
+        dir.flatten()
+            .filter_map(|e| schedstat_ns(&e.path().join("schedstat").to_string_lossy()))
+            .sum()
+    });
+    match sum {
+        Some(ns) if ns > 0 => Some(ns),
+        _ => {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ticks = stat_ticks(&stat)?;
+            Some((ticks as f64 / TICKS_PER_S * 1e9) as u64)
+        }
+    }
+}
+
+/// Another process's resident memory (`VmRSS`), in bytes.
+pub fn process_rss_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Asks the kernel to wake the calling thread's sleeps within 1 µs of their
@@ -199,7 +246,11 @@ fn threads() -> HashMap<u32, (String, u64)> {
 /// This process's user + system time (ticks), threads that exited
 /// included.
 fn process_ticks() -> Option<u64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    stat_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// User + system ticks from a `/proc/<pid>/stat` line.
+fn stat_ticks(stat: &str) -> Option<u64> {
     // The command name (field 2) may hold spaces: count from after it.
     let rest = &stat[stat.rfind(')')? + 2..];
     let f: Vec<&str> = rest.split_whitespace().collect();

@@ -58,6 +58,52 @@ pub trait Publisher: Send + 'static {
     /// No more changes will come; returns once the system has taken
     /// everything published (consumers may still be draining).
     fn finish(&mut self) {}
+    /// Called just before the first publish, as the run's clock starts.
+    /// A publisher that stamps changes itself keeps `stamps` and returns
+    /// true: it marks each change when the system acknowledges it (etcd:
+    /// when the put returns), at the index consumers will see it under,
+    /// and the run does not mark changes as it hands them over. The
+    /// default returns false.
+    fn begin(&mut self, stamps: &Arc<Stamps>) -> bool {
+        let _ = stamps;
+        false
+    }
+    /// Called once every consumer is done, before the run's CPU window
+    /// closes: what the publisher measured beside the run (a server
+    /// process's CPU and memory), if anything.
+    fn end(&mut self) -> Option<PeerUse> {
+        None
+    }
+}
+
+/// What a system backed by a server process (etcd) cost beside the
+/// harness's own threads, over one run.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PeerUse {
+    /// CPU time the server process took over the run (s).
+    pub cpu_s: f64,
+    /// That, over the run's wall time (cores).
+    pub cores: f64,
+    /// Its CPU time per delivery received by the watchers (µs).
+    pub us_per_delivery: f64,
+    /// Its CPU time per write (µs).
+    pub us_per_write: f64,
+    /// The highest resident memory (`VmRSS`) of the server process seen
+    /// during the run (sampled every 20 ms), bytes.
+    pub rss_peak_bytes: u64,
+    /// The highest count of heap bytes the harness allocated from the
+    /// system's build on and had not freed (sampled every 20 ms; the
+    /// counting allocator, 0 where it is not installed): the client side
+    /// (Herald, its source and watches; or the etcd watch streams), the
+    /// writer and the consumers.
+    pub heap_peak_bytes: i64,
+    /// Writes made.
+    pub writes: u64,
+    /// Latency samples whose delivery came before the write's
+    /// acknowledgement reached the writer (recorded as 0).
+    pub before_ack: u64,
+    /// Latency samples taken.
+    pub samples: u64,
 }
 
 /// What one [`Subscriber::drain`] call found.
@@ -148,10 +194,21 @@ impl Stamps {
         self.ns[i].store(self.now(), Ordering::Relaxed);
     }
 
-    /// When change `i` was published (ns since base).
+    /// When change `i` was published (ns since base; 0: not yet, or no
+    /// such change).
     #[inline]
     pub fn get(&self, i: usize) -> u64 {
-        self.ns[i].load(Ordering::Relaxed)
+        self.ns.get(i).map_or(0, |t| t.load(Ordering::Relaxed))
+    }
+
+    /// How many changes there is room for.
+    pub fn len(&self) -> usize {
+        self.ns.len()
+    }
+
+    /// Whether there is room for none.
+    pub fn is_empty(&self) -> bool {
+        self.ns.is_empty()
     }
 }
 
@@ -206,7 +263,9 @@ impl Tally {
         self.last_rv = rv;
         self.received += 1;
         self.bytes += len as u64;
-        let i = (rv - Workload::FIRST_RV) as usize;
+        // A version below the first (a broken system) lands out of range:
+        // a filter violation when filters are checked, never a panic.
+        let i = rv.wrapping_sub(Workload::FIRST_RV) as usize;
         if check.filters {
             let admitted = check
                 .workload
@@ -219,9 +278,17 @@ impl Tally {
         }
         if rv & check.sample_mask == 0
             && let Some(stamps) = check.stamps
+            && i < stamps.len()
         {
             let at = stamps.get(i);
-            check.record(stamps.now().saturating_sub(at));
+            let now = stamps.now();
+            if at == 0 {
+                // Not stamped yet: a publisher that stamps at the
+                // acknowledgement has not heard it. Settled after the run.
+                check.deferred.borrow_mut().push((i, now));
+            } else {
+                check.record(now.saturating_sub(at));
+            }
         }
     }
 }
@@ -241,6 +308,10 @@ pub struct Check<'a> {
     pub stamps: Option<&'a Stamps>,
     /// The thread's latency histogram (ns).
     pub hist: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
+    /// Samples of changes not yet stamped when received: (change, receive
+    /// time in ns since the stamps' base), settled once the publisher has
+    /// finished.
+    pub deferred: std::cell::RefCell<Vec<(usize, u64)>>,
 }
 
 impl Check<'_> {

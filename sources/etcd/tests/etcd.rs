@@ -322,10 +322,11 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
         ));
     }
     let source = source(endpoints.clone());
-    // The first resume comes after 2 s: time to restart, write and compact.
+    // The first resume comes 4 s after the loss: time to restart, write
+    // and compact (the restart takes about one).
     let config = ReflectorConfig {
         backoff: BackoffConfig {
-            initial: Duration::from_secs(2),
+            initial: Duration::from_secs(4),
             jitter: 0.0,
             ..BackoffConfig::default()
         },
