@@ -125,6 +125,10 @@ pub struct RunResult {
     /// Publish-to-receive latency of sampled deliveries (ns), companions
     /// excluded.
     pub latency: hdrhistogram::Histogram<u64>,
+    /// For a publisher that stamps changes itself: latency from the
+    /// system's acknowledgement of the change to receive (ns; 1 when the
+    /// delivery came before it). Empty otherwise.
+    pub latency_acked: hdrhistogram::Histogram<u64>,
     /// The run hit its timeout.
     pub timed_out: bool,
     /// What the machine did meanwhile: this process's threads, other
@@ -155,6 +159,14 @@ pub fn run<S: System>(
     let (mut publisher, subs) = system.build(spec, workload)?;
     let setup = built.elapsed();
     let stamps = Stamps::new(workload.changes.len());
+    // A publisher that stamps changes itself also stamps when the system
+    // acknowledged each.
+    let own_stamps = publisher.stamps_itself();
+    let acked = if own_stamps {
+        stamps.twin()
+    } else {
+        Stamps::new(0)
+    };
     let threads = opts.threads.max(1);
     let mut shares: Vec<Vec<(usize, S::Sub, Tally)>> = (0..threads).map(|_| Vec::new()).collect();
     let expected = workload.expected_each(&spec.filters, range.clone());
@@ -177,6 +189,7 @@ pub fn run<S: System>(
         .map(|share| {
             let workload = workload.clone();
             let stamps = stamps.clone();
+            let acked = own_stamps.then(|| acked.clone());
             let go = go.clone();
             let abort = abort.clone();
             let delivered = delivered.clone();
@@ -186,7 +199,15 @@ pub fn run<S: System>(
                 .name("perf-consumer".into())
                 .spawn(move || {
                     consume(
-                        share, &workload, &stamps, &go, &abort, &delivered, &began, &opts,
+                        share,
+                        &workload,
+                        &stamps,
+                        acked.as_deref(),
+                        &go,
+                        &abort,
+                        &delivered,
+                        &began,
+                        &opts,
                     )
                 })
                 .expect("spawn consumer")
@@ -195,9 +216,9 @@ pub fn run<S: System>(
 
     // Publish.
     let window = CpuWindow::open();
-    // A publisher that stamps changes itself (at their acknowledgement)
-    // is not stamped for here.
-    let stamp = !publisher.begin(&stamps);
+    // A publisher that stamps changes itself is not stamped for here.
+    publisher.begin(&stamps, &acked);
+    let stamp = !own_stamps;
     let t0 = Instant::now();
     // Preloaded changes count as published now: their latency is the time
     // a watcher takes to catch up to them.
@@ -275,28 +296,34 @@ pub fn run<S: System>(
         companions_ended: 0,
         violations: 0,
         latency: histogram(),
+        latency_acked: histogram(),
         timed_out,
         cpu,
         peer: None,
     };
     // Samples received before their change was stamped: every change is
     // stamped once the publisher has finished. A delivery that came before
-    // the acknowledgement is recorded as 0 (the histogram's 1 ns).
+    // the acknowledgement is recorded as 0 from it (the histogram's 1 ns).
+    let mut latency_acked = histogram();
     let mut before_ack = 0;
     for out in &outs {
         for &(i, received) in &out.deferred {
-            let at = stamps.get(i);
+            let (at, ack) = (stamps.get(i), acked.get(i));
             if at == 0 {
                 continue;
             }
-            if received <= at {
-                before_ack += 1;
-            }
             latency.saturating_record(received.saturating_sub(at).max(1));
+            if own_stamps && ack > 0 {
+                if received <= ack {
+                    before_ack += 1;
+                }
+                latency_acked.saturating_record(received.saturating_sub(ack).max(1));
+            }
         }
     }
     for out in outs {
         latency.add(&out.latency).expect("same bounds");
+        latency_acked.add(&out.latency_acked).expect("same bounds");
         for (w, t) in out.tallies {
             result.delivered += t.received;
             result.violations += t.violations;
@@ -310,6 +337,7 @@ pub fn run<S: System>(
         }
     }
     result.latency = latency;
+    result.latency_acked = latency_acked;
     if let Some(p) = &mut peer {
         let writes = (range.end - range.start) as u64;
         p.writes = writes;
@@ -326,6 +354,7 @@ pub fn run<S: System>(
 struct ConsumerOut {
     tallies: Vec<(usize, Tally)>,
     latency: hdrhistogram::Histogram<u64>,
+    latency_acked: hdrhistogram::Histogram<u64>,
     /// Samples whose change was not stamped yet when received.
     deferred: Vec<(usize, u64)>,
     finished_at: Duration,
@@ -339,6 +368,7 @@ fn consume<S: Subscriber>(
     mut share: Vec<(usize, S, Tally)>,
     workload: &Workload,
     stamps: &Stamps,
+    acked: Option<&Stamps>,
     go: &AtomicBool,
     abort: &AtomicBool,
     delivered: &AtomicU64,
@@ -354,6 +384,8 @@ fn consume<S: Subscriber>(
             opts.sample_every - 1
         },
         stamps: (opts.sample_every > 0).then_some(stamps),
+        acked: acked.filter(|_| opts.sample_every > 0),
+        hist_acked: RefCell::new(histogram()),
         hist: RefCell::new(histogram()),
         deferred: RefCell::new(Vec::new()),
     };
@@ -363,6 +395,8 @@ fn consume<S: Subscriber>(
         filters: opts.check_filters,
         sample_mask: u64::MAX,
         stamps: None,
+        acked: None,
+        hist_acked: RefCell::new(histogram()),
         hist: RefCell::new(histogram()),
         deferred: RefCell::new(Vec::new()),
     };
@@ -394,6 +428,7 @@ fn consume<S: Subscriber>(
     ConsumerOut {
         tallies: share.into_iter().map(|(w, _, t)| (w, t)).collect(),
         latency: check.hist.into_inner(),
+        latency_acked: check.hist_acked.into_inner(),
         deferred: check.deferred.into_inner(),
         finished_at,
         cpu: cpu.finish(),

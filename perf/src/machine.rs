@@ -46,6 +46,10 @@ pub struct CpuUse {
     /// Cores a peer process measured with the round (etcd, in
     /// etcd-fanout) used on average; taken out of `others_cores`.
     pub peer_cores: Option<f64>,
+    /// Cores this process's child processes that exited and were reaped
+    /// in the window (the etcd servers of etcd-fanout, each stopped after
+    /// its case) used on average; taken out of `others_cores`.
+    pub children_cores: Option<f64>,
 }
 
 impl CpuUse {
@@ -108,6 +112,7 @@ pub struct CpuWindow {
     at: Instant,
     machine_ticks: Option<u64>,
     process_ticks: Option<u64>,
+    children_ticks: Option<u64>,
     threads: HashMap<u32, (String, u64)>,
 }
 
@@ -118,6 +123,7 @@ impl CpuWindow {
             at: Instant::now(),
             machine_ticks: machine_busy_ticks(),
             process_ticks: process_ticks(),
+            children_ticks: children_ticks(),
             threads: threads(),
         }
     }
@@ -132,9 +138,13 @@ impl CpuWindow {
         let process = process_ticks()
             .zip(self.process_ticks)
             .map(|(b, a)| b.saturating_sub(a));
+        let children = children_ticks()
+            .zip(self.children_ticks)
+            .map(|(b, a)| b.saturating_sub(a));
+        // This process's and its reaped children's: neither is other load.
         let machine = machine_busy_ticks()
             .zip(self.machine_ticks)
-            .map(|(b, a)| b.saturating_sub(a));
+            .map(|(b, a)| b.saturating_sub(a).saturating_sub(children.unwrap_or(0)));
         let mut used: HashMap<u32, (String, u64)> = HashMap::new();
         for (tid, (name, ns)) in threads() {
             let before = self.threads.get(&tid).map_or(0, |t| t.1);
@@ -169,6 +179,7 @@ impl CpuWindow {
                 .collect(),
             busy_threads,
             peer_cores: None,
+            children_cores: children.map(cores),
         }
     }
 }
@@ -247,6 +258,16 @@ fn threads() -> HashMap<u32, (String, u64)> {
 /// included.
 fn process_ticks() -> Option<u64> {
     stat_ticks(&std::fs::read_to_string("/proc/self/stat").ok()?)
+}
+
+/// User + system ticks of this process's children that exited and were
+/// waited for.
+fn children_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 16 and 17 of the file (cutime, cstime) are 13 and 14 here.
+    Some(f.get(13)?.parse::<u64>().ok()? + f.get(14)?.parse::<u64>().ok()?)
 }
 
 /// User + system ticks from a `/proc/<pid>/stat` line.

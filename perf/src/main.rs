@@ -8,6 +8,7 @@
 //! cargo run --release -p herald-perf -- fanout-all latency --systems herald,tokio-broadcast
 //! cargo run --release -p herald-perf -- --profile smoke --strict
 //! cargo run --release -p herald-perf -- --json results.json --plots target/perf
+//! cargo run --release -p herald-perf -- --scenarios etcd-fanout   # Herald in front of etcd (needs etcd)
 //! ```
 
 use std::io::IsTerminal;
@@ -29,14 +30,19 @@ static GLOBAL: Counting = Counting;
 #[command(version, about)]
 struct Args {
     /// Scenarios to run (default: all): fanout-all, fanout-indexed,
-    /// slow-watcher-tax, catch-up, latency, memory.
+    /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout.
     scenarios: Vec<String>,
+    /// Scenarios to run, comma-separated (the same as naming them as
+    /// arguments).
+    #[arg(long = "scenarios", value_name = "SCENARIOS", value_delimiter = ',')]
+    scenario_list: Vec<String>,
     /// Sizes: smoke (seconds, checks the harness), default (~2 minutes),
     /// full (larger).
     #[arg(long, default_value = "default")]
     profile: String,
     /// Systems to run, comma-separated (default: all): herald,
-    /// reference-port, tokio-broadcast, crossbeam-cacher, disruptor.
+    /// reference-port, tokio-broadcast, crossbeam-cacher, disruptor; and
+    /// etcd-fanout's herald+etcd, etcd (both unless one is named).
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
     /// Consumer threads shared by every system.
@@ -63,6 +69,19 @@ struct Args {
     /// memory scenario: idle watchers.
     #[arg(long)]
     memory_watchers: Option<usize>,
+    /// etcd-fanout watcher counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    etcd_watchers: Vec<usize>,
+    /// etcd-fanout: connections the etcd side spreads its watches over.
+    #[arg(long)]
+    etcd_connections: Option<usize>,
+    /// etcd-fanout paced cases: deliveries per second in total (the writer
+    /// puts this / watchers per second).
+    #[arg(long)]
+    etcd_rate: Option<f64>,
+    /// etcd-fanout flat out: puts the writer keeps in flight.
+    #[arg(long)]
+    etcd_in_flight: Option<usize>,
     /// Check every delivery against its filter (slower; always on in the
     /// smoke profile).
     #[arg(long)]
@@ -150,6 +169,21 @@ fn run() -> anyhow::Result<bool> {
     if let Some(n) = args.memory_watchers {
         profile.memory_watchers = n.max(1);
     }
+    if !args.etcd_watchers.is_empty() {
+        profile.etcd_watchers = args.etcd_watchers.clone();
+    }
+    if let Some(c) = args.etcd_connections {
+        anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");
+        profile.etcd_connections = c;
+    }
+    if let Some(k) = args.etcd_in_flight {
+        anyhow::ensure!(k > 0, "--etcd-in-flight must be at least 1");
+        profile.etcd_in_flight = k;
+    }
+    if let Some(r) = args.etcd_rate {
+        anyhow::ensure!(r > 0.0, "--etcd-rate must be positive");
+        profile.etcd_paced.0 = r;
+    }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;
     if let Some(r) = args.repeat {
@@ -169,15 +203,17 @@ fn run() -> anyhow::Result<bool> {
             .fanout_watchers
             .iter()
             .chain(&profile.indexed_nodes)
+            .chain(&profile.etcd_watchers)
             .all(|&n| n > 0),
         "watcher and node counts must be positive"
     );
 
-    let scenarios: Vec<ScenarioKind> = if args.scenarios.is_empty() {
+    let named: Vec<&String> = args.scenarios.iter().chain(&args.scenario_list).collect();
+    let scenarios: Vec<ScenarioKind> = if named.is_empty() {
         ScenarioKind::ALL.to_vec()
     } else {
-        args.scenarios
-            .iter()
+        named
+            .into_iter()
             .map(|s| {
                 ScenarioKind::parse(s).ok_or_else(|| {
                     anyhow::anyhow!(
@@ -197,14 +233,25 @@ fn run() -> anyhow::Result<bool> {
                 SystemKind::parse(s).ok_or_else(|| {
                     anyhow::anyhow!(
                         "unknown system {s:?}: {}",
-                        SystemKind::ALL.map(|k| k.name()).join(", ")
+                        SystemKind::ALL
+                            .iter()
+                            .chain(&SystemKind::ETCD)
+                            .map(|k| k.name())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     )
                 })
             })
             .collect::<anyhow::Result<_>>()?
     };
+    // etcd-fanout's systems run there only (both, unless one is named).
+    let etcd_systems: Vec<SystemKind> = systems
+        .iter()
+        .copied()
+        .filter(|s| SystemKind::ETCD.contains(s))
+        .collect();
     // Ratios are Herald's: it always runs, first.
-    systems.retain(|s| *s != SystemKind::Herald);
+    systems.retain(|s| *s != SystemKind::Herald && !SystemKind::ETCD.contains(s));
     systems.insert(0, SystemKind::Herald);
 
     let json_to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
@@ -251,6 +298,7 @@ fn run() -> anyhow::Result<bool> {
     let runner = Runner {
         profile: profile.clone(),
         systems,
+        etcd_systems,
         on_start: &on_start,
         on_row: &on_row,
     };
@@ -268,8 +316,14 @@ fn run() -> anyhow::Result<bool> {
     let load = suite.close(&[]);
     let rounds: usize = rows.iter().map(|r| r.rounds.len()).sum();
     let noisy: usize = rows.iter().map(|r| r.noisy_rounds).sum();
+    let children = load
+        .children_cores
+        .filter(|c| *c > 0.0)
+        .map_or(String::new(), |c| {
+            format!(", its etcd servers {c:.2} cores")
+        });
     say(&format!(
-        "machine: over the suite's {:.0} s, this process used {} cores and other processes {} cores on average; {noisy} of {rounds} rounds noisy\n",
+        "machine: over the suite's {:.0} s, this process used {} cores{children} and other processes {} cores on average; {noisy} of {rounds} rounds noisy\n",
         load.wall_s,
         load.process_cores.map_or("?".into(), |c| format!("{c:.2}")),
         load.others_cores.map_or("?".into(), |c| format!("{c:.2}")),
@@ -301,7 +355,8 @@ fn run() -> anyhow::Result<bool> {
 
     let mut ok = true;
     for r in &rows {
-        let herald_ended = r.system == "herald" && r.ended > 0;
+        let herald_ended =
+            SystemKind::parse(&r.system).is_some_and(SystemKind::is_herald) && r.ended > 0;
         if r.violations > 0 || r.note == "timed out" || herald_ended {
             eprintln!(
                 "herald-perf: {} {} {}: {} violations, {} ended, {}",

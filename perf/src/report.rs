@@ -58,11 +58,15 @@ fn ratio(r: &Row) -> String {
     }
 }
 
-/// The note column: the row's note, then noisy and short rounds.
+/// The note column: the row's note, violations (a rate from a run that
+/// broke order or filter is not a result), then noisy and short rounds.
 fn note(r: &Row) -> String {
     let mut parts: Vec<String> = Vec::new();
     if !r.note.is_empty() {
         parts.push(r.note.clone());
+    }
+    if r.violations > 0 {
+        parts.push(format!("{} VIOLATIONS: not a result", r.violations));
     }
     let n = r.rounds.len();
     if r.noisy_rounds > 0 {
@@ -91,6 +95,9 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
         .collect();
     if rows.is_empty() {
         return String::new();
+    }
+    if scenario == ScenarioKind::EtcdFanout {
+        return etcd_tables(&rows);
     }
     let mut out = String::new();
     let _ = writeln!(out, "### {}\n", scenario.name());
@@ -163,6 +170,7 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
                 )
             }),
         ),
+        ScenarioKind::EtcdFanout => unreachable!("rendered by etcd_tables"),
     };
     let _ = writeln!(out, "{head}");
     let cols = head.matches('|').count() - 1;
@@ -171,6 +179,162 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
         let _ = writeln!(out, "{}", cells(r));
     }
     out
+}
+
+/// The median over the rounds of a figure kept in a row's `spread` under
+/// `key`.
+fn med(r: &Row, key: &str) -> Option<f64> {
+    r.spread.get(key).map(|s| s.median)
+}
+
+/// A number to three significant figures or so.
+fn fig(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 100.0 => format!("{v:.0}"),
+        Some(v) if v >= 10.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// Bytes as MB.
+fn mb(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v >= 100e6 => format!("{:.0} MB", v / 1e6),
+        Some(v) => format!("{:.1} MB", v / 1e6),
+    }
+}
+
+/// etcd-fanout's system column: etcd's own watchers with their
+/// connections.
+fn etcd_system(r: &Row) -> String {
+    match r.peer.as_ref().and_then(|p| p.connections) {
+        Some(1) => "etcd, 1 connection".into(),
+        Some(c) => format!("etcd, {c} connections"),
+        None => r.system.clone(),
+    }
+}
+
+/// etcd-fanout's two tables: flat out (rates) and paced (latency).
+fn etcd_tables(rows: &[&Row]) -> String {
+    let mut out = String::from("### etcd-fanout\n\n");
+    let costs = |r: &Row| {
+        let heap = med(r, "heap_peak_bytes").filter(|h| *h > 0.0);
+        format!(
+            "{} | {} | {} | {} | {} | {}",
+            fig(med(r, "etcd_cores")),
+            spread_key(r, "etcd_us_per_delivery", fig),
+            fig(med(r, "etcd_us_per_write")),
+            mb(med(r, "etcd_rss_bytes")),
+            fig(med(r, "harness_cores")),
+            mb(heap),
+        )
+    };
+    let flat: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| r.case.ends_with("flat out"))
+        .collect();
+    let paced: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| !r.case.ends_with("flat out"))
+        .collect();
+    const COSTS: &str =
+        "etcd cores | etcd µs/delivery | etcd µs/write | etcd RSS | harness cores | harness heap";
+    if !flat.is_empty() {
+        let in_flight = flat
+            .iter()
+            .find_map(|r| r.peer.as_ref())
+            .map_or(String::new(), |p| {
+                format!(", {} puts in flight", p.in_flight)
+            });
+        let _ = writeln!(
+            out,
+            "Flat out (the writer puts as fast as etcd takes them{in_flight}; a run ends when every watcher has every write; latency from the put's send, saturated):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| case | system | M deliveries/s | herald ÷ etcd, per round | p50 | p99 | {COSTS} | ended | note |"
+        );
+        let _ = writeln!(out, "|{}", " --- |".repeat(14));
+        for r in flat {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                etcd_system(r),
+                spread(r, Metric::DeliveriesPerS, m),
+                ratio(r),
+                us(med(r, Metric::P50.key())),
+                us(med(r, Metric::P99.key())),
+                costs(r),
+                r.ended,
+                note(r)
+            );
+        }
+        out.push('\n');
+    }
+    if !paced.is_empty() {
+        let _ = writeln!(
+            out,
+            "Paced (the writer puts deliveries/s ÷ watchers per second). Latency from the put's send to receive (an upper bound on commit to receive; the ratio and the target use it); and from the put's return (a lower bound: a delivery before the return counts as 0):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| case | system | p50 | p99 | p99.9 | etcd p99 ÷ herald p99, per round | from the return: p50 / p99 | put p50 / p99 | {COSTS} | ended | note |"
+        );
+        let _ = writeln!(out, "|{}", " --- |".repeat(16));
+        for r in paced {
+            let mut n = note(r);
+            if let Some(p) = &r.peer
+                && p.before_ack > 0
+            {
+                if !n.is_empty() {
+                    n.push_str("; ");
+                }
+                let share = 100.0 * p.before_ack as f64 / p.samples.max(1) as f64;
+                let _ = write!(n, "{share:.1}% received before the put returned");
+            }
+            let puts = r.peer.as_ref().map_or("-".into(), |p| {
+                format!("{} / {}", us(p.put_p50_us), us(p.put_p99_us))
+            });
+            let acked = format!(
+                "{} / {}",
+                us(med(r, "acked_p50_us")),
+                us(med(r, "acked_p99_us"))
+            );
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                etcd_system(r),
+                spread(r, Metric::P50, us),
+                spread(r, Metric::P99, us),
+                spread(r, Metric::P999, us),
+                ratio(r),
+                acked,
+                puts,
+                costs(r),
+                r.ended,
+                n
+            );
+        }
+    }
+    out
+}
+
+/// `median [min-max]` of a figure kept in a row's `spread` under `key`.
+fn spread_key(r: &Row, key: &str, f: impl Fn(Option<f64>) -> String) -> String {
+    match r.spread.get(key) {
+        Some(s) if s.rounds > 1 => format!(
+            "{} [{}-{}]",
+            f(Some(s.median)),
+            f(Some(s.min)),
+            f(Some(s.max))
+        ),
+        Some(s) => f(Some(s.median)),
+        None => f(None),
+    }
 }
 
 /// One target of the issue, checked against a run.
@@ -365,7 +529,114 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
             met: mem.map(|b| b <= limit),
         });
     }
+    etcd_targets(rows, &mut t);
     t
+}
+
+/// etcd-fanout's targets: Herald in front of etcd against etcd's own
+/// fan-out.
+fn etcd_targets(rows: &[Row], t: &mut Vec<Target>) {
+    let x = |v: f64| format!("{v:.1}x");
+    let clean = |r: &Row| r.violations == 0 && r.ended == 0;
+    let case = "1000 watchers, flat out";
+    let herald = find(rows, "etcd-fanout", case, "herald+etcd");
+    // Against each of etcd's rows (its connections): judged on the one
+    // that does best.
+    let etcds: Vec<&Row> = ["etcd", "etcd-one-connection"]
+        .iter()
+        .filter_map(|s| find(rows, "etcd-fanout", case, s))
+        .filter(|r| r.ratio.is_some())
+        .collect();
+    t.push(Target {
+        goal: "etcd-fanout, 1,000 watchers flat out: herald+etcd >= 20x etcd's own fan-out (per-round ratio, against each etcd row)"
+            .into(),
+        measured: if etcds.is_empty() {
+            "-".into()
+        } else {
+            etcds
+                .iter()
+                .map(|r| format!("{}: {}", etcd_system(r), range(r.ratio, x)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        met: (!etcds.is_empty()).then(|| {
+            etcds
+                .iter()
+                .all(|r| r.ratio.is_some_and(|q| q.median >= 20.0) && clean(r))
+                && herald.is_some_and(clean)
+        }),
+    });
+    let paced: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.scenario == "etcd-fanout"
+                && r.system == "herald+etcd"
+                && r.case.contains(" @ ")
+                && !r.rounds.is_empty()
+        })
+        .collect();
+    t.push(Target {
+        goal: "etcd-fanout, paced: herald+etcd p99 <= 10 ms from etcd commit to receive (measured from the put's send: an upper bound), none ended"
+            .into(),
+        measured: if paced.is_empty() {
+            "-".into()
+        } else {
+            paced
+                .iter()
+                .map(|r| format!("{}: p99 {}", r.case, spread(r, Metric::P99, us)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        met: (!paced.is_empty()).then(|| {
+            paced
+                .iter()
+                .all(|r| median(Some(r), Metric::P99).unwrap_or(f64::MAX) <= 10_000.0 && clean(r))
+        }),
+    });
+    let per_write = |system: &str| -> Vec<(usize, f64)> {
+        let mut v: Vec<(usize, f64)> = rows
+            .iter()
+            .filter(|r| {
+                r.scenario == "etcd-fanout"
+                    && r.system == system
+                    && r.case.ends_with("flat out")
+                    && !r.rounds.is_empty()
+            })
+            .filter_map(|r| Some((r.watchers, med(r, "etcd_us_per_write")?)))
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    };
+    let spread_of = |v: &[(usize, f64)]| {
+        let lo = v.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        let hi = v.iter().map(|p| p.1).fold(0.0, f64::max);
+        hi / lo
+    };
+    let say = |v: &[(usize, f64)]| {
+        v.iter()
+            .map(|(n, us)| format!("{n}: {us:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (h, e) = (per_write("herald+etcd"), per_write("etcd"));
+    t.push(Target {
+        goal: "etcd-fanout: etcd's CPU per write flat in the watcher count with Herald in front (within 1.5x, flat out)"
+            .into(),
+        measured: if h.len() >= 2 {
+            let mut s = format!(
+                "herald+etcd {} µs/write ({:.2}x)",
+                say(&h),
+                spread_of(&h)
+            );
+            if e.len() >= 2 {
+                let _ = write!(s, "; etcd alone {} µs/write ({:.1}x)", say(&e), spread_of(&e));
+            }
+            s
+        } else {
+            "-".into()
+        },
+        met: (h.len() >= 2).then(|| spread_of(&h) <= 1.5),
+    });
 }
 
 /// Renders the targets as a Markdown table.

@@ -15,13 +15,14 @@ use serde::Serialize;
 
 use crate::alloc::Counting;
 use crate::consume::{self, Pace, RunOpts, RunResult, Stall};
+use crate::etcd::{EtcdWatchers, HeraldOnEtcd};
 use crate::machine::CpuUse;
 use crate::peers::crossbeam_cacher::CrossbeamCacher;
 use crate::peers::disruptor::DisruptorRing;
 use crate::peers::herald::Herald;
 use crate::peers::reference::ReferencePort;
 use crate::peers::tokio_broadcast::TokioBroadcast;
-use crate::system::{Spec, System};
+use crate::system::{PeerUse, Spec, System};
 use crate::workload::{Filter, Shape, Workload};
 
 /// A system under test, by name.
@@ -41,6 +42,15 @@ pub enum SystemKind {
     /// The `disruptor` crate: one shared ring, a cursor per watcher
     /// (all-match only).
     Disruptor,
+    /// Herald in front of a real etcd (etcd-fanout): an etcd source and a
+    /// reflector feeding the engine.
+    #[serde(rename = "herald+etcd")]
+    HeraldEtcd,
+    /// etcd's own watch fan-out (etcd-fanout): one etcd watch per watcher,
+    /// on `--etcd-connections` connections.
+    Etcd,
+    /// The same on one connection.
+    EtcdOneConnection,
 }
 
 impl SystemKind {
@@ -53,6 +63,14 @@ impl SystemKind {
         SystemKind::Disruptor,
     ];
 
+    /// The etcd-fanout scenario's systems (a real etcd behind both): not
+    /// among [`SystemKind::ALL`], which the in-memory scenarios run.
+    pub const ETCD: [SystemKind; 3] = [
+        SystemKind::HeraldEtcd,
+        SystemKind::Etcd,
+        SystemKind::EtcdOneConnection,
+    ];
+
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -61,12 +79,23 @@ impl SystemKind {
             SystemKind::TokioBroadcast => "tokio-broadcast",
             SystemKind::Crossbeam => "crossbeam-cacher",
             SystemKind::Disruptor => "disruptor",
+            SystemKind::HeraldEtcd => "herald+etcd",
+            SystemKind::Etcd => "etcd",
+            SystemKind::EtcdOneConnection => "etcd-one-connection",
         }
     }
 
     /// Parses a command-line name.
     pub fn parse(name: &str) -> Option<SystemKind> {
-        SystemKind::ALL.into_iter().find(|s| s.name() == name)
+        SystemKind::ALL
+            .into_iter()
+            .chain(SystemKind::ETCD)
+            .find(|s| s.name() == name)
+    }
+
+    /// Whether this is Herald (the side ratios are taken for).
+    pub fn is_herald(self) -> bool {
+        matches!(self, SystemKind::Herald | SystemKind::HeraldEtcd)
     }
 }
 
@@ -87,17 +116,20 @@ pub enum ScenarioKind {
     Latency,
     /// Bytes per idle watcher.
     Memory,
+    /// Herald in front of a real etcd against etcd's own watch fan-out.
+    EtcdFanout,
 }
 
 impl ScenarioKind {
     /// Every scenario, in suite order.
-    pub const ALL: [ScenarioKind; 6] = [
+    pub const ALL: [ScenarioKind; 7] = [
         ScenarioKind::FanoutAll,
         ScenarioKind::FanoutIndexed,
         ScenarioKind::SlowWatcherTax,
         ScenarioKind::CatchUp,
         ScenarioKind::Latency,
         ScenarioKind::Memory,
+        ScenarioKind::EtcdFanout,
     ];
 
     /// The name used on the command line and in tables.
@@ -109,6 +141,7 @@ impl ScenarioKind {
             ScenarioKind::CatchUp => "catch-up",
             ScenarioKind::Latency => "latency",
             ScenarioKind::Memory => "memory",
+            ScenarioKind::EtcdFanout => "etcd-fanout",
         }
     }
 
@@ -169,6 +202,21 @@ pub struct Profile {
     pub min_seconds: f64,
     /// Feed Herald from its in-memory source in every scenario.
     pub herald_source: bool,
+    /// etcd-fanout: watcher counts.
+    pub etcd_watchers: Vec<usize>,
+    /// etcd-fanout flat out: deliveries in the sizing run (writes = this /
+    /// watchers, at least 64), grown to `min_seconds` per system.
+    pub etcd_deliveries: usize,
+    /// etcd-fanout flat out: the most writes a sized run may take.
+    pub etcd_cap: usize,
+    /// etcd-fanout paced: (deliveries per second in total, seconds); the
+    /// writer puts deliveries / watchers per second.
+    pub etcd_paced: (f64, f64),
+    /// etcd-fanout: connections the etcd side spreads its watches over
+    /// (one gRPC stream per watch).
+    pub etcd_connections: usize,
+    /// etcd-fanout flat out: puts the writer keeps in flight.
+    pub etcd_in_flight: usize,
 }
 
 impl Profile {
@@ -197,6 +245,12 @@ impl Profile {
             repeat: 2,
             min_seconds: 0.0,
             herald_source: false,
+            etcd_watchers: vec![20],
+            etcd_deliveries: 20_000,
+            etcd_cap: 4_096,
+            etcd_paced: (5_000.0, 0.3),
+            etcd_connections: 2,
+            etcd_in_flight: 16,
         }
     }
 
@@ -225,6 +279,12 @@ impl Profile {
             repeat: 5,
             min_seconds: 1.0,
             herald_source: false,
+            etcd_watchers: vec![100, 1_000],
+            etcd_deliveries: 200_000,
+            etcd_cap: 65_536,
+            etcd_paced: (50_000.0, 2.0),
+            etcd_connections: 10,
+            etcd_in_flight: 16,
         }
     }
 
@@ -270,6 +330,12 @@ pub struct Row {
     pub p99_us: Option<f64>,
     /// 99.9th percentile (µs).
     pub p999_us: Option<f64>,
+    /// Latency from the system's acknowledgement of a change (etcd: the
+    /// put's return) to receive, median (µs), when the publisher stamps
+    /// changes itself; a delivery before the acknowledgement counts as 0.
+    pub acked_p50_us: Option<f64>,
+    /// 99th percentile of that (µs).
+    pub acked_p99_us: Option<f64>,
     /// Watchers that ended before receiving all they were owed (companions
     /// excluded).
     pub ended: usize,
@@ -312,6 +378,11 @@ pub struct Row {
     pub busy_threads: usize,
     /// Every round, in order.
     pub rounds: Vec<Round>,
+    /// What the server behind the system (etcd) cost in the median round,
+    /// when there is one; the spreads of its figures are in `spread`
+    /// (keys `etcd_cores`, `etcd_us_per_delivery`, `etcd_us_per_write`,
+    /// `etcd_rss_bytes`, `heap_peak_bytes`, `harness_cores`).
+    pub peer: Option<PeerUse>,
 }
 
 impl Row {
@@ -343,6 +414,8 @@ impl Row {
             p50_us: us(0.5),
             p99_us: us(0.99),
             p999_us: us(0.999),
+            acked_p50_us: acked_us(r, 0.5),
+            acked_p99_us: acked_us(r, 0.99),
             ended: r.ended,
             companions_ended: r.companions_ended,
             violations: r.violations,
@@ -404,6 +477,34 @@ impl Row {
                 row.spread.insert(m.key(), s);
             }
         }
+        type Figure = (&'static str, fn(&Round) -> Option<f64>);
+        let peer_figures: [Figure; 8] = [
+            ("acked_p50_us", |r| r.acked_p50_us),
+            ("acked_p99_us", |r| r.acked_p99_us),
+            ("etcd_cores", |r| r.peer.as_ref().map(|p| p.cores)),
+            ("etcd_us_per_delivery", |r| {
+                r.peer.as_ref().map(|p| p.us_per_delivery)
+            }),
+            ("etcd_us_per_write", |r| {
+                r.peer.as_ref().map(|p| p.us_per_write)
+            }),
+            ("etcd_rss_bytes", |r| {
+                r.peer.as_ref().map(|p| p.rss_peak_bytes as f64)
+            }),
+            ("heap_peak_bytes", |r| {
+                r.peer.as_ref().map(|p| p.heap_peak_bytes as f64)
+            }),
+            ("harness_cores", |r| {
+                r.peer.as_ref().and(r.cpu.process_cores)
+            }),
+        ];
+        for (key, get) in peer_figures {
+            let values: Vec<f64> = runs.iter().filter_map(|(r, _)| get(r)).collect();
+            if let Some(s) = Spread::of(&values) {
+                row.spread.insert(key, s);
+            }
+        }
+        row.peer = median.peer.clone();
         row.noisy_rounds = runs.iter().filter(|(r, _)| r.cpu.noisy()).count();
         row.busy = median.cpu.busy.clone();
         row.busy_threads = median.cpu.busy_threads;
@@ -411,7 +512,12 @@ impl Row {
         row
     }
 
-    fn skipped(scenario: ScenarioKind, case: &str, system: SystemKind, why: String) -> Row {
+    pub(crate) fn skipped(
+        scenario: ScenarioKind,
+        case: &str,
+        system: SystemKind,
+        why: String,
+    ) -> Row {
         Row {
             scenario: scenario.name().into(),
             case: case.into(),
@@ -422,9 +528,15 @@ impl Row {
     }
 }
 
+/// Quantile `q` of a run's latency from the acknowledgement (µs), if it
+/// has one.
+fn acked_us(r: &RunResult, q: f64) -> Option<f64> {
+    (!r.latency_acked.is_empty()).then(|| r.latency_acked.value_at_quantile(q) as f64 / 1e3)
+}
+
 /// A workload of `changes` to 1,000 pods on one node, never moving: the
 /// all-match scenarios' stream.
-fn all_match(changes: usize) -> Arc<Workload> {
+pub(crate) fn all_match(changes: usize) -> Arc<Workload> {
     Workload::build(Shape {
         pods: 1_000,
         nodes: 1,
@@ -435,7 +547,7 @@ fn all_match(changes: usize) -> Arc<Workload> {
 }
 
 /// A spec whose watchers start from the list and are owed every change.
-fn spec(filters: Vec<Filter>, indexed: bool, queue: usize, ring: usize) -> Spec {
+pub(crate) fn spec(filters: Vec<Filter>, indexed: bool, queue: usize, ring: usize) -> Spec {
     Spec {
         filters,
         indexed,
@@ -468,6 +580,26 @@ pub fn run_system(
         }
         SystemKind::Crossbeam => consume::run(&CrossbeamCacher::default(), spec, workload, opts),
         SystemKind::Disruptor => consume::run(&DisruptorRing::default(), spec, workload, opts),
+        SystemKind::HeraldEtcd | SystemKind::Etcd | SystemKind::EtcdOneConnection => {
+            let env = opts
+                .etcd
+                .clone()
+                .ok_or_else(|| anyhow::anyhow!("{} needs an etcd (etcd-fanout)", kind.name()))?;
+            match kind {
+                SystemKind::HeraldEtcd => consume::run(&HeraldOnEtcd { env }, spec, workload, opts),
+                SystemKind::Etcd => {
+                    let connections = env.connections();
+                    consume::run(&EtcdWatchers { env, connections }, spec, workload, opts)
+                }
+                _ => {
+                    let watchers = EtcdWatchers {
+                        env,
+                        connections: 1,
+                    };
+                    consume::run(&watchers, spec, workload, opts)
+                }
+            }
+        }
     }
 }
 
@@ -529,10 +661,16 @@ pub struct Round {
     pub p99_us: Option<f64>,
     /// 99.9th percentile (µs).
     pub p999_us: Option<f64>,
+    /// From the acknowledgement (see [`Row::acked_p50_us`]), median (µs).
+    pub acked_p50_us: Option<f64>,
+    /// 99th percentile of that (µs).
+    pub acked_p99_us: Option<f64>,
     /// Watchers that ended early.
     pub ended: usize,
     /// What the machine did meanwhile.
     pub cpu: CpuUse,
+    /// What the server behind the system (etcd) cost, when there is one.
+    pub peer: Option<PeerUse>,
 }
 
 impl Round {
@@ -550,8 +688,11 @@ impl Round {
             p50_us: us(0.5),
             p99_us: us(0.99),
             p999_us: us(0.999),
+            acked_p50_us: acked_us(r, 0.5),
+            acked_p99_us: acked_us(r, 0.99),
             ended: r.ended,
             cpu: r.cpu.clone(),
+            peer: r.peer.clone(),
         }
     }
 
@@ -657,6 +798,9 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::TokioBroadcast => per_watcher(&TokioBroadcast::default(), spec, workload),
         SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
         SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
+        SystemKind::HeraldEtcd | SystemKind::Etcd | SystemKind::EtcdOneConnection => {
+            anyhow::bail!("the memory scenario runs the in-memory systems")
+        }
     }
 }
 
@@ -673,7 +817,7 @@ pub const MEMORY_ALL: &str = "all, ";
 pub const MEMORY_BY_NODE: &str = "by node, ";
 
 /// How a case's workload is sized.
-enum Size<'a> {
+pub(crate) enum Size<'a> {
     /// One workload for every system and round.
     Fixed(&'a Spec, &'a Arc<Workload>),
     /// `make(changes)` builds the workload; a flat-out case starts at
@@ -693,6 +837,8 @@ pub struct Runner<'a> {
     pub profile: Profile,
     /// Systems to run (Herald is always among them).
     pub systems: Vec<SystemKind>,
+    /// etcd-fanout's systems to run (empty: both).
+    pub etcd_systems: Vec<SystemKind>,
     /// Called with a description before each run.
     pub on_start: &'a dyn Fn(&str),
     /// Called with each row.
@@ -724,6 +870,7 @@ impl Runner<'_> {
                 ScenarioKind::CatchUp => s,
                 ScenarioKind::Latency => s,
                 ScenarioKind::Memory => 2 * s,
+                ScenarioKind::EtcdFanout => crate::etcd::planned(p, &self.etcd_systems),
             })
             .sum()
     }
@@ -738,11 +885,12 @@ impl Runner<'_> {
             ScenarioKind::CatchUp => self.catch_up(&mut rows),
             ScenarioKind::Latency => self.latency(&mut rows),
             ScenarioKind::Memory => self.memory(&mut rows),
+            ScenarioKind::EtcdFanout => crate::etcd::etcd_fanout(self, &mut rows),
         }
         rows
     }
 
-    fn opts(&self) -> RunOpts {
+    pub(crate) fn opts(&self) -> RunOpts {
         RunOpts {
             threads: self.profile.threads,
             check_filters: self.profile.check_filters,
@@ -752,7 +900,7 @@ impl Runner<'_> {
         }
     }
 
-    fn push(&self, rows: &mut Vec<Row>, row: Row) {
+    pub(crate) fn push(&self, rows: &mut Vec<Row>, row: Row) {
         (self.on_row)(&row);
         rows.push(row);
     }
@@ -762,7 +910,7 @@ impl Runner<'_> {
     /// after a sizing round when the case is flat out and grown; pushes a
     /// row per system with its median round, the spreads and Herald's
     /// advantage taken per round.
-    fn case(
+    pub(crate) fn case(
         &self,
         rows: &mut Vec<Row>,
         scenario: ScenarioKind,
@@ -856,7 +1004,7 @@ impl Runner<'_> {
         };
         let herald = systems
             .iter()
-            .position(|s| *s == SystemKind::Herald)
+            .position(|s| s.is_herald())
             .filter(|&h| sizes[h].is_ok())
             .map(|h| {
                 runs[h]

@@ -58,15 +58,21 @@ pub trait Publisher: Send + 'static {
     /// No more changes will come; returns once the system has taken
     /// everything published (consumers may still be draining).
     fn finish(&mut self) {}
-    /// Called just before the first publish, as the run's clock starts.
-    /// A publisher that stamps changes itself keeps `stamps` and returns
-    /// true: it marks each change when the system acknowledges it (etcd:
-    /// when the put returns), at the index consumers will see it under,
-    /// and the run does not mark changes as it hands them over. The
-    /// default returns false.
-    fn begin(&mut self, stamps: &Arc<Stamps>) -> bool {
-        let _ = stamps;
+    /// Whether the publisher stamps changes itself (default: false, the
+    /// run stamps each change as it hands it over). One that does learns
+    /// which index a change has only when the system acknowledges it (etcd:
+    /// the put's revision), so it stamps then, twice: when the change was
+    /// sent, and when it was acknowledged (see [`Publisher::begin`]).
+    fn stamps_itself(&self) -> bool {
         false
+    }
+    /// Called just before the first publish, as the run's clock starts. A
+    /// publisher that [stamps itself](Publisher::stamps_itself) keeps
+    /// `sent` and `acked` and, once the system acknowledges a change, sets
+    /// both at the index consumers will see it under (`acked` first:
+    /// [`Stamps::set`]); latency is sampled from both.
+    fn begin(&mut self, sent: &Arc<Stamps>, acked: &Arc<Stamps>) {
+        let _ = (sent, acked);
     }
     /// Called once every consumer is done, before the run's CPU window
     /// closes: what the publisher measured beside the run (a server
@@ -104,6 +110,15 @@ pub struct PeerUse {
     pub before_ack: u64,
     /// Latency samples taken.
     pub samples: u64,
+    /// Writes the writer kept in flight at most.
+    pub in_flight: usize,
+    /// The connections the watchers' streams were spread over (etcd's own
+    /// watchers; none for Herald's, which etcd serves with one watch).
+    pub connections: Option<usize>,
+    /// How long a write took to return, median (µs).
+    pub put_p50_us: Option<f64>,
+    /// 99th percentile (µs).
+    pub put_p99_us: Option<f64>,
 }
 
 /// What one [`Subscriber::drain`] call found.
@@ -186,6 +201,15 @@ impl Stamps {
         self.base.elapsed().as_nanos() as u64
     }
 
+    /// Another set of stamps of the same length on the same clock (0 for
+    /// every change).
+    pub fn twin(&self) -> Arc<Stamps> {
+        Arc::new(Stamps {
+            base: self.base,
+            ns: (0..self.ns.len()).map(|_| AtomicU64::new(0)).collect(),
+        })
+    }
+
     /// Records that change `i` is being published now.
     #[inline]
     pub fn mark(&self, i: usize) {
@@ -194,11 +218,19 @@ impl Stamps {
         self.ns[i].store(self.now(), Ordering::Relaxed);
     }
 
+    /// Records that change `i` was published at `ns` (since base), after
+    /// the change was delivered perhaps: a consumer that reads the stamp
+    /// also sees every store this thread made before it (release).
+    #[inline]
+    pub fn set(&self, i: usize, ns: u64) {
+        self.ns[i].store(ns.max(1), Ordering::Release);
+    }
+
     /// When change `i` was published (ns since base; 0: not yet, or no
     /// such change).
     #[inline]
     pub fn get(&self, i: usize) -> u64 {
-        self.ns.get(i).map_or(0, |t| t.load(Ordering::Relaxed))
+        self.ns.get(i).map_or(0, |t| t.load(Ordering::Acquire))
     }
 
     /// How many changes there is room for.
@@ -282,12 +314,19 @@ impl Tally {
         {
             let at = stamps.get(i);
             let now = stamps.now();
-            if at == 0 {
-                // Not stamped yet: a publisher that stamps at the
-                // acknowledgement has not heard it. Settled after the run.
+            // Not stamped yet: a publisher that stamps changes itself has
+            // not heard the acknowledgement. Settled after the run.
+            let acked = check.acked.map(|a| a.get(i));
+            if at == 0 || acked == Some(0) {
                 check.deferred.borrow_mut().push((i, now));
             } else {
                 check.record(now.saturating_sub(at));
+                if let Some(acked) = acked {
+                    check
+                        .hist_acked
+                        .borrow_mut()
+                        .saturating_record(now.saturating_sub(acked).max(1));
+                }
             }
         }
     }
@@ -306,11 +345,16 @@ pub struct Check<'a> {
     pub sample_mask: u64,
     /// Publish times, when latency is measured.
     pub stamps: Option<&'a Stamps>,
+    /// Acknowledgement times, when the publisher stamps changes itself.
+    pub acked: Option<&'a Stamps>,
+    /// Latency from the acknowledgement (ns; 1 when the delivery came
+    /// first).
+    pub hist_acked: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
     /// The thread's latency histogram (ns).
     pub hist: std::cell::RefCell<hdrhistogram::Histogram<u64>>,
-    /// Samples of changes not yet stamped when received: (change, receive
-    /// time in ns since the stamps' base), settled once the publisher has
-    /// finished.
+    /// Samples of changes not yet stamped (or not yet acknowledged) when
+    /// received: (change, receive time in ns since the stamps' base),
+    /// settled once the publisher has finished.
     pub deferred: std::cell::RefCell<Vec<(usize, u64)>>,
 }
 

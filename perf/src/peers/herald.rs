@@ -114,6 +114,17 @@ pub struct HeraldSub {
     owned: bool,
 }
 
+impl HeraldSub {
+    /// A watch drained with `poll_visit_batch` (borrowed events, with
+    /// readiness), as the harness drains Herald everywhere by default.
+    pub(crate) fn new(watch: Watch) -> HeraldSub {
+        HeraldSub {
+            watch,
+            owned: false,
+        }
+    }
+}
+
 std::thread_local! {
     /// The owned drain's buffer, one per consumer thread: empty between
     /// drains, and grown once to the batch size.
