@@ -232,6 +232,20 @@ fn source_error(e: etcd_client::Error, requested: Option<i64>) -> SourceError {
     }
 }
 
+/// How long [`Inner::read`] waits before trying a read again (clientv3's
+/// `defaultBackoffWaitBetween`).
+const READ_RETRY_BACKOFF: Duration = Duration::from_millis(25);
+
+/// Whether a failed call may succeed if tried again: the connection or the
+/// member is unavailable (gRPC `Unavailable`, or the transport failed).
+fn is_transient(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::GRpcStatus(status) => status.code() == tonic::Code::Unavailable,
+        etcd_client::Error::TransportError(_) => true,
+        _ => false,
+    }
+}
+
 fn rv_of(rev: i64) -> ResourceVersion {
     ResourceVersion::new(rev.max(0) as u64)
 }
@@ -384,6 +398,49 @@ impl Inner {
         }
     }
 
+    /// Runs a read (a call that changes nothing, so is safe to repeat)
+    /// with the request timeout, retrying it while it fails `Unavailable`
+    /// (a member down or restarting, no leader yet), as clientv3's retry
+    /// interceptor does for immutable calls: the balancer sends the next
+    /// try to another endpoint. Waits [`READ_RETRY_BACKOFF`] between
+    /// tries; the last failure is returned once the timeout has passed.
+    fn read<T, F, Fut>(
+        &self,
+        what: &str,
+        mut f: F,
+    ) -> Result<T, (Option<etcd_client::Error>, String)>
+    where
+        F: FnMut() -> Fut + Send,
+        Fut: Future<Output = Result<T, etcd_client::Error>> + Send,
+        T: Send,
+    {
+        let timeout = self.config.request_timeout;
+        let outcome = block(self.runtime(), async {
+            let deadline = tokio::time::Instant::now() + timeout;
+            loop {
+                match tokio::time::timeout_at(deadline, f()).await {
+                    Err(_) => return Err(None),
+                    Ok(Ok(v)) => return Ok(v),
+                    Ok(Err(e)) if is_transient(&e) => {
+                        let next = tokio::time::Instant::now() + READ_RETRY_BACKOFF;
+                        if next >= deadline {
+                            return Err(Some(e));
+                        }
+                        tokio::time::sleep_until(next).await;
+                    }
+                    Ok(Err(e)) => return Err(Some(e)),
+                }
+            }
+        });
+        outcome.map_err(|e| match e {
+            Some(e) => {
+                let text = format!("{what}: {e}");
+                (Some(e), text)
+            }
+            None => (None, format!("{what}: no answer in {timeout:?}")),
+        })
+    }
+
     fn key_under(&self, key: &[u8]) -> Option<Vec<u8>> {
         key.strip_prefix(self.config.prefix.as_bytes())
             .map(<[u8]>::to_vec)
@@ -496,11 +553,14 @@ impl Source for EtcdSource {
                 if revision > 0 {
                     options = options.with_revision(revision);
                 }
-                let mut kv = inner
+                let kv = inner
                     .client
                     .kv_client()
                     .max_decoding_message_size(i32::MAX as usize);
-                let page = match inner.call("list", kv.get(from.clone(), Some(options))) {
+                let page = match inner.read("list", || {
+                    let (mut kv, from, options) = (kv.clone(), from.clone(), options.clone());
+                    async move { kv.get(from, Some(options)).await }
+                }) {
                     Ok(page) => page,
                     Err((Some(e), text)) => {
                         let err = source_error(e, (revision > 0).then_some(revision));
@@ -587,15 +647,16 @@ impl Source for EtcdSource {
     /// A linearizable count of the prefix: its header's revision.
     fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
         let inner = &*self.inner;
-        let mut kv = inner.client.kv_client();
+        let kv = inner.client.kv_client();
         let options = GetOptions::new()
             .with_range(inner.prefix_end.clone())
             .with_count_only();
         let resp = inner
-            .call(
-                "current revision",
-                kv.get(inner.config.prefix.clone(), Some(options)),
-            )
+            .read("current revision", || {
+                let (mut kv, options) = (kv.clone(), options.clone());
+                let key = inner.config.prefix.clone();
+                async move { kv.get(key, Some(options)).await }
+            })
             .map_err(|(_, text)| unavailable(text))?;
         Ok(rv_of(resp.header().map_or(0, |h| h.revision())))
     }
@@ -628,13 +689,16 @@ impl Source for EtcdSource {
     /// A linearizable read of the one key.
     fn get(&self, key: &str) -> Result<(Option<Item>, ResourceVersion), SourceError> {
         let inner = &*self.inner;
-        let mut kv = inner
+        let kv = inner
             .client
             .kv_client()
             .max_decoding_message_size(i32::MAX as usize);
         let full = format!("{}{key}", inner.config.prefix);
         let resp = inner
-            .call("get", kv.get(full, None))
+            .read("get", || {
+                let (mut kv, full) = (kv.clone(), full.clone());
+                async move { kv.get(full, None).await }
+            })
             .map_err(|(_, text)| unavailable(text))?;
         let revision = rv_of(resp.header().map_or(0, |h| h.revision()));
         let item = resp.kvs().first().and_then(|kv| {

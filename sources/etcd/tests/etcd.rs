@@ -539,3 +539,31 @@ fn bad_configurations_are_typed_errors() {
         assert!(!e.to_string().is_empty());
     }
 }
+
+#[test]
+fn reads_go_around_an_endpoint_that_is_down() {
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    let rev = put_pod(&rt, &mut c, "p1");
+    // A port nothing listens on: the client's balancer holds it among the
+    // endpoints, and a read it sends there fails `Unavailable` (connection
+    // refused) until it is tried again on the live one.
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let source = source(vec![dead, endpoints[0].clone()]);
+    for i in 0..100 {
+        let at = source
+            .current_revision()
+            .unwrap_or_else(|e| panic!("read {i}: {e}"));
+        assert!(at.get() >= rev as u64);
+        let (item, _) = source
+            .get("ns/p1")
+            .unwrap_or_else(|e| panic!("get {i}: {e}"));
+        assert_eq!(item.map(|i| i.resource_version.get()), Some(rev as u64));
+        if i % 10 == 0 {
+            let listing = source.list().unwrap_or_else(|e| panic!("list {i}: {e}"));
+            assert_eq!(listing.items.len(), 1);
+        }
+    }
+}
