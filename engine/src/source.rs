@@ -262,9 +262,55 @@ impl MemorySource {
     /// Deletes the object under `key`; returns the new revision, or `None`
     /// if there was none (the revision does not move).
     pub fn delete(&self, key: &str) -> Option<ResourceVersion> {
+        self.delete_with(key, |last, _| last.clone())
+    }
+
+    /// [`put`](MemorySource::put) of the object `make` builds for the
+    /// revision the put gets: for payloads that carry their own version
+    /// (a Kubernetes object's `metadata.resourceVersion`, which etcd
+    /// does not store and the apiserver sets on read). The object's key is
+    /// its own.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let source = MemorySource::new();
+    /// let rv = source.put_with(|rv| Object::builder("ns", "a").payload(rv.to_string()).build());
+    /// let listing = source.list()?;
+    /// assert_eq!(&listing.items[0].object.payload()[..], rv.to_string().as_bytes());
+    /// # Ok::<(), SourceError>(())
+    /// ```
+    pub fn put_with(&self, make: impl FnOnce(ResourceVersion) -> Object) -> ResourceVersion {
+        let mut st = self.lock();
+        let object = make(ResourceVersion::new(st.revision + 1));
+        let kind = if st.objects.contains_key(object.key()) {
+            ChangeKind::Modified
+        } else {
+            ChangeKind::Added
+        };
+        let rev = st.record(kind, object.clone());
+        st.objects.insert(object.key().to_owned(), (object, rev));
+        rev
+    }
+
+    /// [`delete`](MemorySource::delete), the deletion carrying as the
+    /// object's last state what `last_state` makes of the stored object
+    /// and the deletion's revision (as the apiserver's watcher stamps a
+    /// deleted object with the deletion's revision). A last state under
+    /// another key is not taken: the stored object is.
+    pub fn delete_with(
+        &self,
+        key: &str,
+        last_state: impl FnOnce(&Object, ResourceVersion) -> Object,
+    ) -> Option<ResourceVersion> {
         let mut st = self.lock();
         let (object, _) = st.objects.remove(key)?;
-        Some(st.record(ChangeKind::Deleted, object))
+        let last = last_state(&object, ResourceVersion::new(st.revision + 1));
+        let last = if last.key() == object.key() {
+            last
+        } else {
+            object
+        };
+        Some(st.record(ChangeKind::Deleted, last))
     }
 
     /// Advances the revision by `n` with no change to this store's keys:

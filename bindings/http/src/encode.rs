@@ -1,0 +1,209 @@
+//! The JSON a client reads: objects, lists, watch events.
+//!
+//! An object is sent as its payload: the source stores each object's JSON
+//! once, with `metadata.resourceVersion` set (`herald_etcd::Decoder` does
+//! this for etcd; the demo source writes it), and every list and watch
+//! frame that carries the object copies those bytes: nothing is encoded
+//! per connection (the reference's serialize-once). An object whose
+//! payload is not a JSON object (an engine fed with bare
+//! `Object::builder` objects) is described from its metadata instead,
+//! which does cost an encoding per delivery ([`ObjectJson::Described`]).
+
+use bytes::{BufMut, Bytes, BytesMut};
+use herald::{EventKind, Object, ResourceVersion};
+use serde_json::{Map, Value, json};
+
+use crate::resource::ResourceInfo;
+
+/// Where an object's JSON came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectJson {
+    /// The stored payload, shared (no copy, no encoding).
+    Stored(Bytes),
+    /// Described from the object's name, namespace and labels (its
+    /// payload is not a JSON object).
+    Described(Bytes),
+}
+
+impl ObjectJson {
+    /// The bytes.
+    pub fn bytes(&self) -> &Bytes {
+        match self {
+            ObjectJson::Stored(b) | ObjectJson::Described(b) => b,
+        }
+    }
+}
+
+/// Whether a payload is a JSON object (by its first non-blank byte; the
+/// source is trusted to have stored valid JSON).
+fn is_json_object(payload: &[u8]) -> bool {
+    payload
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|&b| b == b'{')
+}
+
+/// The object's JSON at version `rv`.
+pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) -> ObjectJson {
+    let payload = object.payload();
+    if is_json_object(payload) {
+        return ObjectJson::Stored(payload.clone());
+    }
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), json!(object.name()));
+    if !object.namespace().is_empty() {
+        metadata.insert("namespace".into(), json!(object.namespace()));
+    }
+    metadata.insert("resourceVersion".into(), json!(rv.get().to_string()));
+    if object.labels().len() > 0 {
+        let labels: Map<String, Value> =
+            object.labels().map(|(k, v)| (k.into(), json!(v))).collect();
+        metadata.insert("labels".into(), Value::Object(labels));
+    }
+    let described = json!({
+        "apiVersion": "v1",
+        "kind": info.kind,
+        "metadata": metadata,
+    });
+    ObjectJson::Described(Bytes::from(
+        serde_json::to_vec(&described).unwrap_or_default(),
+    ))
+}
+
+/// The `type` of a watch event.
+pub fn event_type(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Added => "ADDED",
+        EventKind::Modified => "MODIFIED",
+        EventKind::Deleted => "DELETED",
+        _ => "BOOKMARK",
+    }
+}
+
+/// Appends one watch event line: `{"type":T,"object":O}\n`.
+pub fn push_event(buf: &mut BytesMut, kind: &str, object: &[u8]) {
+    buf.reserve(object.len() + 32);
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(kind.as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+}
+
+/// A bookmark's object: the kind and the version (and, at the end of a
+/// watch-list's initial events, the annotation that says so, and the
+/// list's blueprint).
+pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bool) -> Vec<u8> {
+    let mut metadata = json!({
+        "resourceVersion": rv.get().to_string(),
+        "creationTimestamp": null,
+    });
+    if initial_end {
+        metadata["annotations"] = json!({
+            "k8s.io/initial-events-end": "true",
+            "k8s.io/initial-events-list-blueprint": info.list_blueprint(),
+        });
+    }
+    serde_json::to_vec(&json!({
+        "kind": info.kind,
+        "apiVersion": "v1",
+        "metadata": metadata,
+    }))
+    .unwrap_or_default()
+}
+
+/// A list's body, built from objects' JSON: `{"kind":"PodList",
+/// "apiVersion":"v1","metadata":{...},"items":[...]}`.
+pub struct ListBody {
+    buf: BytesMut,
+    first: bool,
+}
+
+impl ListBody {
+    /// Starts a list at `rv`, with a continue token if there are more pages.
+    pub fn new(info: &ResourceInfo, rv: ResourceVersion, continue_token: Option<&str>) -> ListBody {
+        let mut metadata = json!({"resourceVersion": rv.get().to_string()});
+        if let Some(token) = continue_token {
+            metadata["continue"] = json!(token);
+        }
+        let mut buf = BytesMut::with_capacity(4096);
+        buf.put_slice(b"{\"kind\":\"");
+        buf.put_slice(info.list_kind.as_bytes());
+        buf.put_slice(b"\",\"apiVersion\":\"v1\",\"metadata\":");
+        buf.put_slice(&serde_json::to_vec(&metadata).unwrap_or_default());
+        buf.put_slice(b",\"items\":[");
+        ListBody { buf, first: true }
+    }
+
+    /// Appends one object.
+    pub fn push(&mut self, object: &[u8]) {
+        if !self.first {
+            self.buf.put_u8(b',');
+        }
+        self.first = false;
+        self.buf.put_slice(object);
+    }
+
+    /// The whole body.
+    pub fn finish(mut self) -> Bytes {
+        self.buf.put_slice(b"]}");
+        self.buf.freeze()
+    }
+}
+
+impl std::fmt::Debug for ListBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListBody")
+            .field("bytes", &self.buf.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::ResourceInfo;
+
+    #[test]
+    fn a_stored_payload_is_shared_and_a_bare_object_is_described() {
+        let info = ResourceInfo::pods();
+        let stored = Object::builder("ns", "a")
+            .payload(&b" {\"kind\":\"Pod\"}"[..])
+            .build();
+        match object_json(&info, &stored, 3.into()) {
+            ObjectJson::Stored(b) => assert_eq!(b.as_ptr(), stored.payload().as_ptr()),
+            other => panic!("{other:?}"),
+        }
+        let bare = Object::builder("ns", "b").label("app", "web").build();
+        let ObjectJson::Described(b) = object_json(&info, &bare, 7.into()) else {
+            panic!()
+        };
+        let v: Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["kind"], "Pod");
+        assert_eq!(v["metadata"]["resourceVersion"], "7");
+        assert_eq!(v["metadata"]["labels"]["app"], "web");
+    }
+
+    #[test]
+    fn events_and_lists_are_json() {
+        let mut buf = BytesMut::new();
+        push_event(&mut buf, "ADDED", b"{\"a\":1}");
+        let line: Value = serde_json::from_slice(&buf[..buf.len() - 1]).unwrap();
+        assert_eq!(line["type"], "ADDED");
+        assert_eq!(line["object"]["a"], 1);
+        let info = ResourceInfo::pods();
+        let mut list = ListBody::new(&info, 9.into(), Some("tok"));
+        list.push(b"{}");
+        list.push(b"{\"x\":2}");
+        let v: Value = serde_json::from_slice(&list.finish()).unwrap();
+        assert_eq!(v["kind"], "PodList");
+        assert_eq!(v["metadata"]["resourceVersion"], "9");
+        assert_eq!(v["metadata"]["continue"], "tok");
+        assert_eq!(v["items"].as_array().unwrap().len(), 2);
+        let bm: Value = serde_json::from_slice(&bookmark_object(&info, 4.into(), true)).unwrap();
+        assert_eq!(
+            bm["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true"
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! The Kubernetes list/watch API over HTTP, served from Herald engines.
+//!
+//! A [`Server`] serves one or more [`Resource`]s (an engine each, fed by
+//! a source through a reflector: the in-memory source, or etcd) under the
+//! apiserver's core v1 paths, for the clients Kubernetes users run
+//! (`kubectl`, client-go, kube-rs, the Python client):
+//!
+//! - `GET /api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}`: LIST
+//!   with `resourceVersion`, `resourceVersionMatch`, `limit`, `continue`,
+//!   `labelSelector`, `fieldSelector`, answered as a `{Kind}List`;
+//! - the same with `watch=true`: WATCH, chunked JSON lines
+//!   `{"type":"ADDED|MODIFIED|DELETED|BOOKMARK|ERROR","object":...}`, with
+//!   `allowWatchBookmarks`, `sendInitialEvents` (the watch-list's
+//!   initial-events-end bookmark) and `timeoutSeconds`;
+//! - `GET .../{resource}/{name}`: one object, at a version if asked;
+//! - errors as `Status` objects with the apiserver's codes and reasons
+//!   ([`ApiError`]); a version the cache no longer holds, inside a watch,
+//!   is an `ERROR` event with code 410 on a 200, which makes clients
+//!   re-list;
+//! - discovery (`/version`, `/api`, `/api/v1`, `/apis`), `/metrics`
+//!   (Prometheus text), `/healthz`, `/livez`, `/readyz`.
+//!
+//! An object is sent as the JSON its source stored (see [`encode`]): each
+//! change is encoded once, and every connection that receives it copies
+//! the same bytes.
+//!
+//! ```no_run
+//! use herald_http::{Demo, ResourceInfo, Server, ServerConfig, resource_on};
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+//! let demo = Demo::start(1_000, 20.0);
+//! let pods = resource_on(ResourceInfo::pods(), std::sync::Arc::new(demo.source().clone()))?;
+//! let server = Server::new([pods], ServerConfig::default());
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! server.serve(listener, std::future::pending()).await?;
+//! # Ok(())
+//! # }
+//! ```
+
+pub mod discovery;
+pub mod encode;
+pub mod metrics;
+pub mod params;
+mod resource;
+mod server;
+mod sources;
+mod status;
+mod watch;
+
+pub use resource::{Resource, ResourceInfo};
+pub use server::{Server, ServerConfig};
+pub use sources::{Demo, POD_FIELDS, demo_pod, etcd_resource, resource_on};
+pub use status::{ApiError, end_error};
+pub use watch::{BATCH, WatchBody};

@@ -1,0 +1,428 @@
+//! `/metrics` in the Prometheus text format (the `prometheus-client`
+//! crate), under the apiserver's watch-cache metric names where one
+//! exists, and Herald's own stage histograms.
+//!
+//! The engine's figures are read from [`herald::Engine::stats`] at scrape
+//! time; the server's own (events and bytes written, their sizes,
+//! requests by verb and code) are counted by the connections in local
+//! tallies and added to shared atomics once per written batch, so the
+//! fan-out path does not share a counter per event.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use crate::resource::Resource;
+
+/// Upper bounds of `apiserver_watch_events_sizes` (bytes; the apiserver's
+/// `ExponentialBuckets(1024, 2.0, 8)`).
+pub const EVENT_SIZE_BUCKETS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
+
+/// What the server counts for one resource (shared by its connections).
+#[derive(Debug, Default)]
+pub struct ResourceMetrics {
+    events_sent: AtomicU64,
+    bytes_sent: AtomicU64,
+    /// Per bucket of [`EVENT_SIZE_BUCKETS`], then one for larger events
+    /// (not cumulative).
+    size_buckets: [AtomicU64; 9],
+    watches_open: AtomicU64,
+    described: AtomicU64,
+    /// (verb, code) -> requests.
+    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
+}
+
+/// A connection's tally of what it wrote since its last flush.
+#[derive(Debug, Default)]
+pub struct Tally {
+    events: u64,
+    bytes: u64,
+    sizes: [u64; 9],
+    described: u64,
+}
+
+impl Tally {
+    /// One event of `size` bytes written.
+    #[inline]
+    pub fn event(&mut self, size: usize) {
+        self.events += 1;
+        self.bytes += size as u64;
+        let i = EVENT_SIZE_BUCKETS
+            .iter()
+            .position(|&le| size as u64 <= le)
+            .unwrap_or(EVENT_SIZE_BUCKETS.len());
+        self.sizes[i] += 1;
+    }
+
+    /// One object described from its metadata (its payload was not JSON).
+    pub fn described(&mut self) {
+        self.described += 1;
+    }
+}
+
+impl ResourceMetrics {
+    /// Adds a connection's tally and resets it.
+    pub fn flush(&self, tally: &mut Tally) {
+        if tally.events == 0 && tally.described == 0 {
+            return;
+        }
+        self.events_sent.fetch_add(tally.events, Ordering::Relaxed);
+        self.bytes_sent.fetch_add(tally.bytes, Ordering::Relaxed);
+        for (shared, &n) in self.size_buckets.iter().zip(&tally.sizes) {
+            if n > 0 {
+                shared.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        self.described.fetch_add(tally.described, Ordering::Relaxed);
+        *tally = Tally::default();
+    }
+
+    /// A request answered with `code`.
+    pub fn request(&self, verb: &'static str, code: u16) {
+        let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+        *r.entry((verb, code)).or_default() += 1;
+    }
+
+    /// A watch connection opened (the guard closes it).
+    pub fn watch_opened(self: &std::sync::Arc<Self>) -> OpenWatch {
+        self.watches_open.fetch_add(1, Ordering::Relaxed);
+        OpenWatch(self.clone())
+    }
+
+    /// Watch events written so far.
+    pub fn events_sent(&self) -> u64 {
+        self.events_sent.load(Ordering::Relaxed)
+    }
+
+    /// Watch connections open now.
+    pub fn watches_open(&self) -> u64 {
+        self.watches_open.load(Ordering::Relaxed)
+    }
+}
+
+/// An open watch connection; dropping it counts it closed.
+#[derive(Debug)]
+pub struct OpenWatch(std::sync::Arc<ResourceMetrics>);
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.watches_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// The collector of every served resource's figures.
+#[derive(Debug)]
+struct Resources(Vec<Resource>);
+
+/// Encodes one metric family: `name` (without `_total` for counters),
+/// its help and type, then one sample per `(labels, value)`.
+fn family<V: Copy>(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric_type: MetricType,
+    samples: &[(Vec<(&str, String)>, V)],
+    mut encode: impl FnMut(&mut prometheus_client::encoding::MetricEncoder<'_>, V) -> std::fmt::Result,
+) -> std::fmt::Result {
+    let mut metric = encoder.encode_descriptor(name, help, None, metric_type)?;
+    for (labels, value) in samples {
+        let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut m = metric.encode_family(&labels)?;
+        encode(&mut m, *value)?;
+    }
+    Ok(())
+}
+
+impl Collector for Resources {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
+        let stats: Vec<_> = self.0.iter().map(|r| (r, r.engine.stats())).collect();
+        let by_resource = |f: &dyn Fn(&Resource, &herald::Stats) -> u64| {
+            stats
+                .iter()
+                .map(|(r, s)| (vec![("resource", r.info.plural.clone())], f(r, s)))
+                .collect::<Vec<_>>()
+        };
+        let gvr = |r: &Resource| {
+            vec![
+                ("group", String::new()),
+                ("version", "v1".to_owned()),
+                ("resource", r.info.plural.clone()),
+            ]
+        };
+        let counter = |m: &mut prometheus_client::encoding::MetricEncoder<'_>, v: u64| {
+            m.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&v, None)
+        };
+        let gauge =
+            |m: &mut prometheus_client::encoding::MetricEncoder<'_>, v: u64| m.encode_gauge(&v);
+        let counters: [(&str, &str, &dyn Fn(&Resource, &herald::Stats) -> u64); 5] = [
+            (
+                "apiserver_watch_cache_events_received",
+                "Changes the watch cache received from its source.",
+                &|_, s| s.changes_received,
+            ),
+            (
+                "apiserver_watch_cache_events_dispatched",
+                "Changes the watch cache dispatched to its watchers.",
+                &|_, s| s.changes_dispatched,
+            ),
+            (
+                "apiserver_watch_cache_initializations",
+                "Times the watch cache was (re-)listed from its source.",
+                &|_, s| s.relists,
+            ),
+            (
+                "apiserver_terminated_watchers",
+                "Watchers closed for not keeping up (the slow-watcher policy).",
+                &|_, s| s.terminations.too_slow,
+            ),
+            (
+                "herald_deliveries",
+                "Events delivered to the engine's watches (in-process).",
+                &|_, s| s.deliveries,
+            ),
+        ];
+        for (name, help, f) in counters {
+            family(
+                &mut encoder,
+                name,
+                help,
+                MetricType::Counter,
+                &by_resource(f),
+                counter,
+            )?;
+        }
+        let gauges: [(&str, &str, &dyn Fn(&Resource, &herald::Stats) -> u64); 4] = [
+            (
+                "apiserver_watch_cache_capacity",
+                "Records the watch cache's history ring holds room for.",
+                &|_, s| s.ring_capacity,
+            ),
+            (
+                "apiserver_watch_cache_resource_version",
+                "The resource version the watch cache has reached.",
+                &|r, _| r.engine.resource_version().get(),
+            ),
+            (
+                "herald_watchers_active",
+                "Watches registered with the engine's dispatcher.",
+                &|_, s| s.watchers_active,
+            ),
+            (
+                "herald_http_watch_connections",
+                "Watch connections open on this server.",
+                &|r, _| r.metrics.watches_open(),
+            ),
+        ];
+        for (name, help, f) in gauges {
+            family(
+                &mut encoder,
+                name,
+                help,
+                MetricType::Gauge,
+                &by_resource(f),
+                gauge,
+            )?;
+        }
+        let registered: Vec<_> = stats
+            .iter()
+            .map(|(r, s)| {
+                (
+                    vec![
+                        ("group", String::new()),
+                        ("version", "v1".to_owned()),
+                        ("kind", r.info.kind.clone()),
+                    ],
+                    s.watchers_active,
+                )
+            })
+            .collect();
+        family(
+            &mut encoder,
+            "apiserver_registered_watchers",
+            "Watchers registered, by kind.",
+            MetricType::Gauge,
+            &registered,
+            gauge,
+        )?;
+        let sent: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (gvr(r), r.metrics.events_sent()))
+            .collect();
+        family(
+            &mut encoder,
+            "apiserver_watch_events",
+            "Watch events written to clients.",
+            MetricType::Counter,
+            &sent,
+            counter,
+        )?;
+        let bytes: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (gvr(r), r.metrics.bytes_sent.load(Ordering::Relaxed)))
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_watch_bytes",
+            "Bytes of watch events written to clients.",
+            MetricType::Counter,
+            &bytes,
+            counter,
+        )?;
+        let described: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (by_plural(r), r.metrics.described.load(Ordering::Relaxed)))
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_described_objects",
+            "Objects sent described from their metadata (their payload was not JSON): encoded per delivery.",
+            MetricType::Counter,
+            &described,
+            counter,
+        )?;
+        // Ended watches by reason.
+        let mut ends = Vec::new();
+        for (r, s) in &stats {
+            let t = &s.terminations;
+            for (reason, n) in [
+                ("stopped", t.stopped),
+                ("deadline", t.deadline),
+                ("too_slow", t.too_slow),
+                ("gone", t.gone),
+                ("relisted", t.relisted),
+                ("engine_stopped", t.engine_stopped),
+                ("too_large_resource_version", t.too_large_resource_version),
+                ("engine_failed", t.engine_failed),
+            ] {
+                ends.push((
+                    vec![
+                        ("resource", r.info.plural.clone()),
+                        ("reason", reason.to_owned()),
+                    ],
+                    n,
+                ));
+            }
+        }
+        family(
+            &mut encoder,
+            "herald_watch_terminations",
+            "Watches ended, by reason.",
+            MetricType::Counter,
+            &ends,
+            counter,
+        )?;
+        // Requests by verb and code.
+        let mut requests = Vec::new();
+        for (r, _) in &stats {
+            let map = r.metrics.requests.lock().unwrap_or_else(|e| e.into_inner());
+            for (&(verb, code), &n) in map.iter() {
+                requests.push((
+                    vec![
+                        ("verb", verb.to_owned()),
+                        ("resource", r.info.plural.clone()),
+                        ("code", code.to_string()),
+                    ],
+                    n,
+                ));
+            }
+        }
+        family(
+            &mut encoder,
+            "apiserver_request",
+            "Requests answered, by verb and HTTP code.",
+            MetricType::Counter,
+            &requests,
+            counter,
+        )?;
+        // Histograms.
+        {
+            let mut metric = encoder.encode_descriptor(
+                "apiserver_watch_events_sizes",
+                "Sizes of watch events written to clients (bytes).",
+                None,
+                MetricType::Histogram,
+            )?;
+            for (r, _) in &stats {
+                let labels = gvr(r);
+                let labels: Vec<(&str, &str)> =
+                    labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                let mut cumulative = 0;
+                let mut buckets = Vec::with_capacity(9);
+                for (i, b) in r.metrics.size_buckets.iter().enumerate() {
+                    cumulative += b.load(Ordering::Relaxed);
+                    let le = EVENT_SIZE_BUCKETS
+                        .get(i)
+                        .map_or(f64::INFINITY, |&le| le as f64);
+                    buckets.push((le, cumulative));
+                }
+                let sum = r.metrics.bytes_sent.load(Ordering::Relaxed) as f64;
+                metric
+                    .encode_family(&labels)?
+                    .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                        sum, cumulative, &buckets, None,
+                    )?;
+            }
+        }
+        for (name, help, pick) in [
+            (
+                "herald_applied_to_enqueued_seconds",
+                "From the writer applying a change to the dispatcher enqueuing it (sampled).",
+                (|s: &herald::Stats| s.applied_to_enqueued.clone())
+                    as fn(&herald::Stats) -> herald::Histogram,
+            ),
+            (
+                "herald_enqueued_to_received_seconds",
+                "From the dispatcher enqueuing a change to a watch receiving it (sampled).",
+                |s: &herald::Stats| s.enqueued_to_received.clone(),
+            ),
+        ] {
+            let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
+            for (r, s) in &stats {
+                let h = pick(s);
+                let labels = [("resource", r.info.plural.as_str())];
+                let buckets: Vec<(f64, u64)> = h
+                    .buckets()
+                    .map(|b| {
+                        (
+                            b.le.map_or(f64::INFINITY, |d| d.as_secs_f64()),
+                            b.cumulative,
+                        )
+                    })
+                    .collect();
+                metric
+                    .encode_family(&labels)?
+                    .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                        h.sum().as_secs_f64(),
+                        h.count(),
+                        &buckets,
+                        None,
+                    )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn by_plural(r: &Resource) -> Vec<(&'static str, String)> {
+    vec![("resource", r.info.plural.clone())]
+}
+
+/// The registry of a server serving `resources`.
+pub fn registry(resources: Vec<Resource>) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Resources(resources)));
+    registry
+}
+
+/// The registry's text exposition.
+pub fn render(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
+    out
+}

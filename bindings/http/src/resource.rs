@@ -1,0 +1,196 @@
+//! A served resource: its names (as discovery and the paths spell them)
+//! and the engine that holds it.
+
+use std::sync::Arc;
+
+use herald::{Engine, Reflector};
+
+use crate::metrics::ResourceMetrics;
+
+/// A resource's names and shape, as the apiserver's discovery gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The path segment (`pods`).
+    pub plural: String,
+    /// The singular name (`pod`).
+    pub singular: String,
+    /// The object kind (`Pod`).
+    pub kind: String,
+    /// The list kind (`PodList`).
+    pub list_kind: String,
+    /// Whether objects live in namespaces (the engine's keys are
+    /// `namespace/name`) or not (`name`).
+    pub namespaced: bool,
+    /// Short names (`po`), for `kubectl get po`.
+    pub short_names: Vec<String>,
+}
+
+impl ResourceInfo {
+    /// A namespaced core/v1 resource.
+    pub fn namespaced(plural: &str, singular: &str, kind: &str, short: &[&str]) -> ResourceInfo {
+        ResourceInfo {
+            plural: plural.into(),
+            singular: singular.into(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            namespaced: true,
+            short_names: short.iter().map(|s| (*s).into()).collect(),
+        }
+    }
+
+    /// `pods`.
+    pub fn pods() -> ResourceInfo {
+        ResourceInfo::namespaced("pods", "pod", "Pod", &["po"])
+    }
+
+    /// `configmaps`.
+    pub fn configmaps() -> ResourceInfo {
+        ResourceInfo::namespaced("configmaps", "configmap", "ConfigMap", &["cm"])
+    }
+
+    /// `secrets`.
+    pub fn secrets() -> ResourceInfo {
+        ResourceInfo::namespaced("secrets", "secret", "Secret", &[])
+    }
+
+    /// The well-known core/v1 resource of this plural name, if Herald
+    /// knows its kind.
+    pub fn known(plural: &str) -> Option<ResourceInfo> {
+        match plural {
+            "pods" => Some(ResourceInfo::pods()),
+            "configmaps" => Some(ResourceInfo::configmaps()),
+            "secrets" => Some(ResourceInfo::secrets()),
+            "services" => Some(ResourceInfo::namespaced(
+                "services",
+                "service",
+                "Service",
+                &["svc"],
+            )),
+            "endpoints" => Some(ResourceInfo::namespaced(
+                "endpoints",
+                "endpoints",
+                "Endpoints",
+                &["ep"],
+            )),
+            "events" => Some(ResourceInfo::namespaced(
+                "events",
+                "event",
+                "Event",
+                &["ev"],
+            )),
+            "serviceaccounts" => Some(ResourceInfo::namespaced(
+                "serviceaccounts",
+                "serviceaccount",
+                "ServiceAccount",
+                &["sa"],
+            )),
+            _ => None,
+        }
+    }
+
+    /// The engine key of `name` in `namespace`.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("{ns}/{name}"),
+            _ => name.to_owned(),
+        }
+    }
+
+    /// The value of the initial-events-end bookmark's
+    /// `k8s.io/initial-events-list-blueprint` annotation: the empty list
+    /// of this kind, as JSON, base64-encoded (client-go builds the list it
+    /// returns from a watch-list from it).
+    pub fn list_blueprint(&self) -> String {
+        let empty = format!(
+            "{{\"kind\":\"{}\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"items\":null}}",
+            self.list_kind
+        );
+        base64(empty.as_bytes())
+    }
+}
+
+/// Standard base64 with padding.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// A served resource: its names, the engine serving it, and the reflector
+/// keeping the engine in step with its source (if any).
+#[derive(Debug, Clone)]
+pub struct Resource {
+    pub(crate) info: Arc<ResourceInfo>,
+    pub(crate) engine: Engine,
+    pub(crate) reflector: Option<Arc<Reflector>>,
+    pub(crate) metrics: Arc<ResourceMetrics>,
+}
+
+impl Resource {
+    /// Serves `engine` as the resource `info`. With a `reflector`, reads
+    /// of the most recent state are consistent with its source (they wait
+    /// for the source's current revision); without one, they are served
+    /// from what the engine holds.
+    pub fn new(info: ResourceInfo, engine: Engine, reflector: Option<Reflector>) -> Resource {
+        let info = Arc::new(info);
+        Resource {
+            metrics: Arc::new(ResourceMetrics::default()),
+            info,
+            engine,
+            reflector: reflector.map(Arc::new),
+        }
+    }
+
+    /// The resource's names.
+    pub fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    /// The engine serving it.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The reflector keeping the engine in step with its source, if any.
+    pub fn reflector(&self) -> Option<&Reflector> {
+        self.reflector.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn keys_follow_the_scope() {
+        let pods = ResourceInfo::pods();
+        assert_eq!(pods.key(Some("ns"), "a"), "ns/a");
+        assert_eq!(pods.key(None, "a"), "a");
+        assert_eq!(ResourceInfo::known("cm"), None);
+        assert_eq!(ResourceInfo::known("configmaps").unwrap().kind, "ConfigMap");
+    }
+}

@@ -1,0 +1,489 @@
+//! The routes: LIST, WATCH and GET of each resource under the core v1
+//! paths, discovery, health and metrics.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
+use prometheus_client::registry::Registry;
+
+use crate::discovery;
+use crate::encode::{ListBody, ObjectJson, object_json};
+use crate::params::Options;
+use crate::resource::Resource;
+use crate::status::ApiError;
+use crate::watch::WatchBody;
+
+/// The server's settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// A watch without `timeoutSeconds` ends after a random time in
+    /// `[min_request_timeout, 2 × min_request_timeout)` (the apiserver's
+    /// `--min-request-timeout`, 1,800 s).
+    pub min_request_timeout: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            min_request_timeout: Duration::from_secs(1800),
+        }
+    }
+}
+
+/// The Kubernetes list/watch API of a set of resources.
+#[derive(Debug, Clone)]
+pub struct Server {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    resources: BTreeMap<String, Resource>,
+    registry: Registry,
+    config: ServerConfig,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("resources", &self.resources.keys().collect::<Vec<_>>())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
+
+fn pairs(q: Pairs) -> Result<Vec<(String, String)>, ApiError> {
+    q.map(|Query(p)| p)
+        .map_err(|e| ApiError::bad_request(format!("malformed query: {}", e.body_text())))
+}
+
+fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
+    let mut r = (code, body.into()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Cancels a blocking read when the request is dropped (the client went
+/// away).
+struct CancelOnDrop(ReadCancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// Runs a blocking engine call off the runtime's workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .unwrap_or_else(|e| Err(ApiError::internal(format!("a read failed: {e}"))))
+}
+
+impl Server {
+    /// Serves `resources` (by their plural names; a later one of the same
+    /// name replaces an earlier).
+    pub fn new(resources: impl IntoIterator<Item = Resource>, config: ServerConfig) -> Server {
+        let resources: BTreeMap<String, Resource> = resources
+            .into_iter()
+            .map(|r| (r.info.plural.clone(), r))
+            .collect();
+        let registry = crate::metrics::registry(resources.values().cloned().collect());
+        Server {
+            inner: Arc::new(Inner {
+                resources,
+                registry,
+                config,
+            }),
+        }
+    }
+
+    /// The served resources.
+    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
+        self.inner.resources.values()
+    }
+
+    /// The routes, ready for `axum::serve`.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/version", any(version))
+            .route("/version/", any(version))
+            .route("/api", any(api))
+            .route("/api/", any(api))
+            .route("/api/v1", any(api_v1))
+            .route("/api/v1/", any(api_v1))
+            .route("/apis", any(apis))
+            .route("/apis/", any(apis))
+            .route("/healthz", any(healthz))
+            .route("/livez", any(healthz))
+            .route("/readyz", any(readyz))
+            .route("/metrics", any(metrics))
+            .route("/api/v1/{plural}", any(cluster_collection))
+            .route("/api/v1/{plural}/{name}", any(cluster_object))
+            .route(
+                "/api/v1/namespaces/{ns}/{plural}",
+                any(namespaced_collection),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/{plural}/{name}",
+                any(namespaced_object),
+            )
+            .fallback(fallback)
+            .with_state(self.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router())
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+
+    fn resource(&self, plural: &str, namespaced: bool) -> Result<Resource, ApiError> {
+        match self.inner.resources.get(plural) {
+            Some(r) if !namespaced || r.info.namespaced => Ok(r.clone()),
+            _ => Err(ApiError::no_route(plural)),
+        }
+    }
+
+    /// A watch's timeout when the client set none: random in
+    /// `[min, 2 × min)`, so that watches opened together do not all end
+    /// together.
+    fn default_timeout(&self) -> Duration {
+        let min = self.inner.config.min_request_timeout;
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        // A cheap mix of the clock's low bits: spread, not secret.
+        let frac = f64::from(nanos.wrapping_mul(2_654_435_761) % 1_000_000) / 1e6;
+        min + min.mul_f64(frac)
+    }
+
+    async fn collection(&self, ns: Option<String>, plural: &str, q: Pairs) -> Response {
+        let resource = match self.resource(plural, ns.is_some()) {
+            Ok(r) => r,
+            Err(e) => return e.into_response(),
+        };
+        let options = match pairs(q).and_then(|p| Options::parse(&p)) {
+            Ok(o) => o,
+            Err(e) => return self.answer(&resource, "list", Err(e)),
+        };
+        let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
+        if options.watch {
+            let r = self.watch(&resource, scope, options).await;
+            self.answer(&resource, "watch", r)
+        } else {
+            let r = list(&resource, scope, options).await;
+            self.answer(&resource, "list", r)
+        }
+    }
+
+    async fn object(&self, ns: Option<String>, plural: &str, name: &str, q: Pairs) -> Response {
+        let resource = match self.resource(plural, ns.is_some()) {
+            Ok(r) => r,
+            Err(e) => return e.into_response(),
+        };
+        let options = match pairs(q).and_then(|p| Options::parse(&p)) {
+            Ok(o) => o,
+            Err(e) => return self.answer(&resource, "get", Err(e)),
+        };
+        if options.watch {
+            // The legacy single-object watch: the collection, narrowed to
+            // the one name.
+            let key = resource.info.key(ns.as_deref(), name);
+            let by_name = format!("metadata.name={name}")
+                .parse::<FieldSelector>()
+                .map_err(|e| ApiError::bad_request(format!("invalid name {name:?}: {e}")));
+            let r = match by_name {
+                Ok(fields) => {
+                    let options = Options {
+                        fields: Some(fields),
+                        ..options
+                    };
+                    self.watch(&resource, KeyScope::exact(&key), options).await
+                }
+                Err(e) => Err(e),
+            };
+            return self.answer(&resource, "watch", r);
+        }
+        let r = get(&resource, ns.as_deref(), name, options).await;
+        self.answer(&resource, "get", r)
+    }
+
+    fn answer(
+        &self,
+        resource: &Resource,
+        verb: &'static str,
+        r: Result<Response, ApiError>,
+    ) -> Response {
+        let response = r.unwrap_or_else(IntoResponse::into_response);
+        resource.metrics.request(verb, response.status().as_u16());
+        response
+    }
+
+    async fn watch(
+        &self,
+        resource: &Resource,
+        scope: KeyScope,
+        o: Options,
+    ) -> Result<Response, ApiError> {
+        let mut req = WatchRequest::new()
+            .scope(scope)
+            .resource_version(o.resource_version)
+            .allow_bookmarks(o.allow_bookmarks)
+            .timeout(o.timeout.unwrap_or_else(|| self.default_timeout()));
+        if let Some(labels) = o.labels {
+            req = req.labels(labels);
+        }
+        if let Some(fields) = o.fields {
+            req = req.fields(fields);
+        }
+        if let Some(rvm) = o.resource_version_match {
+            req = req.resource_version_match(rvm);
+        }
+        if let Some(send) = o.send_initial_events {
+            req = req.send_initial_events(send);
+        }
+        let engine = resource.engine.clone();
+        let opened = blocking(move || Ok(engine.watch(req))).await?;
+        let body = match opened {
+            Ok(watch) => WatchBody::new(resource.clone(), watch),
+            Err(e) => {
+                let e = ApiError::from(e);
+                // Options and readiness fail the request; a version the
+                // cache cannot serve is an ERROR event on a 200, which is
+                // what makes a client re-list (the apiserver's error
+                // watcher).
+                if matches!(e.code, 400 | 429 | 503) {
+                    return Err(e);
+                }
+                WatchBody::error(resource.clone(), e)
+            }
+        };
+        let mut response = Response::new(Body::new(body));
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        Ok(response)
+    }
+}
+
+async fn list(resource: &Resource, scope: KeyScope, o: Options) -> Result<Response, ApiError> {
+    let at = ReadAt::for_list(
+        o.resource_version,
+        o.resource_version_match,
+        o.limit > 0,
+        o.continue_token.is_some(),
+    )
+    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let cancel = ReadCancel::new();
+    let mut req = ListRequest::new().scope(scope).at(at).cancel_on(&cancel);
+    if o.limit > 0 {
+        req = req.limit(o.limit);
+    }
+    if let Some(token) = o.continue_token {
+        req = req.continue_from(token);
+    }
+    if let Some(labels) = o.labels {
+        req = req.labels(labels);
+    }
+    if let Some(fields) = o.fields {
+        req = req.fields(fields);
+    }
+    let _guard = CancelOnDrop(cancel);
+    let r = resource.clone();
+    blocking(move || {
+        let page = r.engine.list(&req)?;
+        let token = page.continue_token.as_ref().map(ToString::to_string);
+        let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
+        for item in &page.items {
+            let json = object_json(&r.info, &item.object, item.resource_version);
+            body.push(json.bytes());
+        }
+        Ok(json_response(StatusCode::OK, body.finish()))
+    })
+    .await
+}
+
+async fn get(
+    resource: &Resource,
+    ns: Option<&str>,
+    name: &str,
+    o: Options,
+) -> Result<Response, ApiError> {
+    let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let key = resource.info.key(ns, name);
+    let r = resource.clone();
+    let name = name.to_owned();
+    blocking(move || {
+        let got = r.engine.get(&key, at)?;
+        let Some(item) = got.item else {
+            return Err(ApiError::not_found(&r.info.plural, &name));
+        };
+        let json = object_json(&r.info, &item.object, item.resource_version);
+        let bytes = match json {
+            ObjectJson::Stored(b) | ObjectJson::Described(b) => b,
+        };
+        Ok(json_response(StatusCode::OK, bytes))
+    })
+    .await
+}
+
+fn only_get(method: &Method) -> Result<(), Response> {
+    if method == Method::GET || method == Method::HEAD {
+        Ok(())
+    } else {
+        Err(ApiError::method_not_allowed(method.as_str()).into_response())
+    }
+}
+
+async fn cluster_collection(
+    State(s): State<Server>,
+    method: Method,
+    Path(plural): Path<String>,
+    q: Pairs,
+) -> Response {
+    if let Err(r) = only_get(&method) {
+        return r;
+    }
+    s.collection(None, &plural, q).await
+}
+
+async fn namespaced_collection(
+    State(s): State<Server>,
+    method: Method,
+    Path((ns, plural)): Path<(String, String)>,
+    q: Pairs,
+) -> Response {
+    if let Err(r) = only_get(&method) {
+        return r;
+    }
+    s.collection(Some(ns), &plural, q).await
+}
+
+async fn cluster_object(
+    State(s): State<Server>,
+    method: Method,
+    Path((plural, name)): Path<(String, String)>,
+    q: Pairs,
+) -> Response {
+    if let Err(r) = only_get(&method) {
+        return r;
+    }
+    // A namespaced resource has no cluster-scoped objects.
+    match s.resource(&plural, false) {
+        Ok(r) if r.info.namespaced => {
+            ApiError::no_route(&format!("/api/v1/{plural}/{name}")).into_response()
+        }
+        _ => s.object(None, &plural, &name, q).await,
+    }
+}
+
+async fn namespaced_object(
+    State(s): State<Server>,
+    method: Method,
+    Path((ns, plural, name)): Path<(String, String, String)>,
+    q: Pairs,
+) -> Response {
+    if let Err(r) = only_get(&method) {
+        return r;
+    }
+    s.object(Some(ns), &plural, &name, q).await
+}
+
+async fn version() -> Response {
+    json_response(StatusCode::OK, discovery::version())
+}
+
+async fn api(uri: Uri) -> Response {
+    let _ = uri;
+    json_response(StatusCode::OK, discovery::api_versions())
+}
+
+async fn api_v1(State(s): State<Server>) -> Response {
+    json_response(
+        StatusCode::OK,
+        discovery::api_resources(s.resources().map(|r| &*r.info)),
+    )
+}
+
+async fn apis() -> Response {
+    json_response(StatusCode::OK, discovery::api_groups())
+}
+
+async fn healthz(State(s): State<Server>) -> Response {
+    let failed: Vec<String> = s
+        .resources()
+        .filter_map(|r| {
+            r.engine
+                .failure()
+                .map(|f| format!("{}: {f}", r.info.plural))
+        })
+        .collect();
+    if failed.is_empty() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::INTERNAL_SERVER_ERROR, failed.join("\n")).into_response()
+    }
+}
+
+async fn readyz(State(s): State<Server>) -> Response {
+    let mut out = String::new();
+    let mut ready = true;
+    for r in s.resources() {
+        let state = r.engine.lifecycle();
+        ready &= state == Lifecycle::Ready;
+        out.push_str(&format!(
+            "[{}] {}: {state:?}\n",
+            if state == Lifecycle::Ready { "+" } else { "-" },
+            r.info.plural
+        ));
+    }
+    out.push_str(if ready {
+        "readyz check passed\n"
+    } else {
+        "readyz check failed\n"
+    });
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, out).into_response()
+}
+
+async fn metrics(State(s): State<Server>) -> Response {
+    let mut r = crate::metrics::render(&s.inner.registry).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+async fn fallback(uri: Uri) -> Response {
+    ApiError::no_route(uri.path()).into_response()
+}

@@ -1,0 +1,186 @@
+//! Resources fed by a source: the embedded in-memory source (with the
+//! demo's changing pods) or an etcd cluster.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
+use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+
+use crate::resource::{Resource, ResourceInfo};
+
+/// The fields a pod's engine decodes and indexes (field selectors on
+/// others match nothing).
+pub const POD_FIELDS: [&str; 2] = ["spec.nodeName", "status.phase"];
+
+/// An engine for `info` fed by `source` through a reflector. Pods get a
+/// trigger index on `spec.nodeName` (the kubelet's watch).
+pub fn resource_on(
+    info: ResourceInfo,
+    source: Arc<dyn Source>,
+) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
+    let mut config = Config::default();
+    if info.plural == "pods" {
+        config = config.index("spec.nodeName");
+    }
+    let (engine, writer) = Engine::new(config)?;
+    let reflector = Reflector::spawn(source, engine.clone(), writer, ReflectorConfig::default())?;
+    Ok(Resource::new(info, engine, Some(reflector)))
+}
+
+/// A resource read from etcd: `endpoints`, keys under `prefix` (the
+/// apiserver's `/registry/pods/`), JSON values decoded with `fields`.
+pub fn etcd_resource(
+    info: ResourceInfo,
+    endpoints: &[String],
+    prefix: &str,
+    fields: &[String],
+) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
+    let mut decoder = Decoder::new();
+    for f in fields {
+        decoder = decoder.field(f);
+    }
+    let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
+    resource_on(info, Arc::new(source))
+}
+
+/// A demo pod as the apiserver stores one (JSON), at version `rv`.
+pub fn demo_pod(i: usize, rv: u64, generation: u64) -> Object {
+    let ns = format!("demo-{}", i % 10);
+    let name = format!("pod-{i:05}");
+    let node = format!("node-{}", i % 50);
+    let phases = ["Pending", "Running", "Running", "Running", "Succeeded"];
+    let phase = phases[(generation as usize + i) % phases.len()];
+    let ready = phase == "Running";
+    let restarts = generation / phases.len() as u64;
+    let payload = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": format!("00000000-0000-4000-8000-{i:012}"),
+            "resourceVersion": rv.to_string(),
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"app": format!("app-{}", i % 7), "demo": "true"},
+        },
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+        },
+        "status": {
+            "phase": phase,
+            "startTime": "2026-01-01T00:00:00Z",
+            "containerStatuses": [{
+                "name": "main",
+                "image": "registry.k8s.io/pause:3.10",
+                "imageID": "",
+                "ready": ready,
+                "started": ready,
+                "restartCount": restarts,
+                "state": if ready { serde_json::json!({"running": {"startedAt": "2026-01-01T00:00:00Z"}}) } else { serde_json::json!({"waiting": {"reason": phase}}) },
+            }],
+        },
+    });
+    Object::builder(&ns, &name)
+        .label("app", &format!("app-{}", i % 7))
+        .label("demo", "true")
+        .field("spec.nodeName", &node)
+        .field("status.phase", phase)
+        .payload(serde_json::to_vec(&payload).unwrap_or_default())
+        .build()
+}
+
+/// The demo: an in-memory source of `pods` pods that change at `rate`
+/// changes per second (each change moves one pod to its next phase), until
+/// dropped.
+#[derive(Debug)]
+pub struct Demo {
+    source: MemorySource,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Demo {
+    /// Seeds the source and starts changing it. Each pod's
+    /// `metadata.resourceVersion` is the revision its put gets
+    /// ([`MemorySource::put_with`]).
+    pub fn start(pods: usize, rate: f64) -> Demo {
+        let source = MemorySource::new();
+        for i in 0..pods {
+            source.put_with(|rv| demo_pod(i, rv.get(), 0));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = (pods > 0 && rate > 0.0).then(|| {
+            let (source, stop) = (source.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("herald-demo".into())
+                .spawn(move || change(&source, pods, rate, &stop))
+                .expect("spawn the demo thread")
+        });
+        Demo {
+            source,
+            stop,
+            thread,
+        }
+    }
+
+    /// The source.
+    pub fn source(&self) -> &MemorySource {
+        &self.source
+    }
+}
+
+fn change(source: &MemorySource, pods: usize, rate: f64, stop: &AtomicBool) {
+    let every = Duration::from_secs_f64(1.0 / rate);
+    let mut next = Instant::now();
+    let mut n: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let i = (n.wrapping_mul(7919) % pods as u64) as usize;
+        let generation = n / pods as u64 + 1;
+        source.put_with(|rv| demo_pod(i, rv.get(), generation));
+        n += 1;
+        next += every;
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else if now - next > Duration::from_secs(1) {
+            // Fell behind (a stalled machine): do not burst to catch up.
+            next = now;
+        }
+    }
+}
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn demo_pods_carry_their_version_and_move() {
+        let demo = Demo::start(20, 0.0);
+        let listing = demo.source().list().unwrap();
+        assert_eq!(listing.items.len(), 20);
+        for item in &listing.items {
+            let v: serde_json::Value = serde_json::from_slice(item.object.payload()).unwrap();
+            assert_eq!(
+                v["metadata"]["resourceVersion"],
+                item.resource_version.get().to_string()
+            );
+            assert_eq!(v["metadata"]["name"], item.object.name());
+        }
+        let a = demo_pod(3, 9, 0);
+        let b = demo_pod(3, 10, 1);
+        assert_ne!(a.field("status.phase"), b.field("status.phase"));
+    }
+}

@@ -1,0 +1,142 @@
+//! A watch response's body: a Herald [`Watch`] read as the client's
+//! socket takes it.
+//!
+//! hyper polls the body only when the connection can take more, so a
+//! client that does not read stops the polling, and the watch's backlog
+//! stays in the engine, where the slow-watcher policy bounds it (a parked
+//! watcher reads the shared history; one the history outruns ends
+//! `Gone`). What a connection holds of its own is one batch of at most
+//! [`BATCH`] events, the engine's watch handle, and hyper's buffers.
+//!
+//! Each poll visits up to [`BATCH`] events with `Watch::poll_visit_batch`
+//! (the connection's task is the waker: an idle watch costs the runtime
+//! nothing) and writes them as one chunk of JSON lines; an object's JSON
+//! is its stored payload, copied, never encoded here (see
+//! [`crate::encode`]).
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use herald::{EventKind, Watch};
+use http_body::{Body, Frame};
+
+use crate::encode::{ObjectJson, bookmark_object, event_type, object_json, push_event};
+use crate::metrics::{OpenWatch, Tally};
+use crate::resource::Resource;
+use crate::status::{ApiError, end_error};
+
+/// Events written per chunk at most.
+pub const BATCH: usize = 64;
+
+/// The body of a watch response.
+pub struct WatchBody {
+    watch: Option<Watch>,
+    /// An error to send as the only event (a watch refused after the
+    /// response began, as the apiserver's error watcher does).
+    error: Option<ApiError>,
+    resource: Resource,
+    tally: Tally,
+    buf: BytesMut,
+    _open: OpenWatch,
+}
+
+impl std::fmt::Debug for WatchBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WatchBody")
+            .field("resource", &self.resource.info.plural)
+            .field("open", &self.watch.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WatchBody {
+    /// Streams `watch`.
+    pub fn new(resource: Resource, watch: Watch) -> WatchBody {
+        WatchBody::with(resource, Some(watch), None)
+    }
+
+    /// A stream of one `ERROR` event (`Status`), then the end.
+    pub fn error(resource: Resource, error: ApiError) -> WatchBody {
+        WatchBody::with(resource, None, Some(error))
+    }
+
+    fn with(resource: Resource, watch: Option<Watch>, error: Option<ApiError>) -> WatchBody {
+        WatchBody {
+            _open: resource.metrics.watch_opened(),
+            watch,
+            error,
+            resource,
+            tally: Tally::default(),
+            buf: BytesMut::new(),
+        }
+    }
+
+    fn take_chunk(&mut self) -> Option<Bytes> {
+        self.resource.metrics.flush(&mut self.tally);
+        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
+    }
+}
+
+impl Body for WatchBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if let Some(error) = this.error.take() {
+            let start = this.buf.len();
+            push_event(&mut this.buf, "ERROR", &error.to_json());
+            this.tally.event(this.buf.len() - start);
+            return Poll::Ready(this.take_chunk().map(|b| Ok(Frame::data(b))));
+        }
+        let Some(watch) = this.watch.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let info = &this.resource.info;
+        let (buf, tally) = (&mut this.buf, &mut this.tally);
+        let polled = watch.poll_visit_batch(cx, BATCH, |ev| {
+            let start = buf.len();
+            let rv = ev.resource_version();
+            match (ev.kind(), ev.object()) {
+                (EventKind::Bookmark, _) | (_, None) => {
+                    let object = bookmark_object(info, rv, ev.is_initial_events_end());
+                    push_event(buf, "BOOKMARK", &object);
+                }
+                (kind, Some(object)) => {
+                    let json = object_json(info, object, rv);
+                    if matches!(json, ObjectJson::Described(_)) {
+                        tally.described();
+                    }
+                    push_event(buf, event_type(kind), json.bytes());
+                }
+            }
+            tally.event(buf.len() - start);
+        });
+        match polled {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(visited) => {
+                if let Some(end) = visited.end {
+                    if let Some(error) = end_error(&end) {
+                        let start = this.buf.len();
+                        push_event(&mut this.buf, "ERROR", &error.to_json());
+                        this.tally.event(this.buf.len() - start);
+                    }
+                    this.watch = None;
+                } else if visited.events == 0 {
+                    // Finished earlier: nothing more will come.
+                    this.watch = None;
+                }
+                Poll::Ready(this.take_chunk().map(|b| Ok(Frame::data(b))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.watch.is_none() && self.error.is_none() && self.buf.is_empty()
+    }
+}
