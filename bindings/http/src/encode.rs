@@ -91,8 +91,10 @@ pub fn push_event(buf: &mut BytesMut, kind: &str, object: &[u8]) {
 }
 
 /// A bookmark's object: the kind and the version (and, at the end of a
-/// watch-list's initial events, the annotation that says so, and the
-/// list's blueprint).
+/// watch-list's initial events, the `k8s.io/initial-events-end`
+/// annotation that says so, and the list's blueprint under
+/// `kubernetes.io/initial-events-list-blueprint`, the key Kubernetes 1.32
+/// and 1.33 send and client-go's `WatchListClient` reads).
 pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bool) -> Vec<u8> {
     let mut metadata = json!({
         "resourceVersion": rv.get().to_string(),
@@ -101,7 +103,7 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
     if initial_end {
         metadata["annotations"] = json!({
             "k8s.io/initial-events-end": "true",
-            "k8s.io/initial-events-list-blueprint": info.list_blueprint(),
+            "kubernetes.io/initial-events-list-blueprint": info.list_blueprint(),
         });
     }
     serde_json::to_vec(&json!({

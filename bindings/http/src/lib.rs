@@ -36,6 +36,7 @@
 //! # }
 //! ```
 
+mod conn;
 pub mod discovery;
 pub mod encode;
 pub mod metrics;

@@ -45,6 +45,10 @@ struct Args {
     /// this and twice this (seconds).
     #[arg(long, default_value_t = 1800)]
     min_request_timeout: u64,
+    /// Close a watch connection whose client has not taken what it was
+    /// sent for this long (seconds).
+    #[arg(long, default_value_t = 10.0)]
+    write_stall_timeout: f64,
 }
 
 #[tokio::main]
@@ -79,8 +83,16 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
         };
         etcd_resource(info, &args.etcd, &args.prefix, &fields)?
     };
+    if !args.write_stall_timeout.is_finite() || args.write_stall_timeout <= 0.0 {
+        return Err(format!(
+            "--write-stall-timeout {} is not a duration",
+            args.write_stall_timeout
+        )
+        .into());
+    }
     let config = ServerConfig {
         min_request_timeout: Duration::from_secs(args.min_request_timeout.max(1)),
+        write_stall_timeout: Duration::from_secs_f64(args.write_stall_timeout.min(1e9)),
     };
     let server = Server::new([resource], config);
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -93,9 +105,20 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
         listener.local_addr()?,
         args.resource
     );
+    // On SIGINT or SIGTERM: stop accepting, stop the engine (its watches
+    // end, and their connections with them), let the rest finish.
+    let engines: Vec<_> = server.resources().map(|r| r.engine().clone()).collect();
     server
-        .serve(listener, async {
-            let _ = tokio::signal::ctrl_c().await;
+        .serve(listener, async move {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+            }
+            eprintln!("herald-server: shutting down");
+            for e in &engines {
+                e.stop();
+            }
         })
         .await?;
     Ok(())

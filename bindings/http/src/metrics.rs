@@ -33,6 +33,7 @@ pub struct ResourceMetrics {
     size_buckets: [AtomicU64; 9],
     watches_open: AtomicU64,
     described: AtomicU64,
+    stalled: AtomicU64,
     /// (verb, code) -> requests.
     requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
 }
@@ -92,6 +93,16 @@ impl ResourceMetrics {
     pub fn watch_opened(self: &std::sync::Arc<Self>) -> OpenWatch {
         self.watches_open.fetch_add(1, Ordering::Relaxed);
         OpenWatch(self.clone())
+    }
+
+    /// A watch connection closed for not reading (see [`crate::ServerConfig`]).
+    pub fn stalled(&self) {
+        self.stalled.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Watch connections closed so far for not reading.
+    pub fn stalled_total(&self) -> u64 {
+        self.stalled.load(Ordering::Relaxed)
     }
 
     /// Watch events written so far.
@@ -177,8 +188,8 @@ impl Collector for Resources {
             ),
             (
                 "apiserver_terminated_watchers",
-                "Watchers closed for not keeping up (the slow-watcher policy).",
-                &|_, s| s.terminations.too_slow,
+                "Watchers closed for not keeping up: ended by the engine's slow-watcher policy, or their connection closed for not reading.",
+                &|r, s| s.terminations.too_slow + r.metrics.stalled_total(),
             ),
             (
                 "herald_deliveries",

@@ -97,12 +97,13 @@ impl ResourceInfo {
     }
 
     /// The value of the initial-events-end bookmark's
-    /// `k8s.io/initial-events-list-blueprint` annotation: the empty list
-    /// of this kind, as JSON, base64-encoded (client-go builds the list it
-    /// returns from a watch-list from it).
+    /// `kubernetes.io/initial-events-list-blueprint` annotation: the empty
+    /// list of this kind as the apiserver encodes it in JSON (with the
+    /// encoder's trailing newline), base64-encoded; client-go builds the
+    /// list it returns from a watch-list from it.
     pub fn list_blueprint(&self) -> String {
         let empty = format!(
-            "{{\"kind\":\"{}\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"items\":null}}",
+            "{{\"kind\":\"{}\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"items\":null}}\n",
             self.list_kind
         );
         base64(empty.as_bytes())
@@ -183,6 +184,15 @@ mod tests {
         assert_eq!(base64(b"fo"), "Zm8=");
         assert_eq!(base64(b"foo"), "Zm9v");
         assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn the_blueprint_is_the_apiservers() {
+        // Kubernetes 1.32's, for pods.
+        assert_eq!(
+            ResourceInfo::pods().list_blueprint(),
+            "eyJraW5kIjoiUG9kTGlzdCIsImFwaVZlcnNpb24iOiJ2MSIsIm1ldGFkYXRhIjp7fSwiaXRlbXMiOm51bGx9Cg=="
+        );
     }
 
     #[test]

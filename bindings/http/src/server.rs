@@ -8,13 +8,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use prometheus_client::registry::Registry;
 
+use crate::conn::{ConnKill, Reaper};
 use crate::discovery;
 use crate::encode::{ListBody, ObjectJson, object_json};
 use crate::params::Options;
@@ -29,12 +30,17 @@ pub struct ServerConfig {
     /// `[min_request_timeout, 2 × min_request_timeout)` (the apiserver's
     /// `--min-request-timeout`, 1,800 s).
     pub min_request_timeout: Duration,
+    /// A watch connection that has not taken the chunk it was handed for
+    /// this long (its client stopped reading) is closed; see
+    /// [`Server::serve`]. Default 10 s.
+    pub write_stall_timeout: Duration,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             min_request_timeout: Duration::from_secs(1800),
+            write_stall_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -49,6 +55,7 @@ struct Inner {
     resources: BTreeMap<String, Resource>,
     registry: Registry,
     config: ServerConfig,
+    reaper: Arc<Reaper>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -108,6 +115,7 @@ impl Server {
             inner: Arc::new(Inner {
                 resources,
                 registry,
+                reaper: Arc::new(Reaper::new(config.write_stall_timeout)),
                 config,
             }),
         }
@@ -147,15 +155,78 @@ impl Server {
             .with_state(self.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes.
+    /// Serves HTTP/1.1 on `listener` until `shutdown` completes, then
+    /// stops accepting, lets every connection finish what it is doing
+    /// (a watch ends when its engine stops, its deadline passes or its
+    /// client goes: stop the engines to end them), and returns.
+    ///
+    /// Each connection runs in a task of its own with a kill switch: a
+    /// watch connection whose client stops reading is closed after
+    /// [`ServerConfig::write_stall_timeout`] (see the module `conn`).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(listener, self.router())
-            .with_graceful_shutdown(shutdown)
-            .await
+        let router = self.router();
+        let reaper = tokio::spawn(Reaper::run(Arc::downgrade(&self.inner.reaper)));
+        let (closing, closed) = tokio::sync::watch::channel(false);
+        let mut tasks = tokio::task::JoinSet::new();
+        tokio::pin!(shutdown);
+        loop {
+            let (stream, _) = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok(a) => a,
+                    // Out of descriptors, a connection reset before it
+                    // was taken: keep serving the others.
+                    Err(e) => {
+                        if is_fatal_accept_error(&e) {
+                            reaper.abort();
+                            return Err(e);
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let _ = stream.set_nodelay(true);
+            let router = router.clone();
+            let closed = closed.clone();
+            tasks.spawn(async move {
+                let kill = Arc::new(ConnKill::default());
+                let conn_kill = kill.clone();
+                let service = hyper::service::service_fn(
+                    move |mut req: hyper::Request<hyper::body::Incoming>| {
+                        req.extensions_mut().insert(conn_kill.clone());
+                        let mut router = router.clone();
+                        tower_service::Service::call(&mut router, req.map(Body::new))
+                    },
+                );
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(Duration::from_secs(30))
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    () = kill.killed() => {}
+                    () = until_closing(closed) => {
+                        conn.as_mut().graceful_shutdown();
+                        tokio::select! {
+                            _ = conn.as_mut() => {}
+                            () = kill.killed() => {}
+                        }
+                    }
+                }
+            });
+            // Forget the finished ones as we go.
+            while tasks.try_join_next().is_some() {}
+        }
+        let _ = closing.send(true);
+        while tasks.join_next().await.is_some() {}
+        reaper.abort();
+        Ok(())
     }
 
     fn resource(&self, plural: &str, namespaced: bool) -> Result<Resource, ApiError> {
@@ -178,7 +249,13 @@ impl Server {
         min + min.mul_f64(frac)
     }
 
-    async fn collection(&self, ns: Option<String>, plural: &str, q: Pairs) -> Response {
+    async fn collection(
+        &self,
+        ns: Option<String>,
+        plural: &str,
+        q: Pairs,
+        conn: Option<Arc<ConnKill>>,
+    ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return e.into_response(),
@@ -189,7 +266,7 @@ impl Server {
         };
         let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
         if options.watch {
-            let r = self.watch(&resource, scope, options).await;
+            let r = self.watch(&resource, scope, options, conn).await;
             self.answer(&resource, "watch", r)
         } else {
             let r = list(&resource, scope, options).await;
@@ -197,7 +274,14 @@ impl Server {
         }
     }
 
-    async fn object(&self, ns: Option<String>, plural: &str, name: &str, q: Pairs) -> Response {
+    async fn object(
+        &self,
+        ns: Option<String>,
+        plural: &str,
+        name: &str,
+        q: Pairs,
+        conn: Option<Arc<ConnKill>>,
+    ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return e.into_response(),
@@ -219,7 +303,8 @@ impl Server {
                         fields: Some(fields),
                         ..options
                     };
-                    self.watch(&resource, KeyScope::exact(&key), options).await
+                    self.watch(&resource, KeyScope::exact(&key), options, conn)
+                        .await
                 }
                 Err(e) => Err(e),
             };
@@ -245,6 +330,7 @@ impl Server {
         resource: &Resource,
         scope: KeyScope,
         o: Options,
+        conn: Option<Arc<ConnKill>>,
     ) -> Result<Response, ApiError> {
         let mut req = WatchRequest::new()
             .scope(scope)
@@ -266,7 +352,17 @@ impl Server {
         let engine = resource.engine.clone();
         let opened = blocking(move || Ok(engine.watch(req))).await?;
         let body = match opened {
-            Ok(watch) => WatchBody::new(resource.clone(), watch),
+            Ok(watch) => {
+                let body = WatchBody::new(resource.clone(), watch);
+                match conn {
+                    Some(kill) => {
+                        let reaper = self.inner.reaper.clone();
+                        let stall = reaper.register(kill, resource.metrics.clone());
+                        body.reaped_by(stall, reaper)
+                    }
+                    None => body,
+                }
+            }
             Err(e) => {
                 let e = ApiError::from(e);
                 // Options and readiness fail the request; a version the
@@ -363,63 +459,85 @@ fn only_get(method: &Method) -> Result<(), Response> {
 async fn cluster_collection(
     State(s): State<Server>,
     method: Method,
+    conn: Option<Extension<Arc<ConnKill>>>,
     Path(plural): Path<String>,
     q: Pairs,
 ) -> Response {
     if let Err(r) = only_get(&method) {
         return r;
     }
-    s.collection(None, &plural, q).await
+    s.collection(None, &plural, q, conn.map(|Extension(k)| k))
+        .await
 }
 
 async fn namespaced_collection(
     State(s): State<Server>,
     method: Method,
+    conn: Option<Extension<Arc<ConnKill>>>,
     Path((ns, plural)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
     if let Err(r) = only_get(&method) {
         return r;
     }
-    s.collection(Some(ns), &plural, q).await
+    s.collection(Some(ns), &plural, q, conn.map(|Extension(k)| k))
+        .await
 }
 
 async fn cluster_object(
     State(s): State<Server>,
     method: Method,
+    conn: Option<Extension<Arc<ConnKill>>>,
     Path((plural, name)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
     if let Err(r) = only_get(&method) {
         return r;
     }
+    // Namespaces are implicit (no Namespace objects are served): every
+    // name is an active one, so that a client that checks the namespace
+    // of a missing object (kubectl does) reports the object missing.
+    if plural == "namespaces" && !s.inner.resources.contains_key("namespaces") {
+        let ns = serde_json::json!({
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {"name": name},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        });
+        return json_response(StatusCode::OK, serde_json::to_vec(&ns).unwrap_or_default());
+    }
     // A namespaced resource has no cluster-scoped objects.
     match s.resource(&plural, false) {
         Ok(r) if r.info.namespaced => {
             ApiError::no_route(&format!("/api/v1/{plural}/{name}")).into_response()
         }
-        _ => s.object(None, &plural, &name, q).await,
+        _ => {
+            s.object(None, &plural, &name, q, conn.map(|Extension(k)| k))
+                .await
+        }
     }
 }
 
 async fn namespaced_object(
     State(s): State<Server>,
     method: Method,
+    conn: Option<Extension<Arc<ConnKill>>>,
     Path((ns, plural, name)): Path<(String, String, String)>,
     q: Pairs,
 ) -> Response {
     if let Err(r) = only_get(&method) {
         return r;
     }
-    s.object(Some(ns), &plural, &name, q).await
+    s.object(Some(ns), &plural, &name, q, conn.map(|Extension(k)| k))
+        .await
 }
 
 async fn version() -> Response {
     json_response(StatusCode::OK, discovery::version())
 }
 
-async fn api(uri: Uri) -> Response {
-    let _ = uri;
+async fn api() -> Response {
     json_response(StatusCode::OK, discovery::api_versions())
 }
 
@@ -486,4 +604,27 @@ async fn metrics(State(s): State<Server>) -> Response {
 
 async fn fallback(uri: Uri) -> Response {
     ApiError::no_route(uri.path()).into_response()
+}
+
+/// Whether an accept error ends the server (the listener itself is
+/// broken) rather than one connection.
+fn is_fatal_accept_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    !matches!(
+        e.kind(),
+        ConnectionAborted | ConnectionReset | ConnectionRefused | Interrupted | WouldBlock
+    ) && e.raw_os_error().is_none_or(|code| {
+        // EMFILE, ENFILE, ENOBUFS, ENOMEM: out of resources for now.
+        ![24, 23, 105, 12].contains(&code)
+    })
+}
+
+/// Completes once the server is closing.
+async fn until_closing(mut closing: tokio::sync::watch::Receiver<bool>) {
+    while !*closing.borrow_and_update() {
+        if closing.changed().await.is_err() {
+            // The server is gone without closing: never.
+            std::future::pending::<()>().await;
+        }
+    }
 }

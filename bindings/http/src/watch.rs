@@ -16,12 +16,14 @@
 
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
 use http_body::{Body, Frame};
 
+use crate::conn::{Reaper, Stall};
 use crate::encode::{ObjectJson, bookmark_object, event_type, object_json, push_event};
 use crate::metrics::{OpenWatch, Tally};
 use crate::resource::Resource;
@@ -39,6 +41,8 @@ pub struct WatchBody {
     resource: Resource,
     tally: Tally,
     buf: BytesMut,
+    /// The reaper's view of this body, when served by [`crate::Server::serve`].
+    stall: Option<(Arc<Stall>, Arc<Reaper>)>,
     _open: OpenWatch,
 }
 
@@ -70,12 +74,23 @@ impl WatchBody {
             resource,
             tally: Tally::default(),
             buf: BytesMut::new(),
+            stall: None,
         }
+    }
+
+    /// Lets `reaper` close the connection if its client stops reading.
+    pub(crate) fn reaped_by(mut self, stall: Arc<Stall>, reaper: Arc<Reaper>) -> WatchBody {
+        self.stall = Some((stall, reaper));
+        self
     }
 
     fn take_chunk(&mut self) -> Option<Bytes> {
         self.resource.metrics.flush(&mut self.tally);
-        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
+        let chunk = (!self.buf.is_empty()).then(|| self.buf.split().freeze());
+        if let (Some(_), Some((stall, reaper))) = (&chunk, &self.stall) {
+            stall.handed(reaper);
+        }
+        chunk
     }
 }
 
@@ -88,6 +103,9 @@ impl Body for WatchBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
+        if let Some((stall, _)) = &this.stall {
+            stall.polled();
+        }
         if let Some(error) = this.error.take() {
             let start = this.buf.len();
             push_event(&mut this.buf, "ERROR", &error.to_json());
