@@ -2,7 +2,9 @@
 # Every test: the engine's layout check; the workspace's unit, integration,
 # property, differential and stress tests and doctests, the etcd upstream's
 # against real etcd servers and a 3-member cluster (installed first by
-# scripts/ensure-etcd.sh, with protoc); the loom models;
+# scripts/ensure-etcd.sh, with protoc), the HTTP front's against kube-rs,
+# kubectl and hostile clients; the Python kubernetes client against
+# herald-server (pytest, in a venv this creates); the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -25,7 +27,24 @@ eval "$exports"
 echo "etcd: $HERALD_ETCD ($("$HERALD_ETCD" --version | head -1)); old: $HERALD_ETCD_OLD"
 
 echo "== cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+    echo "kubectl IS NOT ON THE PATH: herald-http's kubectl tests will not run" >&2
+    echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
+fi
 cargo test --workspace
+
+echo "== the Python kubernetes client against herald-server (pytest, in target/venv-http)"
+VENV=target/venv-http
+if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
+    { python3 -m venv "$VENV" \
+        || { apt-get update -qq && apt-get install -y -qq python3-venv >/dev/null && python3 -m venv "$VENV"; }; } \
+        || { echo "FAILED to create a Python venv for the client tests" >&2; exit 1; }
+    "$VENV/bin/pip" install -q kubernetes pytest \
+        || { echo "FAILED to install the Python kubernetes client and pytest (PyPI)" >&2; exit 1; }
+fi
+cargo build -p herald-http --bin herald-server
+HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q bindings/http/tests/python
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg

@@ -31,7 +31,7 @@ struct Args {
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
     /// With --etcd: the key prefix of the resource (the apiserver's
-    /// /registry/<resource>/).
+    /// `/registry/<resource>/`).
     #[arg(long, default_value = "/registry/pods/")]
     prefix: String,
     /// The resource served (pods, configmaps, secrets, services, ...).

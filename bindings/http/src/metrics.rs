@@ -126,6 +126,9 @@ impl Drop for OpenWatch {
     }
 }
 
+/// A figure of one resource, read at scrape time.
+type Pick<'a> = &'a dyn Fn(&Resource, &herald::Stats) -> u64;
+
 /// The collector of every served resource's figures.
 #[derive(Debug)]
 struct Resources(Vec<Resource>);
@@ -152,7 +155,7 @@ fn family<V: Copy>(
 impl Collector for Resources {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
         let stats: Vec<_> = self.0.iter().map(|r| (r, r.engine.stats())).collect();
-        let by_resource = |f: &dyn Fn(&Resource, &herald::Stats) -> u64| {
+        let by_resource = |f: Pick<'_>| {
             stats
                 .iter()
                 .map(|(r, s)| (vec![("resource", r.info.plural.clone())], f(r, s)))
@@ -170,7 +173,7 @@ impl Collector for Resources {
         };
         let gauge =
             |m: &mut prometheus_client::encoding::MetricEncoder<'_>, v: u64| m.encode_gauge(&v);
-        let counters: [(&str, &str, &dyn Fn(&Resource, &herald::Stats) -> u64); 5] = [
+        let counters: [(&str, &str, Pick<'_>); 5] = [
             (
                 "apiserver_watch_cache_events_received",
                 "Changes the watch cache received from its source.",
@@ -207,7 +210,7 @@ impl Collector for Resources {
                 counter,
             )?;
         }
-        let gauges: [(&str, &str, &dyn Fn(&Resource, &herald::Stats) -> u64); 4] = [
+        let gauges: [(&str, &str, Pick<'_>); 4] = [
             (
                 "apiserver_watch_cache_capacity",
                 "Records the watch cache's history ring holds room for.",

@@ -448,11 +448,12 @@ async fn get(
     .await
 }
 
-fn only_get(method: &Method) -> Result<(), Response> {
+/// `None` for a read; the 405 answer otherwise.
+fn only_get(method: &Method) -> Option<Response> {
     if method == Method::GET || method == Method::HEAD {
-        Ok(())
+        None
     } else {
-        Err(ApiError::method_not_allowed(method.as_str()).into_response())
+        Some(ApiError::method_not_allowed(method.as_str()).into_response())
     }
 }
 
@@ -463,7 +464,7 @@ async fn cluster_collection(
     Path(plural): Path<String>,
     q: Pairs,
 ) -> Response {
-    if let Err(r) = only_get(&method) {
+    if let Some(r) = only_get(&method) {
         return r;
     }
     s.collection(None, &plural, q, conn.map(|Extension(k)| k))
@@ -477,7 +478,7 @@ async fn namespaced_collection(
     Path((ns, plural)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Err(r) = only_get(&method) {
+    if let Some(r) = only_get(&method) {
         return r;
     }
     s.collection(Some(ns), &plural, q, conn.map(|Extension(k)| k))
@@ -491,7 +492,7 @@ async fn cluster_object(
     Path((plural, name)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Err(r) = only_get(&method) {
+    if let Some(r) = only_get(&method) {
         return r;
     }
     // Namespaces are implicit (no Namespace objects are served): every
@@ -526,7 +527,7 @@ async fn namespaced_object(
     Path((ns, plural, name)): Path<(String, String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Err(r) = only_get(&method) {
+    if let Some(r) = only_get(&method) {
         return r;
     }
     s.object(Some(ns), &plural, &name, q, conn.map(|Extension(k)| k))

@@ -19,7 +19,7 @@ pub struct ApiError {
     /// The human-readable message.
     pub message: String,
     /// `details` of the Status, if any.
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
     /// When the client should try again (`Retry-After`, and
     /// `details.retryAfterSeconds`).
     pub retry_after: Option<Duration>,
@@ -44,7 +44,7 @@ impl ApiError {
     /// 404 `NotFound` for one object (`pods "web-0" not found`).
     pub fn not_found(resource: &str, name: &str) -> ApiError {
         ApiError {
-            details: Some(json!({"name": name, "kind": resource})),
+            details: Some(Box::new(json!({"name": name, "kind": resource}))),
             ..ApiError::new(404, "NotFound", format!("{resource} \"{name}\" not found"))
         }
     }
@@ -86,13 +86,13 @@ impl ApiError {
     /// `NewTooLargeResourceVersionError`).
     pub fn too_large(message: impl Into<String>, retry_after: Duration) -> ApiError {
         ApiError {
-            details: Some(json!({
+            details: Some(Box::new(json!({
                 "causes": [{
                     "reason": "ResourceVersionTooLarge",
                     "message": "Too large resource version",
                 }],
                 "retryAfterSeconds": retry_after.as_secs().max(1),
-            })),
+            }))),
             retry_after: Some(retry_after),
             ..ApiError::new(504, "Timeout", message)
         }
@@ -122,7 +122,7 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
-        let mut details = self.details.clone();
+        let mut details = self.details.as_deref().cloned();
         if let Some(after) = self.retry_after {
             let d = details.get_or_insert_with(|| json!({}));
             d["retryAfterSeconds"] = json!(after.as_secs().max(1));

@@ -271,7 +271,7 @@ fn a_client_that_never_reads_is_closed_and_does_not_slow_the_others() {
         if line.contains("\"type\":\"") {
             events += 1;
         }
-        if events % 200 == 0 {
+        if events.is_multiple_of(200) {
             peak = peak.max(rss(p.pid()));
         }
     }
