@@ -170,6 +170,25 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
                 )
             }),
         ),
+        ScenarioKind::HttpFanout => (
+            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | heap per connection | busy threads | ended | note |",
+            Box::new(|r: &Row| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.case,
+                    r.system,
+                    spread(r, Metric::DeliveriesPerS, m),
+                    ratio(r),
+                    spread(r, Metric::P50, us),
+                    spread(r, Metric::P99, us),
+                    med(r, "bytes_per_connection")
+                        .map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
+                    busy(r),
+                    r.ended,
+                    note(r)
+                )
+            }),
+        ),
         ScenarioKind::EtcdFanout => unreachable!("rendered by etcd_tables"),
     };
     let _ = writeln!(out, "{head}");

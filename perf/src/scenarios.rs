@@ -51,6 +51,13 @@ pub enum SystemKind {
     Etcd,
     /// The same on one connection.
     EtcdOneConnection,
+    /// Herald's Kubernetes API front (http-fanout): one HTTP watch
+    /// connection per watcher on loopback.
+    HeraldHttp,
+    /// Herald through the in-memory source and a reflector, watched
+    /// in-process (http-fanout's baseline).
+    #[serde(rename = "herald+source")]
+    HeraldSource,
 }
 
 impl SystemKind {
@@ -71,10 +78,16 @@ impl SystemKind {
         SystemKind::EtcdOneConnection,
     ];
 
+    /// The http-fanout scenario's systems (with [`SystemKind::Etcd`] where
+    /// an etcd is found).
+    pub const HTTP: [SystemKind; 2] = [SystemKind::HeraldHttp, SystemKind::HeraldSource];
+
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
             SystemKind::Herald => "herald",
+            SystemKind::HeraldHttp => "herald-http",
+            SystemKind::HeraldSource => "herald+source",
             SystemKind::Reference => "reference-port",
             SystemKind::TokioBroadcast => "tokio-broadcast",
             SystemKind::Crossbeam => "crossbeam-cacher",
@@ -90,12 +103,16 @@ impl SystemKind {
         SystemKind::ALL
             .into_iter()
             .chain(SystemKind::ETCD)
+            .chain(SystemKind::HTTP)
             .find(|s| s.name() == name)
     }
 
     /// Whether this is Herald (the side ratios are taken for).
     pub fn is_herald(self) -> bool {
-        matches!(self, SystemKind::Herald | SystemKind::HeraldEtcd)
+        matches!(
+            self,
+            SystemKind::Herald | SystemKind::HeraldEtcd | SystemKind::HeraldHttp
+        )
     }
 }
 
@@ -118,11 +135,14 @@ pub enum ScenarioKind {
     Memory,
     /// Herald in front of a real etcd against etcd's own watch fan-out.
     EtcdFanout,
+    /// Herald's HTTP front to N watch connections, against the same
+    /// watchers in-process and etcd's own fan-out.
+    HttpFanout,
 }
 
 impl ScenarioKind {
     /// Every scenario, in suite order.
-    pub const ALL: [ScenarioKind; 7] = [
+    pub const ALL: [ScenarioKind; 8] = [
         ScenarioKind::FanoutAll,
         ScenarioKind::FanoutIndexed,
         ScenarioKind::SlowWatcherTax,
@@ -130,6 +150,7 @@ impl ScenarioKind {
         ScenarioKind::Latency,
         ScenarioKind::Memory,
         ScenarioKind::EtcdFanout,
+        ScenarioKind::HttpFanout,
     ];
 
     /// The name used on the command line and in tables.
@@ -142,6 +163,7 @@ impl ScenarioKind {
             ScenarioKind::Latency => "latency",
             ScenarioKind::Memory => "memory",
             ScenarioKind::EtcdFanout => "etcd-fanout",
+            ScenarioKind::HttpFanout => "http-fanout",
         }
     }
 
@@ -217,6 +239,19 @@ pub struct Profile {
     pub etcd_connections: usize,
     /// etcd-fanout flat out: puts the writer keeps in flight.
     pub etcd_in_flight: usize,
+    /// http-fanout: connection counts (watchers of everything).
+    pub http_watchers: Vec<usize>,
+    /// http-fanout: connections in the selector-mix case (one in four
+    /// watches everything, the rest one node each).
+    pub http_mixed: usize,
+    /// http-fanout flat out: deliveries in the sizing run (changes = this
+    /// / watchers), grown to `min_seconds` per system.
+    pub http_deliveries: usize,
+    /// http-fanout flat out: the most changes a sized run may take.
+    pub http_cap: usize,
+    /// http-fanout paced: (connections, deliveries per second in total,
+    /// seconds).
+    pub http_paced: (usize, f64, f64),
 }
 
 impl Profile {
@@ -251,6 +286,11 @@ impl Profile {
             etcd_paced: (5_000.0, 0.3),
             etcd_connections: 2,
             etcd_in_flight: 16,
+            http_watchers: vec![20],
+            http_mixed: 20,
+            http_deliveries: 20_000,
+            http_cap: 4_096,
+            http_paced: (20, 5_000.0, 0.3),
         }
     }
 
@@ -285,6 +325,11 @@ impl Profile {
             etcd_paced: (50_000.0, 2.0),
             etcd_connections: 10,
             etcd_in_flight: 16,
+            http_watchers: vec![100, 1_000, 10_000],
+            http_mixed: 1_000,
+            http_deliveries: 2_000_000,
+            http_cap: 65_536,
+            http_paced: (1_000, 50_000.0, 2.0),
         }
     }
 
@@ -478,7 +523,7 @@ impl Row {
             }
         }
         type Figure = (&'static str, fn(&Round) -> Option<f64>);
-        let peer_figures: [Figure; 8] = [
+        let peer_figures: [Figure; 9] = [
             ("acked_p50_us", |r| r.acked_p50_us),
             ("acked_p99_us", |r| r.acked_p99_us),
             ("etcd_cores", |r| r.peer.as_ref().map(|p| p.cores)),
@@ -493,6 +538,9 @@ impl Row {
             }),
             ("heap_peak_bytes", |r| {
                 r.peer.as_ref().map(|p| p.heap_peak_bytes as f64)
+            }),
+            ("bytes_per_connection", |r| {
+                r.peer.as_ref().and_then(|p| p.bytes_per_connection)
             }),
             ("harness_cores", |r| {
                 r.peer.as_ref().and(r.cpu.process_cores)
@@ -580,6 +628,14 @@ pub fn run_system(
         }
         SystemKind::Crossbeam => consume::run(&CrossbeamCacher::default(), spec, workload, opts),
         SystemKind::Disruptor => consume::run(&DisruptorRing::default(), spec, workload, opts),
+        SystemKind::HeraldHttp => consume::run(&crate::http::HeraldHttp, spec, workload, opts),
+        SystemKind::HeraldSource => {
+            let herald = Herald {
+                source: true,
+                ..Herald::default()
+            };
+            consume::run(&herald, spec, workload, opts)
+        }
         SystemKind::HeraldEtcd | SystemKind::Etcd | SystemKind::EtcdOneConnection => {
             let env = opts
                 .etcd
@@ -798,7 +854,11 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::TokioBroadcast => per_watcher(&TokioBroadcast::default(), spec, workload),
         SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
         SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
-        SystemKind::HeraldEtcd | SystemKind::Etcd | SystemKind::EtcdOneConnection => {
+        SystemKind::HeraldEtcd
+        | SystemKind::Etcd
+        | SystemKind::EtcdOneConnection
+        | SystemKind::HeraldHttp
+        | SystemKind::HeraldSource => {
             anyhow::bail!("the memory scenario runs the in-memory systems")
         }
     }
@@ -871,6 +931,7 @@ impl Runner<'_> {
                 ScenarioKind::Latency => s,
                 ScenarioKind::Memory => 2 * s,
                 ScenarioKind::EtcdFanout => crate::etcd::planned(p, &self.etcd_systems),
+                ScenarioKind::HttpFanout => crate::http::planned(p),
             })
             .sum()
     }
@@ -886,6 +947,7 @@ impl Runner<'_> {
             ScenarioKind::Latency => self.latency(&mut rows),
             ScenarioKind::Memory => self.memory(&mut rows),
             ScenarioKind::EtcdFanout => crate::etcd::etcd_fanout(self, &mut rows),
+            ScenarioKind::HttpFanout => crate::http::http_fanout(self, &mut rows),
         }
         rows
     }

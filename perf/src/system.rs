@@ -115,6 +115,9 @@ pub struct PeerUse {
     /// The connections the watchers' streams were spread over (etcd's own
     /// watchers; none for Herald's, which etcd serves with one watch).
     pub connections: Option<usize>,
+    /// The harness's heap per watch connection once all were open (both
+    /// ends: the server's and the client's), bytes (http-fanout).
+    pub bytes_per_connection: Option<f64>,
     /// How long a write took to return, median (µs).
     pub put_p50_us: Option<f64>,
     /// 99th percentile (µs).

@@ -115,7 +115,7 @@ impl Workload {
                 let prev_node = at[key as usize];
                 let moves = shape.move_every > 0
                     && shape.nodes > 1
-                    && rng.next() % u64::from(shape.move_every) == 0;
+                    && rng.next().is_multiple_of(u64::from(shape.move_every));
                 let node = if moves {
                     let step = 1 + (rng.next() % u64::from(shape.nodes - 1)) as u32;
                     (prev_node + step) % shape.nodes

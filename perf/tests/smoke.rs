@@ -3,7 +3,8 @@
 //! global one), with every delivery checked against its filter and order.
 //! Speed is not judged here: this machine is shared and noisy. The suite
 //! includes etcd-fanout, whose rows say why they skipped where there is no
-//! etcd; tests/etcd.rs checks that scenario itself, and needs etcd.
+//! etcd (tests/etcd.rs checks that scenario itself, and needs etcd), and
+//! http-fanout (Herald's HTTP front on loopback; its etcd rows likewise).
 
 use std::process::Command;
 
@@ -54,6 +55,28 @@ fn every_scenario_runs_and_every_delivery_is_right() {
             }
         }
     }
+    // http-fanout: Herald's HTTP front and the in-process baseline ran
+    // every case, every delivery over the wire in order and admitted by
+    // its watcher's selector, with the memory per connection measured.
+    for system in ["herald-http", "herald+source"] {
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| r["scenario"] == "http-fanout" && r["system"] == system)
+            .collect();
+        assert_eq!(mine.len(), 3, "{system}: all, selector mix, paced");
+        for r in mine {
+            assert_eq!(r["note"], "", "{r}");
+            assert_eq!(r["violations"], 0, "{r}");
+            assert_eq!(r["ended"], 0, "{r}");
+            assert_eq!(r["delivered"], r["owed"], "{r}");
+            assert!(r["owed"].as_u64().unwrap() > 0, "{r}");
+            if system == "herald-http" {
+                let per = r["spread"]["bytes_per_connection"]["median"].as_f64();
+                assert!(per.is_some_and(|b| b > 0.0), "{r}");
+            }
+        }
+    }
+    assert!(stdout.contains("### http-fanout"), "{stdout}");
     // Every peer either ran cleanly (order and filters held) or says why
     // it was skipped.
     for r in rows {

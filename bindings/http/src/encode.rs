@@ -9,6 +9,10 @@
 //! `Object::builder` objects) is described from its metadata instead,
 //! which does cost an encoding per delivery ([`ObjectJson::Described`]).
 
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use bytes::{BufMut, Bytes, BytesMut};
 use herald::{EventKind, Object, ResourceVersion};
 use serde_json::{Map, Value, json};
@@ -23,13 +27,20 @@ pub enum ObjectJson {
     /// Described from the object's name, namespace and labels (its
     /// payload is not a JSON object).
     Described(Bytes),
+    /// The stored payload with `metadata.resourceVersion` set to the
+    /// event's: a deletion whose object is a state older than the event
+    /// (an object that left a watcher's filter is deleted for it with the
+    /// last state it could see, at the change's version, as the
+    /// reference's `cacheWatcher` re-stamps it). Encoded once per event
+    /// and shared ([`Restamps`]).
+    Restamped(Bytes),
 }
 
 impl ObjectJson {
     /// The bytes.
     pub fn bytes(&self) -> &Bytes {
         match self {
-            ObjectJson::Stored(b) | ObjectJson::Described(b) => b,
+            ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
         }
     }
 }
@@ -68,6 +79,81 @@ pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) ->
     ObjectJson::Described(Bytes::from(
         serde_json::to_vec(&described).unwrap_or_default(),
     ))
+}
+
+/// The `metadata.resourceVersion` a stored payload carries: the first
+/// `"resourceVersion":"N"` in it (the apiserver writes `metadata` first,
+/// and no field before it carries one).
+pub fn stored_version(payload: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"\"resourceVersion\":\"";
+    let at = payload.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let digits = &payload[at..];
+    let end = digits.iter().position(|b| !b.is_ascii_digit())?;
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
+}
+
+/// Payloads re-stamped with an event's version, shared by the
+/// connections that send the same event: the last [`Restamps::KEEP`],
+/// keyed by the event's version and the payload's address.
+#[derive(Debug, Default)]
+pub struct Restamps {
+    recent: Mutex<VecDeque<(u64, usize, Bytes)>>,
+    made: AtomicU64,
+}
+
+impl Restamps {
+    /// Re-stamped payloads kept.
+    pub const KEEP: usize = 1024;
+
+    /// Encodings made so far (not deliveries).
+    pub fn made(&self) -> u64 {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    fn get(&self, rv: u64, payload: &Bytes) -> Bytes {
+        let id = payload.as_ptr() as usize;
+        let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, b)) = recent.iter().find(|(r, p, _)| *r == rv && *p == id) {
+            return b.clone();
+        }
+        let stamped = restamp(payload, rv).unwrap_or_else(|| payload.clone());
+        self.made.fetch_add(1, Ordering::Relaxed);
+        if recent.len() == Self::KEEP {
+            recent.pop_front();
+        }
+        recent.push_back((rv, id, stamped.clone()));
+        stamped
+    }
+}
+
+/// The payload with `metadata.resourceVersion` set to `rv` (key order
+/// kept), or `None` if it is not a JSON object with `metadata`.
+fn restamp(payload: &[u8], rv: u64) -> Option<Bytes> {
+    let mut v: Value = serde_json::from_slice(payload).ok()?;
+    let metadata = v.get_mut("metadata")?.as_object_mut()?;
+    metadata.insert("resourceVersion".into(), json!(rv.to_string()));
+    serde_json::to_vec(&v).ok().map(Bytes::from)
+}
+
+/// The JSON of a watch event's object: [`object_json`], and for a
+/// deletion whose stored payload names another version than the event's,
+/// the payload re-stamped (once per event, shared through `restamps`).
+pub fn event_object(
+    info: &ResourceInfo,
+    restamps: &Restamps,
+    kind: EventKind,
+    object: &Object,
+    rv: ResourceVersion,
+) -> ObjectJson {
+    let json = object_json(info, object, rv);
+    match json {
+        ObjectJson::Stored(payload)
+            if kind == EventKind::Deleted && stored_version(&payload) != Some(rv.get()) =>
+        {
+            ObjectJson::Restamped(restamps.get(rv.get(), &payload))
+        }
+        other => other,
+    }
 }
 
 /// The `type` of a watch event.
@@ -184,6 +270,34 @@ mod tests {
         assert_eq!(v["kind"], "Pod");
         assert_eq!(v["metadata"]["resourceVersion"], "7");
         assert_eq!(v["metadata"]["labels"]["app"], "web");
+    }
+
+    #[test]
+    fn a_deletion_older_than_its_event_is_restamped_once() {
+        let info = ResourceInfo::pods();
+        let restamps = Restamps::default();
+        let last = Object::builder("ns", "a")
+            .payload(&br#"{"metadata":{"name":"a","resourceVersion":"5"},"spec":{"x":1}}"#[..])
+            .build();
+        // A real deletion stamped with its own version: shared as stored.
+        let at5 = event_object(&info, &restamps, EventKind::Deleted, &last, 5.into());
+        assert!(matches!(at5, ObjectJson::Stored(_)));
+        // The object left the filter at version 9: re-stamped, once.
+        let a = event_object(&info, &restamps, EventKind::Deleted, &last, 9.into());
+        let b = event_object(&info, &restamps, EventKind::Deleted, &last, 9.into());
+        let (ObjectJson::Restamped(a), ObjectJson::Restamped(b)) = (a, b) else {
+            panic!()
+        };
+        assert_eq!(a.as_ptr(), b.as_ptr());
+        assert_eq!(restamps.made(), 1);
+        assert_eq!(
+            std::str::from_utf8(&a).unwrap(),
+            r#"{"metadata":{"name":"a","resourceVersion":"9"},"spec":{"x":1}}"#
+        );
+        // Modifications are never touched.
+        let m = event_object(&info, &restamps, EventKind::Modified, &last, 9.into());
+        assert!(matches!(m, ObjectJson::Stored(_)));
+        assert_eq!(stored_version(b"{}"), None);
     }
 
     #[test]

@@ -291,6 +291,18 @@ impl Collector for Resources {
             .iter()
             .map(|(r, _)| (by_plural(r), r.metrics.described.load(Ordering::Relaxed)))
             .collect();
+        let restamped: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (by_plural(r), r.restamps.made()))
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_restamped_objects",
+            "Deleted objects re-encoded with their event's version (an object that left a watcher's filter), once per event.",
+            MetricType::Counter,
+            &restamped,
+            counter,
+        )?;
         family(
             &mut encoder,
             "herald_http_described_objects",

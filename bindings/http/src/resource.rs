@@ -140,6 +140,7 @@ pub struct Resource {
     pub(crate) engine: Engine,
     pub(crate) reflector: Option<Arc<Reflector>>,
     pub(crate) metrics: Arc<ResourceMetrics>,
+    pub(crate) restamps: Arc<crate::encode::Restamps>,
 }
 
 impl Resource {
@@ -151,6 +152,7 @@ impl Resource {
         let info = Arc::new(info);
         Resource {
             metrics: Arc::new(ResourceMetrics::default()),
+            restamps: Arc::default(),
             info,
             engine,
             reflector: reflector.map(Arc::new),

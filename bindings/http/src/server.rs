@@ -441,7 +441,7 @@ async fn get(
         };
         let json = object_json(&r.info, &item.object, item.resource_version);
         let bytes = match json {
-            ObjectJson::Stored(b) | ObjectJson::Described(b) => b,
+            ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
         };
         Ok(json_response(StatusCode::OK, bytes))
     })

@@ -24,7 +24,7 @@ use herald::{EventKind, Watch};
 use http_body::{Body, Frame};
 
 use crate::conn::{Reaper, Stall};
-use crate::encode::{ObjectJson, bookmark_object, event_type, object_json, push_event};
+use crate::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
 use crate::metrics::{OpenWatch, Tally};
 use crate::resource::Resource;
 use crate::status::{ApiError, end_error};
@@ -116,6 +116,7 @@ impl Body for WatchBody {
             return Poll::Ready(None);
         };
         let info = &this.resource.info;
+        let restamps = &this.resource.restamps;
         let (buf, tally) = (&mut this.buf, &mut this.tally);
         let polled = watch.poll_visit_batch(cx, BATCH, |ev| {
             let start = buf.len();
@@ -126,7 +127,7 @@ impl Body for WatchBody {
                     push_event(buf, "BOOKMARK", &object);
                 }
                 (kind, Some(object)) => {
-                    let json = object_json(info, object, rv);
+                    let json = event_object(info, restamps, kind, object, rv);
                     if matches!(json, ObjectJson::Described(_)) {
                         tally.described();
                     }

@@ -1,0 +1,610 @@
+//! The http-fanout scenario: Herald's Kubernetes API front
+//! (`herald-http`) serving N watch connections on loopback, against the
+//! same watchers in-process (what the network costs) and, where an etcd
+//! is found, against etcd's own watch fan-out to N gRPC watchers.
+//!
+//! - `herald-http`: the publisher writes JSON pods (each with its
+//!   `metadata.resourceVersion`) to a [`MemorySource`]; a reflector feeds
+//!   an engine; a [`Server`] (its own two-thread tokio runtime) serves it
+//!   on 127.0.0.1; each watcher is an HTTP/1.1 connection (`GET
+//!   /api/v1/pods?watch=1&resourceVersion=1[&fieldSelector=...]`), read
+//!   by the harness's consumer threads themselves: each polls its
+//!   connections' sockets with its readiness list's waker, de-chunks the
+//!   body, splits the JSON lines and reads each event's
+//!   `resourceVersion` (what a client must do at least), so the client
+//!   side's cost shows in the harness's cores, as the etcd watchers' does.
+//! - `herald+source`: the same source, reflector and engine, watched
+//!   in-process (`Herald { source: true }`).
+//! - `etcd`: etcd-fanout's `etcd` system (N etcd watches with previous
+//!   values, on 10 connections), on a fresh etcd; watchers of everything
+//!   only (etcd has no selectors).
+//!
+//! Memory per connection is the harness's live heap after the watches
+//! are open, minus before, over N: both ends of every connection (the
+//! server's task, hyper's buffers and the engine's watch; the client's
+//! buffers), from the counting allocator.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use herald::{MemorySource, Object};
+use herald_http::{ResourceInfo, Server, ServerConfig, resource_on};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::runtime::Runtime;
+
+use crate::alloc::Counting;
+use crate::consume::{Pace, RunOpts};
+use crate::etcd::EtcdEnv;
+use crate::peers::herald::NODE_FIELD;
+use crate::scenarios::{Profile, Row, Runner, ScenarioKind, Size, SystemKind, all_match, spec};
+use crate::system::{Drained, PeerUse, Publisher, Spec, Subscriber, System};
+use crate::workload::{Filter, Shape, Workload, node_name, pod_name};
+
+/// How long the set-up waits for the connections and the engine.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A pod as the apiserver stores one, at `rv`.
+fn pod(key: u32, node: u32, rv: u64) -> Object {
+    let name = pod_name(key);
+    let node = node_name(node);
+    let payload = format!(
+        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"default","resourceVersion":"{rv}","labels":{{"app":"web"}}}},"spec":{{"nodeName":"{node}","containers":[{{"name":"web","image":"registry.k8s.io/pause:3.10"}}]}},"status":{{"phase":"Running"}}}}"#
+    );
+    Object::builder("default", &name)
+        .label("app", "web")
+        .field(NODE_FIELD, &node)
+        .payload(payload.into_bytes())
+        .build()
+}
+
+/// Herald's HTTP front on loopback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HeraldHttp;
+
+/// The publisher: the source, the pre-built objects, and what must live
+/// as long as the run (the server's runtime, the engine).
+pub struct HttpPub {
+    source: MemorySource,
+    objects: Vec<Object>,
+    workload: Arc<Workload>,
+    server: Server,
+    runtime: Option<Runtime>,
+    /// The harness's heap per connection once all were open (bytes).
+    bytes_per_connection: f64,
+}
+
+impl std::fmt::Debug for HttpPub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpPub").finish_non_exhaustive()
+    }
+}
+
+impl Publisher for HttpPub {
+    #[inline]
+    fn publish(&mut self, i: usize) {
+        let at = self.source.put(self.objects[i].clone());
+        debug_assert_eq!(at.get(), self.workload.changes[i].rv);
+    }
+
+    fn end(&mut self) -> Option<PeerUse> {
+        Some(PeerUse {
+            bytes_per_connection: Some(self.bytes_per_connection),
+            ..PeerUse::default()
+        })
+    }
+}
+
+impl Drop for HttpPub {
+    fn drop(&mut self) {
+        for r in self.server.resources() {
+            r.engine().stop();
+        }
+        if let Some(rt) = self.runtime.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+/// The query a watcher's filter becomes.
+fn query(filter: &Filter, from: u64) -> String {
+    let mut q = format!("watch=1&resourceVersion={from}&timeoutSeconds=3600");
+    if let Some(sel) = filter.field_selector() {
+        q.push_str("&fieldSelector=");
+        q.push_str(&sel.replace('=', "%3D"));
+    }
+    q
+}
+
+impl System for HeraldHttp {
+    type Pub = HttpPub;
+    type Sub = HttpSub;
+
+    fn build(
+        &self,
+        spec: &Spec,
+        workload: &Arc<Workload>,
+    ) -> anyhow::Result<(HttpPub, Vec<HttpSub>)> {
+        anyhow::ensure!(
+            spec.start == 0 && spec.preloaded == 0,
+            "http-fanout watches from the list's version"
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("perf-http-server")
+            .enable_all()
+            .build()
+            .context("the server's runtime")?;
+        let initial = workload
+            .initial
+            .iter()
+            .enumerate()
+            .map(|(k, &n)| pod(k as u32, n, Workload::LIST_RV));
+        let source = MemorySource::seeded(initial, Workload::LIST_RV.into());
+        let objects: Vec<Object> = workload
+            .changes
+            .iter()
+            .map(|c| pod(c.key, c.node, c.rv))
+            .collect();
+        let pods = resource_on(ResourceInfo::pods(), Arc::new(source.clone()))
+            .map_err(|e| anyhow::anyhow!("the pods resource: {e}"))?;
+        let engine = pods.engine().clone();
+        let server = Server::new([pods], ServerConfig::default());
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .context("bind the server")?;
+        let addr = listener.local_addr()?;
+        let serving = server.clone();
+        runtime.spawn(async move {
+            let _ = serving.serve(listener, std::future::pending()).await;
+        });
+        let deadline = std::time::Instant::now() + SETUP_TIMEOUT;
+        while engine.resource_version().get() < Workload::LIST_RV {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "the engine did not list"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // The connections: opened on the server's runtime (their sockets
+        // registered with its reactor), read by the consumers.
+        let n = spec.filters.len();
+        Counting::enable();
+        let heap_before = Counting::live();
+        let queries: Vec<String> = spec
+            .filters
+            .iter()
+            .map(|f| query(f, Workload::LIST_RV))
+            .collect();
+        let opened = runtime.block_on(async {
+            let mut out = Vec::with_capacity(n);
+            // A few hundred at a time: the listener's backlog.
+            for chunk in queries.chunks(256) {
+                let tasks: Vec<_> = chunk
+                    .iter()
+                    .map(|q| tokio::spawn(open(addr, q.clone())))
+                    .collect();
+                for t in tasks {
+                    out.push(t.await.context("a connection task")??);
+                }
+            }
+            anyhow::Ok(out)
+        })?;
+        while engine.stats().watchers_active < n as u64 {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "{} of {n} watches registered",
+                engine.stats().watchers_active
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let bytes_per_connection = (Counting::live() - heap_before) as f64 / n.max(1) as f64;
+        Counting::disable();
+        Ok((
+            HttpPub {
+                source,
+                objects,
+                workload: workload.clone(),
+                server,
+                runtime: Some(runtime),
+                bytes_per_connection,
+            },
+            opened,
+        ))
+    }
+}
+
+/// Opens a watch: the request, the response's head; what arrived past
+/// the head is kept.
+async fn open(addr: std::net::SocketAddr, query: String) -> anyhow::Result<HttpSub> {
+    let mut stream = TcpStream::connect(addr).await.context("connect")?;
+    stream.set_nodelay(true)?;
+    stream
+        .write_all(format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n\r\n").as_bytes())
+        .await?;
+    let mut raw = Vec::with_capacity(8192);
+    let head_end = loop {
+        let mut buf = [0u8; 4096];
+        let got = stream.read(&mut buf).await?;
+        anyhow::ensure!(got > 0, "the server closed before answering");
+        raw.extend_from_slice(&buf[..got]);
+        if let Some(at) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        anyhow::ensure!(raw.len() < 65536, "no end of headers");
+    };
+    let head = String::from_utf8_lossy(&raw[..head_end]);
+    anyhow::ensure!(
+        head.starts_with("HTTP/1.1 200"),
+        "the watch was refused: {head}"
+    );
+    anyhow::ensure!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "not a chunked stream: {head}"
+    );
+    let mut sub = HttpSub {
+        stream,
+        // Grown as events come: an idle client holds little.
+        raw: Vec::new(),
+        body: Vec::new(),
+        chunk_left: 0,
+        ended: false,
+    };
+    sub.raw.extend_from_slice(&raw[head_end..]);
+    Ok(sub)
+}
+
+/// One watch connection as a client reads it.
+pub struct HttpSub {
+    stream: TcpStream,
+    /// Bytes read and not de-chunked yet.
+    raw: Vec<u8>,
+    /// De-chunked body bytes not split into lines yet.
+    body: Vec<u8>,
+    /// Bytes left in the current chunk (0: at a chunk's size line).
+    chunk_left: usize,
+    ended: bool,
+}
+
+impl std::fmt::Debug for HttpSub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSub")
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `resourceVersion` of an event line's object.
+fn line_rv(line: &[u8]) -> Option<u64> {
+    const KEY: &[u8] = b"\"resourceVersion\":\"";
+    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let digits = &line[at..];
+    let end = digits.iter().position(|b| !b.is_ascii_digit())?;
+    std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
+}
+
+impl HttpSub {
+    /// Moves whole chunks' data from `raw` to `body`; false once the
+    /// stream's last chunk came.
+    fn dechunk(&mut self) -> bool {
+        let mut at = 0;
+        loop {
+            if self.chunk_left > 0 {
+                let take = self.chunk_left.min(self.raw.len() - at);
+                self.body.extend_from_slice(&self.raw[at..at + take]);
+                at += take;
+                self.chunk_left -= take;
+                if self.chunk_left > 0 {
+                    break;
+                }
+                // The chunk's trailing CRLF is read with the next size line.
+                continue;
+            }
+            // `[\r\n]size\r\n`
+            let rest = &self.raw[at..];
+            let skip = if rest.starts_with(b"\r\n") { 2 } else { 0 };
+            let Some(eol) = rest[skip..].windows(2).position(|w| w == b"\r\n") else {
+                break;
+            };
+            let size = std::str::from_utf8(&rest[skip..skip + eol])
+                .ok()
+                .and_then(|s| usize::from_str_radix(s.trim(), 16).ok());
+            at += skip + eol + 2;
+            match size {
+                Some(0) | None => {
+                    self.raw.clear();
+                    return false;
+                }
+                Some(n) => self.chunk_left = n,
+            }
+        }
+        self.raw.drain(..at);
+        true
+    }
+
+    /// Hands out up to `max` whole lines.
+    fn lines<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> usize {
+        let mut n = 0;
+        let mut start = 0;
+        while n < max {
+            let Some(eol) = self.body[start..].iter().position(|&b| b == b'\n') else {
+                break;
+            };
+            let line = &self.body[start..start + eol];
+            // Bookmarks are not deliveries; an ERROR ends the watch.
+            if line.starts_with(b"{\"type\":\"ERROR\"") {
+                self.ended = true;
+            } else if !line.starts_with(b"{\"type\":\"BOOKMARK\"")
+                && let Some(rv) = line_rv(line)
+            {
+                f(rv, line.len());
+                n += 1;
+            }
+            start += eol + 1;
+        }
+        self.body.drain(..start);
+        n
+    }
+}
+
+impl Subscriber for HttpSub {
+    fn has_readiness(&self) -> bool {
+        true
+    }
+
+    fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained {
+        let mut cx = Context::from_waker(Waker::noop());
+        match self.poll_drain(&mut cx, max, f) {
+            Poll::Ready(d) => d,
+            Poll::Pending => Drained::default(),
+        }
+    }
+
+    fn poll_drain<F: FnMut(u64, usize)>(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: &mut F,
+    ) -> Poll<Drained> {
+        let mut delivered = 0;
+        loop {
+            delivered += self.lines(max - delivered, f);
+            if delivered >= max || self.ended {
+                return Poll::Ready(Drained {
+                    delivered,
+                    ended: self.ended,
+                });
+            }
+            let mut buf = [0u8; 16 * 1024];
+            let mut rb = ReadBuf::new(&mut buf);
+            match Pin::new(&mut self.stream).poll_read(cx, &mut rb) {
+                Poll::Ready(Ok(())) if rb.filled().is_empty() => self.ended = true,
+                Poll::Ready(Ok(())) => {
+                    self.raw.extend_from_slice(rb.filled());
+                    if !self.dechunk() {
+                        // The last chunk: whatever lines remain, then the end.
+                        delivered += self.lines(usize::MAX, f);
+                        self.ended = true;
+                    }
+                }
+                Poll::Ready(Err(_)) => self.ended = true,
+                Poll::Pending if delivered > 0 => {
+                    return Poll::Ready(Drained {
+                        delivered,
+                        ended: false,
+                    });
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// One case of the scenario.
+struct Case {
+    label: String,
+    watchers: usize,
+    /// One in four watches everything, the rest one node each.
+    mixed: bool,
+    /// Deliveries per second in total, when paced.
+    paced: Option<f64>,
+}
+
+/// Nodes of the selector-mix case's workload.
+const MIXED_NODES: u32 = 100;
+
+fn cases(p: &Profile) -> Vec<Case> {
+    let mut out: Vec<Case> = p
+        .http_watchers
+        .iter()
+        .map(|&n| Case {
+            label: format!("{n} connections, all"),
+            watchers: n,
+            mixed: false,
+            paced: None,
+        })
+        .collect();
+    out.push(Case {
+        label: format!("{} connections, selector mix", p.http_mixed),
+        watchers: p.http_mixed,
+        mixed: true,
+        paced: None,
+    });
+    let (n, rate, _) = p.http_paced;
+    out.push(Case {
+        label: format!("{n} connections, all @ {:.0}k events/s", rate / 1e3),
+        watchers: n,
+        mixed: false,
+        paced: Some(rate),
+    });
+    out
+}
+
+/// The systems of a case: etcd's own fan-out only for watchers of
+/// everything (it has no selectors), and only where there is an etcd.
+fn systems_of(case: &Case, etcd: bool) -> Vec<SystemKind> {
+    let mut s = SystemKind::HTTP.to_vec();
+    if etcd && !case.mixed {
+        s.push(SystemKind::Etcd);
+    }
+    s
+}
+
+/// How many runs the scenario makes (for the progress bar).
+pub fn planned(p: &Profile) -> usize {
+    let etcd = herald_etcd::local::etcd_binary().is_ok();
+    cases(p).iter().map(|c| systems_of(c, etcd).len()).sum()
+}
+
+fn filters(case: &Case) -> Vec<Filter> {
+    (0..case.watchers)
+        .map(|i| {
+            if !case.mixed || i % 4 == 0 {
+                Filter::All
+            } else {
+                Filter::Node(i as u32 % MIXED_NODES)
+            }
+        })
+        .collect()
+}
+
+fn workload(case: &Case, changes: usize) -> Arc<Workload> {
+    if case.mixed {
+        Workload::build(Shape {
+            pods: MIXED_NODES * 10,
+            nodes: MIXED_NODES,
+            changes,
+            move_every: 10,
+            payload: 64,
+        })
+    } else {
+        all_match(changes)
+    }
+}
+
+/// Runs the scenario. One etcd (when found) serves every case's etcd
+/// rows; each of its runs writes under a prefix of its own and cleans up.
+pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    raise_fd_limit();
+    let p = &runner.profile;
+    let etcd = match herald_etcd::local::etcd_binary() {
+        Ok(bin) => match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
+            Ok(started) => Some(started),
+            Err(e) => {
+                eprintln!(
+                    "herald-perf: http-fanout: etcd did not start, its rows are skipped: {e:#}"
+                );
+                None
+            }
+        },
+        Err(e) => {
+            eprintln!("herald-perf: http-fanout: no etcd here, its rows are skipped: {e}");
+            None
+        }
+    };
+    for case in cases(p) {
+        let systems = systems_of(&case, etcd.is_some());
+        let base = RunOpts {
+            check_filters: true,
+            timeout: Duration::from_secs(120),
+            etcd: etcd.as_ref().map(|(_, env)| env.clone()),
+            ..runner.opts()
+        };
+        let n = case.watchers;
+        let indexed = case.mixed;
+        match case.paced {
+            None => {
+                let cap = p.http_cap.max(1);
+                let base_changes = (p.http_deliveries / n).clamp(64.min(cap), cap);
+                let fs = filters(&case);
+                let make = |changes: usize| {
+                    (
+                        spec(fs.clone(), indexed, 1_000, changes + 1),
+                        workload(&case, changes),
+                    )
+                };
+                runner.case(
+                    rows,
+                    ScenarioKind::HttpFanout,
+                    &case.label,
+                    &systems,
+                    Size::Grown {
+                        base: base_changes,
+                        cap,
+                        make: &make,
+                    },
+                    &base,
+                );
+            }
+            Some(rate) => {
+                let (_, _, secs) = p.http_paced;
+                let per_watcher = rate / n as f64;
+                let changes = ((per_watcher * secs).ceil() as usize).max(2);
+                let spec = spec(filters(&case), indexed, 1_000, changes + 1);
+                let workload = workload(&case, changes);
+                let opts = RunOpts {
+                    pace: Pace::Rate(per_watcher),
+                    sample_every: 1,
+                    ..base
+                };
+                runner.case(
+                    rows,
+                    ScenarioKind::HttpFanout,
+                    &case.label,
+                    &systems,
+                    Size::Fixed(&spec, &workload),
+                    &opts,
+                );
+            }
+        }
+    }
+}
+
+/// 10,000 connections are 20,000 descriptors in this one process (both
+/// ends): raise the soft limit to the hard one, and the hard one where
+/// the process may (root).
+fn raise_fd_limit() {
+    let want: libc::rlim_t = 65_536;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the struct passed by
+    // pointer, which lives on this stack frame for the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return;
+        }
+        if lim.rlim_max < want {
+            let raised = libc::rlimit {
+                rlim_cur: want,
+                rlim_max: want,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return;
+            }
+        }
+        lim.rlim_cur = lim.rlim_max.min(want.max(lim.rlim_cur));
+        let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_version_of_an_event_line() {
+        let p = pod(3, 1, 42);
+        let line = format!(
+            "{{\"type\":\"MODIFIED\",\"object\":{}}}",
+            String::from_utf8_lossy(p.payload())
+        );
+        assert_eq!(line_rv(line.as_bytes()), Some(42));
+        assert_eq!(line_rv(b"{}"), None);
+    }
+}
