@@ -9,6 +9,7 @@
 //! cargo run --release -p herald-perf -- --profile smoke --strict
 //! cargo run --release -p herald-perf -- --json results.json --plots target/perf
 //! cargo run --release -p herald-perf -- --scenarios etcd-fanout   # Herald in front of etcd (needs etcd)
+//! cargo run --release -p herald-perf -- --scenarios http-fanout   # Herald's HTTP front to N connections
 //! ```
 
 use std::io::IsTerminal;
@@ -30,7 +31,8 @@ static GLOBAL: Counting = Counting;
 #[command(version, about)]
 struct Args {
     /// Scenarios to run (default: all): fanout-all, fanout-indexed,
-    /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout.
+    /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout,
+    /// http-fanout.
     scenarios: Vec<String>,
     /// Scenarios to run, comma-separated (the same as naming them as
     /// arguments).
@@ -251,7 +253,9 @@ fn run() -> anyhow::Result<bool> {
         .filter(|s| SystemKind::ETCD.contains(s))
         .collect();
     // Ratios are Herald's: it always runs, first.
-    systems.retain(|s| *s != SystemKind::Herald && !SystemKind::ETCD.contains(s));
+    systems.retain(|s| {
+        *s != SystemKind::Herald && !SystemKind::ETCD.contains(s) && !SystemKind::HTTP.contains(s)
+    });
     systems.insert(0, SystemKind::Herald);
 
     let json_to_stdout = args.json.as_deref() == Some(std::path::Path::new("-"));
