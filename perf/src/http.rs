@@ -179,20 +179,27 @@ impl System for HeraldHttp {
             .iter()
             .map(|f| query(f, Workload::LIST_RV))
             .collect();
-        let opened = runtime.block_on(async {
-            let mut out = Vec::with_capacity(n);
-            // A few hundred at a time: the listener's backlog.
-            for chunk in queries.chunks(256) {
-                let tasks: Vec<_> = chunk
-                    .iter()
-                    .map(|q| tokio::spawn(open(addr, q.clone())))
-                    .collect();
-                for t in tasks {
-                    out.push(t.await.context("a connection task")??);
-                }
-            }
-            anyhow::Ok(out)
-        })?;
+        let opened = runtime
+            .block_on(async {
+                tokio::time::timeout(SETUP_TIMEOUT, async {
+                    let mut out = Vec::with_capacity(n);
+                    // A few hundred at a time: the listener's backlog.
+                    for chunk in queries.chunks(256) {
+                        let tasks: Vec<_> = chunk
+                            .iter()
+                            .map(|q| tokio::spawn(open(addr, q.clone())))
+                            .collect();
+                        for t in tasks {
+                            out.push(t.await.context("a connection task")??);
+                        }
+                    }
+                    anyhow::Ok(out)
+                })
+                .await
+            })
+            .map_err(|_| {
+                anyhow::anyhow!("opening {n} connections took over {SETUP_TIMEOUT:?}")
+            })??;
         while engine.stats().watchers_active < n as u64 {
             anyhow::ensure!(
                 std::time::Instant::now() < deadline,
@@ -506,8 +513,23 @@ pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
             None
         }
     };
+    let limit = fd_limit();
     for case in cases(p) {
         let systems = systems_of(&case, etcd.is_some());
+        // Both ends of every connection are this process's descriptors.
+        let needed = 2 * case.watchers as u64 + 1_024;
+        if limit < needed {
+            let why = format!(
+                "skipped: {} connections need about {needed} descriptors in this one process (both ends); its limit is {limit} (RLIMIT_NOFILE, which it may not raise here)",
+                case.watchers
+            );
+            for &s in &systems {
+                let mut row = Row::skipped(ScenarioKind::HttpFanout, &case.label, s, why.clone());
+                row.watchers = case.watchers;
+                runner.push(rows, row);
+            }
+            continue;
+        }
         let base = RunOpts {
             check_filters: true,
             timeout: Duration::from_secs(120),
@@ -564,32 +586,18 @@ pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
     }
 }
 
+/// The soft limit on descriptors now.
+fn fd_limit() -> u64 {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft)
+}
+
 /// 10,000 connections are 20,000 descriptors in this one process (both
-/// ends): raise the soft limit to the hard one, and the hard one where
-/// the process may (root).
+/// ends): raise the hard limit where the process may (it needs
+/// `CAP_SYS_RESOURCE`), then the soft one as far as the hard one allows.
 fn raise_fd_limit() {
-    let want: libc::rlim_t = 65_536;
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit read and write the struct passed by
-    // pointer, which lives on this stack frame for the calls.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return;
-        }
-        if lim.rlim_max < want {
-            let raised = libc::rlimit {
-                rlim_cur: want,
-                rlim_max: want,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                return;
-            }
-        }
-        lim.rlim_cur = lim.rlim_max.min(want.max(lim.rlim_cur));
-        let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+    const WANT: u64 = 65_536;
+    if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {
+        let _ = rlimit::increase_nofile_limit(WANT);
     }
 }
 

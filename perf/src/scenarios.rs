@@ -325,7 +325,7 @@ impl Profile {
             etcd_paced: (50_000.0, 2.0),
             etcd_connections: 10,
             etcd_in_flight: 16,
-            http_watchers: vec![100, 1_000, 10_000],
+            http_watchers: vec![100, 1_000, 5_000, 10_000],
             http_mixed: 1_000,
             http_deliveries: 2_000_000,
             http_cap: 65_536,
