@@ -45,6 +45,7 @@ mod resource;
 mod server;
 mod sources;
 mod status;
+pub mod table;
 mod watch;
 
 pub use resource::{Resource, ResourceInfo};

@@ -9,7 +9,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
@@ -72,6 +72,20 @@ type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 fn pairs(q: Pairs) -> Result<Vec<(String, String)>, ApiError> {
     q.map(|Query(p)| p)
         .map_err(|e| ApiError::bad_request(format!("malformed query: {}", e.body_text())))
+}
+
+fn table_response(body: Vec<u8>) -> Response {
+    let mut r = (StatusCode::OK, body).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::table::CONTENT_TYPE),
+    );
+    r
+}
+
+/// Whether the request asks for a `Table`.
+fn wants_table(headers: &HeaderMap) -> bool {
+    crate::table::wanted(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
 }
 
 fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
@@ -255,6 +269,7 @@ impl Server {
         plural: &str,
         q: Pairs,
         conn: Option<Arc<ConnKill>>,
+        table: bool,
     ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
@@ -266,10 +281,10 @@ impl Server {
         };
         let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
         if options.watch {
-            let r = self.watch(&resource, scope, options, conn).await;
+            let r = self.watch(&resource, scope, options, conn, table).await;
             self.answer(&resource, "watch", r)
         } else {
-            let r = list(&resource, scope, options).await;
+            let r = list(&resource, scope, options, table).await;
             self.answer(&resource, "list", r)
         }
     }
@@ -281,6 +296,7 @@ impl Server {
         name: &str,
         q: Pairs,
         conn: Option<Arc<ConnKill>>,
+        table: bool,
     ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
@@ -303,14 +319,14 @@ impl Server {
                         fields: Some(fields),
                         ..options
                     };
-                    self.watch(&resource, KeyScope::exact(&key), options, conn)
+                    self.watch(&resource, KeyScope::exact(&key), options, conn, table)
                         .await
                 }
                 Err(e) => Err(e),
             };
             return self.answer(&resource, "watch", r);
         }
-        let r = get(&resource, ns.as_deref(), name, options).await;
+        let r = get(&resource, ns.as_deref(), name, options, table).await;
         self.answer(&resource, "get", r)
     }
 
@@ -331,6 +347,7 @@ impl Server {
         scope: KeyScope,
         o: Options,
         conn: Option<Arc<ConnKill>>,
+        table: bool,
     ) -> Result<Response, ApiError> {
         let mut req = WatchRequest::new()
             .scope(scope)
@@ -353,7 +370,10 @@ impl Server {
         let opened = blocking(move || Ok(engine.watch(req))).await?;
         let body = match opened {
             Ok(watch) => {
-                let body = WatchBody::new(resource.clone(), watch);
+                let mut body = WatchBody::new(resource.clone(), watch);
+                if table {
+                    body = body.as_tables();
+                }
                 match conn {
                     Some(kill) => {
                         let reaper = self.inner.reaper.clone();
@@ -386,7 +406,12 @@ impl Server {
     }
 }
 
-async fn list(resource: &Resource, scope: KeyScope, o: Options) -> Result<Response, ApiError> {
+async fn list(
+    resource: &Resource,
+    scope: KeyScope,
+    o: Options,
+    table: bool,
+) -> Result<Response, ApiError> {
     let at = ReadAt::for_list(
         o.resource_version,
         o.resource_version_match,
@@ -413,6 +438,25 @@ async fn list(resource: &Resource, scope: KeyScope, o: Options) -> Result<Respon
     blocking(move || {
         let page = r.engine.list(&req)?;
         let token = page.continue_token.as_ref().map(ToString::to_string);
+        if table {
+            let mut metadata =
+                serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
+            if let Some(t) = &token {
+                metadata["continue"] = serde_json::json!(t);
+            }
+            let objects: Vec<_> = page
+                .items
+                .iter()
+                .map(|i| object_json(&r.info, &i.object, i.resource_version))
+                .collect();
+            let body = crate::table::table(
+                &r.info,
+                metadata,
+                objects.iter().map(|j| &j.bytes()[..]),
+                true,
+            );
+            return Ok(table_response(body));
+        }
         let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
         for item in &page.items {
             let json = object_json(&r.info, &item.object, item.resource_version);
@@ -428,6 +472,7 @@ async fn get(
     ns: Option<&str>,
     name: &str,
     o: Options,
+    table: bool,
 ) -> Result<Response, ApiError> {
     let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -440,6 +485,13 @@ async fn get(
             return Err(ApiError::not_found(&r.info.plural, &name));
         };
         let json = object_json(&r.info, &item.object, item.resource_version);
+        if table {
+            let metadata =
+                serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
+            let body =
+                crate::table::table(&r.info, metadata, std::iter::once(&json.bytes()[..]), true);
+            return Ok(table_response(body));
+        }
         let bytes = match json {
             ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
         };
@@ -461,34 +513,49 @@ async fn cluster_collection(
     State(s): State<Server>,
     method: Method,
     conn: Option<Extension<Arc<ConnKill>>>,
+    headers: HeaderMap,
     Path(plural): Path<String>,
     q: Pairs,
 ) -> Response {
     if let Some(r) = only_get(&method) {
         return r;
     }
-    s.collection(None, &plural, q, conn.map(|Extension(k)| k))
-        .await
+    s.collection(
+        None,
+        &plural,
+        q,
+        conn.map(|Extension(k)| k),
+        wants_table(&headers),
+    )
+    .await
 }
 
 async fn namespaced_collection(
     State(s): State<Server>,
     method: Method,
     conn: Option<Extension<Arc<ConnKill>>>,
+    headers: HeaderMap,
     Path((ns, plural)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
     if let Some(r) = only_get(&method) {
         return r;
     }
-    s.collection(Some(ns), &plural, q, conn.map(|Extension(k)| k))
-        .await
+    s.collection(
+        Some(ns),
+        &plural,
+        q,
+        conn.map(|Extension(k)| k),
+        wants_table(&headers),
+    )
+    .await
 }
 
 async fn cluster_object(
     State(s): State<Server>,
     method: Method,
     conn: Option<Extension<Arc<ConnKill>>>,
+    headers: HeaderMap,
     Path((plural, name)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
@@ -514,8 +581,15 @@ async fn cluster_object(
             ApiError::no_route(&format!("/api/v1/{plural}/{name}")).into_response()
         }
         _ => {
-            s.object(None, &plural, &name, q, conn.map(|Extension(k)| k))
-                .await
+            s.object(
+                None,
+                &plural,
+                &name,
+                q,
+                conn.map(|Extension(k)| k),
+                wants_table(&headers),
+            )
+            .await
         }
     }
 }
@@ -524,14 +598,22 @@ async fn namespaced_object(
     State(s): State<Server>,
     method: Method,
     conn: Option<Extension<Arc<ConnKill>>>,
+    headers: HeaderMap,
     Path((ns, plural, name)): Path<(String, String, String)>,
     q: Pairs,
 ) -> Response {
     if let Some(r) = only_get(&method) {
         return r;
     }
-    s.object(Some(ns), &plural, &name, q, conn.map(|Extension(k)| k))
-        .await
+    s.object(
+        Some(ns),
+        &plural,
+        &name,
+        q,
+        conn.map(|Extension(k)| k),
+        wants_table(&headers),
+    )
+    .await
 }
 
 async fn version() -> Response {

@@ -43,6 +43,9 @@ pub struct WatchBody {
     buf: BytesMut,
     /// The reaper's view of this body, when served by [`crate::Server::serve`].
     stall: Option<(Arc<Stall>, Arc<Reaper>)>,
+    /// Objects as one-row tables (the client asked for `Table`s), and
+    /// whether the column definitions were sent.
+    table: Option<bool>,
     _open: OpenWatch,
 }
 
@@ -75,7 +78,15 @@ impl WatchBody {
             tally: Tally::default(),
             buf: BytesMut::new(),
             stall: None,
+            table: None,
         }
+    }
+
+    /// Sends each object as a one-row `meta.k8s.io/v1` `Table` (see
+    /// [`crate::table`]).
+    pub fn as_tables(mut self) -> WatchBody {
+        self.table = Some(false);
+        self
     }
 
     /// Lets `reaper` close the connection if its client stops reading.
@@ -117,7 +128,7 @@ impl Body for WatchBody {
         };
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
-        let (buf, tally) = (&mut this.buf, &mut this.tally);
+        let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
         let polled = watch.poll_visit_batch(cx, BATCH, |ev| {
             let start = buf.len();
             let rv = ev.resource_version();
@@ -131,7 +142,19 @@ impl Body for WatchBody {
                     if matches!(json, ObjectJson::Described(_)) {
                         tally.described();
                     }
-                    push_event(buf, event_type(kind), json.bytes());
+                    match table {
+                        None => push_event(buf, event_type(kind), json.bytes()),
+                        Some(headers_sent) => {
+                            let t = crate::table::table(
+                                info,
+                                serde_json::json!({"resourceVersion": rv.get().to_string()}),
+                                std::iter::once(&json.bytes()[..]),
+                                !*headers_sent,
+                            );
+                            *headers_sent = true;
+                            push_event(buf, event_type(kind), &t);
+                        }
+                    }
                 }
             }
             tally.event(buf.len() - start);

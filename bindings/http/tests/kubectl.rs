@@ -90,6 +90,23 @@ async fn get_pods_with_selectors_and_a_missing_one() {
     .unwrap();
     let (all, web, node, one, missing, bad) = out;
     assert!(all.0, "get pods -A: {}", all.2);
+    // The server's table: kubectl's pod columns.
+    let head: Vec<&str> = all
+        .1
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        head,
+        ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{}",
+        all.1
+    );
+    // The fixture's pods: one container, no status of it yet; Running.
+    let first: Vec<&str> = all.1.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&first[2..5], ["0/1", "Running", "0"], "{}", all.1);
     for i in 0..30 {
         assert!(
             all.1.contains(&format!("pod-{i} ")),
