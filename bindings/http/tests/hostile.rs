@@ -16,21 +16,38 @@ struct Proc {
 
 impl Proc {
     fn start(args: &[&str]) -> Proc {
-        let port = {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
-        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_herald-server"))
-            .arg("--listen")
-            .arg(addr.to_string())
+        // The server picks its own port and says which: a port picked here
+        // and released could be taken meanwhile (the 10,000-connection
+        // test beside this one holds a third of the ephemeral range).
+        let mut child = Command::new(env!("CARGO_BIN_EXE_herald-server"))
+            .args(["--listen", "127.0.0.1:0"])
             .args(args)
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("start herald-server");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        while !line.contains("serving") {
+            line.clear();
+            if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("herald-server exited before serving");
+            }
+        }
+        let addr: SocketAddr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("herald-server did not say where it listens: {line:?}"));
+        // Keep reading what it says, so that it never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                eprintln!("herald-server: {line}");
+            }
+        });
         let p = Proc { child, addr };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(addr).is_err() || p.get("/readyz").0 != 200 {
+        while p.get("/readyz").0 != 200 {
             assert!(
                 Instant::now() < deadline,
                 "herald-server did not become ready"
