@@ -27,7 +27,7 @@
 //! ```no_run
 //! use herald_http::{Demo, ResourceInfo, Server, ServerConfig, resource_on};
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-//! let demo = Demo::start(1_000, 20.0);
+//! let demo = Demo::start(1_000, 20.0)?;
 //! let pods = resource_on(ResourceInfo::pods(), std::sync::Arc::new(demo.source().clone()))?;
 //! let server = Server::new([pods], ServerConfig::default());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;

@@ -71,7 +71,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
         if !args.demo_rate.is_finite() || args.demo_rate < 0.0 {
             return Err(format!("--demo-rate {} is not a rate", args.demo_rate).into());
         }
-        let demo = Demo::start(args.demo, args.demo_rate);
+        let demo = Demo::start(args.demo, args.demo_rate)?;
         let r = resource_on(info, Arc::new(demo.source().clone()))?;
         _demo = Some(demo);
         r

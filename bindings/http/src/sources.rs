@@ -107,24 +107,28 @@ impl Demo {
     /// Seeds the source and starts changing it. Each pod's
     /// `metadata.resourceVersion` is the revision its put gets
     /// ([`MemorySource::put_with`]).
-    pub fn start(pods: usize, rate: f64) -> Demo {
+    /// Fails only if its thread cannot be started.
+    pub fn start(pods: usize, rate: f64) -> std::io::Result<Demo> {
         let source = MemorySource::new();
         for i in 0..pods {
             source.put_with(|rv| demo_pod(i, rv.get(), 0));
         }
         let stop = Arc::new(AtomicBool::new(false));
-        let thread = (pods > 0 && rate > 0.0).then(|| {
+        let thread = if pods > 0 && rate > 0.0 {
             let (source, stop) = (source.clone(), stop.clone());
-            std::thread::Builder::new()
-                .name("herald-demo".into())
-                .spawn(move || change(&source, pods, rate, &stop))
-                .expect("spawn the demo thread")
-        });
-        Demo {
+            Some(
+                std::thread::Builder::new()
+                    .name("herald-demo".into())
+                    .spawn(move || change(&source, pods, rate, &stop))?,
+            )
+        } else {
+            None
+        };
+        Ok(Demo {
             source,
             stop,
             thread,
-        }
+        })
     }
 
     /// The source.
@@ -168,7 +172,7 @@ mod tests {
 
     #[test]
     fn demo_pods_carry_their_version_and_move() {
-        let demo = Demo::start(20, 0.0);
+        let demo = Demo::start(20, 0.0).unwrap();
         let listing = demo.source().list().unwrap();
         assert_eq!(listing.items.len(), 20);
         for item in &listing.items {
