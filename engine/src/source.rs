@@ -248,15 +248,7 @@ impl MemorySource {
     /// Creates or replaces the object under its key; returns the new
     /// revision.
     pub fn put(&self, object: Object) -> ResourceVersion {
-        let mut st = self.lock();
-        let kind = if st.objects.contains_key(object.key()) {
-            ChangeKind::Modified
-        } else {
-            ChangeKind::Added
-        };
-        let rev = st.record(kind, object.clone());
-        st.objects.insert(object.key().to_owned(), (object, rev));
-        rev
+        self.put_with(|_| object)
     }
 
     /// Deletes the object under `key`; returns the new revision, or `None`
