@@ -43,7 +43,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
@@ -669,11 +669,7 @@ impl Subscriber for EtcdSub {
     }
 
     fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained {
-        let mut cx = Context::from_waker(Waker::noop());
-        match self.poll_drain(&mut cx, max, f) {
-            Poll::Ready(d) => d,
-            Poll::Pending => Drained::default(),
-        }
+        crate::system::drain_now(self, max, f)
     }
 
     fn poll_drain<F: FnMut(u64, usize)>(

@@ -26,7 +26,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -364,11 +364,7 @@ impl Subscriber for HttpSub {
     }
 
     fn drain<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> Drained {
-        let mut cx = Context::from_waker(Waker::noop());
-        match self.poll_drain(&mut cx, max, f) {
-            Poll::Ready(d) => d,
-            Poll::Pending => Drained::default(),
-        }
+        crate::system::drain_now(self, max, f)
     }
 
     fn poll_drain<F: FnMut(u64, usize)>(

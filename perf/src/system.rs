@@ -165,6 +165,17 @@ pub trait Subscriber: Send + 'static {
     }
 }
 
+/// [`Subscriber::drain`] for a subscriber that has readiness: one
+/// `poll_drain` with a waker that wakes nothing (`Pending` is nothing
+/// ready now).
+pub fn drain_now<S: Subscriber, F: FnMut(u64, usize)>(s: &mut S, max: usize, f: &mut F) -> Drained {
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    match s.poll_drain(&mut cx, max, f) {
+        Poll::Ready(d) => d,
+        Poll::Pending => Drained::default(),
+    }
+}
+
 /// A system under test.
 pub trait System {
     /// Its writer side.

@@ -8,10 +8,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Extension, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{self, any};
 use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use prometheus_client::registry::Registry;
 
@@ -83,11 +84,6 @@ fn table_response(body: Vec<u8>) -> Response {
     r
 }
 
-/// Whether the request asks for a `Table`.
-fn wants_table(headers: &HeaderMap) -> bool {
-    crate::table::wanted(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
-}
-
 fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
     let mut r = (code, body.into()).into_response();
     r.headers_mut().insert(
@@ -155,15 +151,21 @@ impl Server {
             .route("/livez", any(healthz))
             .route("/readyz", any(readyz))
             .route("/metrics", any(metrics))
-            .route("/api/v1/{plural}", any(cluster_collection))
-            .route("/api/v1/{plural}/{name}", any(cluster_object))
+            .route(
+                "/api/v1/{plural}",
+                routing::get(cluster_collection).fallback(method_not_allowed),
+            )
+            .route(
+                "/api/v1/{plural}/{name}",
+                routing::get(cluster_object).fallback(method_not_allowed),
+            )
             .route(
                 "/api/v1/namespaces/{ns}/{plural}",
-                any(namespaced_collection),
+                routing::get(namespaced_collection).fallback(method_not_allowed),
             )
             .route(
                 "/api/v1/namespaces/{ns}/{plural}/{name}",
-                any(namespaced_object),
+                routing::get(namespaced_object).fallback(method_not_allowed),
             )
             .fallback(fallback)
             .with_state(self.clone())
@@ -260,7 +262,9 @@ impl Server {
             .map_or(0, |d| d.subsec_nanos());
         // A cheap mix of the clock's low bits: spread, not secret.
         let frac = f64::from(nanos.wrapping_mul(2_654_435_761) % 1_000_000) / 1e6;
-        min + min.mul_f64(frac)
+        // Saturating: a configured `Duration::MAX` means "never".
+        let spread = Duration::try_from_secs_f64(min.as_secs_f64() * frac).unwrap_or(Duration::MAX);
+        min.saturating_add(spread)
     }
 
     async fn collection(
@@ -268,8 +272,7 @@ impl Server {
         ns: Option<String>,
         plural: &str,
         q: Pairs,
-        conn: Option<Arc<ConnKill>>,
-        table: bool,
+        Caller { conn, table }: Caller,
     ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
@@ -295,8 +298,7 @@ impl Server {
         plural: &str,
         name: &str,
         q: Pairs,
-        conn: Option<Arc<ConnKill>>,
-        table: bool,
+        Caller { conn, table }: Caller,
     ) -> Response {
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
@@ -500,68 +502,58 @@ async fn get(
     .await
 }
 
-/// `None` for a read; the 405 answer otherwise.
-fn only_get(method: &Method) -> Option<Response> {
-    if method == Method::GET || method == Method::HEAD {
-        None
-    } else {
-        Some(ApiError::method_not_allowed(method.as_str()).into_response())
+/// Who asks, as the resource handlers need it: the connection's kill
+/// switch (with [`Server::serve`]) and whether it wants `Table`s.
+struct Caller {
+    conn: Option<Arc<ConnKill>>,
+    table: bool,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Self::Rejection> {
+        Ok(Caller {
+            conn: parts.extensions.get::<Arc<ConnKill>>().cloned(),
+            table: crate::table::wanted(
+                parts
+                    .headers
+                    .get(header::ACCEPT)
+                    .and_then(|v| v.to_str().ok()),
+            ),
+        })
     }
+}
+
+/// 405: the server only reads.
+async fn method_not_allowed(method: Method) -> Response {
+    ApiError::method_not_allowed(method.as_str()).into_response()
 }
 
 async fn cluster_collection(
     State(s): State<Server>,
-    method: Method,
-    conn: Option<Extension<Arc<ConnKill>>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path(plural): Path<String>,
     q: Pairs,
 ) -> Response {
-    if let Some(r) = only_get(&method) {
-        return r;
-    }
-    s.collection(
-        None,
-        &plural,
-        q,
-        conn.map(|Extension(k)| k),
-        wants_table(&headers),
-    )
-    .await
+    s.collection(None, &plural, q, caller).await
 }
 
 async fn namespaced_collection(
     State(s): State<Server>,
-    method: Method,
-    conn: Option<Extension<Arc<ConnKill>>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path((ns, plural)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Some(r) = only_get(&method) {
-        return r;
-    }
-    s.collection(
-        Some(ns),
-        &plural,
-        q,
-        conn.map(|Extension(k)| k),
-        wants_table(&headers),
-    )
-    .await
+    s.collection(Some(ns), &plural, q, caller).await
 }
 
 async fn cluster_object(
     State(s): State<Server>,
-    method: Method,
-    conn: Option<Extension<Arc<ConnKill>>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path((plural, name)): Path<(String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Some(r) = only_get(&method) {
-        return r;
-    }
     // Namespaces are implicit (no Namespace objects are served): every
     // name is an active one, so that a client that checks the namespace
     // of a missing object (kubectl does) reports the object missing.
@@ -580,40 +572,17 @@ async fn cluster_object(
         Ok(r) if r.info.namespaced => {
             ApiError::no_route(&format!("/api/v1/{plural}/{name}")).into_response()
         }
-        _ => {
-            s.object(
-                None,
-                &plural,
-                &name,
-                q,
-                conn.map(|Extension(k)| k),
-                wants_table(&headers),
-            )
-            .await
-        }
+        _ => s.object(None, &plural, &name, q, caller).await,
     }
 }
 
 async fn namespaced_object(
     State(s): State<Server>,
-    method: Method,
-    conn: Option<Extension<Arc<ConnKill>>>,
-    headers: HeaderMap,
+    caller: Caller,
     Path((ns, plural, name)): Path<(String, String, String)>,
     q: Pairs,
 ) -> Response {
-    if let Some(r) = only_get(&method) {
-        return r;
-    }
-    s.object(
-        Some(ns),
-        &plural,
-        &name,
-        q,
-        conn.map(|Extension(k)| k),
-        wants_table(&headers),
-    )
-    .await
+    s.object(Some(ns), &plural, &name, q, caller).await
 }
 
 async fn version() -> Response {
@@ -708,6 +677,26 @@ async fn until_closing(mut closing: tokio::sync::watch::Receiver<bool>) {
         if closing.changed().await.is_err() {
             // The server is gone without closing: never.
             std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_watch_timeout_is_spread_and_never_overflows() {
+        for min in [Duration::from_secs(1800), Duration::ZERO, Duration::MAX] {
+            let server = Server::new(
+                [],
+                ServerConfig {
+                    min_request_timeout: min,
+                    ..ServerConfig::default()
+                },
+            );
+            let t = server.default_timeout();
+            assert!(t >= min && t <= min.saturating_mul(2), "{min:?}: {t:?}");
         }
     }
 }
