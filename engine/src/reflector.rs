@@ -241,7 +241,9 @@ struct Shared {
 /// different history. The reflector notices when a list's revision is
 /// below the engine's (and, at once, when its watch delivers a change or a
 /// progress notification below it while the source's current revision is
-/// too): it re-lists with
+/// too, or when a lost watch is opened again and the source's revision is
+/// below the engine's: a restored store that restarted and is quiet would
+/// otherwise hold the resumed watch silent): it re-lists with
 /// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression),
 /// which ends every watch with `Relisted` and starts a new generation at
 /// the lower version, and says so in [`Reflector::last_error`] and
@@ -576,6 +578,20 @@ fn run(shared: &Shared, mut writer: Writer) -> Writer {
 fn resume(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Round {
     let from = shared.engine.resource_version();
     match shared.source.watch(from) {
+        // Looked at after the watch is open: a source that went back
+        // before it (restored from a backup and restarted, which is what
+        // ended the watch) would keep it open on a revision it may take
+        // long to reach, and quiet. One that goes back later is caught by
+        // the watch itself (a revision behind the engine's), by this check
+        // at the next resume, or by a consistent read.
+        Ok(_) if shared.source_went_back() => {
+            *lost = None;
+            shared.note(format!(
+                "the source's revision is behind the cache's {from} (restored from a \
+                 backup?): re-listing instead of resuming the watch"
+            ));
+            Round::Behind
+        }
         Ok(watch) => {
             *lost = None;
             shared.counters.resumes.fetch_add(1, Ordering::Relaxed);

@@ -103,6 +103,34 @@ fn a_restore_that_restarts_the_source_is_followed() {
     assert_eq!((seen[0].key.as_str(), seen[0].rv, end), ("ns/g", 12, None));
 }
 
+/// The restarted source is quiet: nothing is written after the restore,
+/// so only the resumed watch's source can tell the cache is ahead (a watch
+/// from revision 20 on a store at 10 would wait, silent, for a revision
+/// that names a different history).
+#[test]
+fn a_restore_seen_only_as_a_dropped_watch_is_followed() {
+    let source = old_source();
+    let (engine, reflector) = start(&source, fast_backoff());
+    let before = reflector.consistent_list(&ListRequest::new()).unwrap();
+    let mut watch = engine
+        .watch(WatchRequest::new().resource_version(Some(before.resource_version)))
+        .unwrap();
+    source.restore(backup(), 10.into());
+    source.fail_watches(SourceError::Unavailable("restarted".into()));
+    let (seen, end) = recv_to_end(&mut watch);
+    assert_eq!((seen.len(), end), (0, EndReason::Relisted));
+    eventually("the cache follows the restore", || {
+        engine.resource_version().get() == 10
+    });
+    assert_eq!(reflector.stats().regressions, 1);
+    let mut watch = engine
+        .watch(WatchRequest::new().resource_version(Some(10.into())))
+        .unwrap();
+    source.put(obj("f", "new"));
+    let (seen, end) = recv_events(&mut watch, 1);
+    assert_eq!((seen[0].key.as_str(), seen[0].rv, end), ("ns/f", 11, None));
+}
+
 #[test]
 fn a_restore_under_an_open_watch_is_followed_without_a_backoff() {
     let source = old_source();
