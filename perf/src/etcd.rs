@@ -178,15 +178,16 @@ fn pod_value(key: u32, n: usize) -> String {
     )
 }
 
-/// Reads etcd's resident memory and the harness's live heap until
-/// stopped, keeping the highest of each.
-struct Sampler {
+/// Reads a server process's resident memory (etcd's, or http-fanout's
+/// child server's) and the harness's live heap until stopped, keeping the
+/// highest of each.
+pub(crate) struct Sampler {
     stop: Arc<AtomicBool>,
     handle: std::thread::JoinHandle<(u64, i64)>,
 }
 
 impl Sampler {
-    fn start(pid: u32) -> Sampler {
+    pub(crate) fn start(pid: u32) -> Sampler {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
@@ -209,8 +210,9 @@ impl Sampler {
         Sampler { stop, handle }
     }
 
-    /// Stops it: (etcd's peak resident bytes, the harness's peak live heap).
-    fn finish(self) -> (u64, i64) {
+    /// Stops it: (the server's peak resident bytes, the harness's peak live
+    /// heap).
+    pub(crate) fn finish(self) -> (u64, i64) {
         self.stop.store(true, Ordering::Relaxed);
         self.handle.join().unwrap_or_default()
     }

@@ -3,26 +3,34 @@
 //! same watchers in-process (what the network costs) and, where an etcd
 //! is found, against etcd's own watch fan-out to N gRPC watchers.
 //!
-//! - `herald-http`: the publisher writes JSON pods (each with its
-//!   `metadata.resourceVersion`) to a [`MemorySource`]; a reflector feeds
-//!   an engine; a [`Server`] (its own two-thread tokio runtime) serves it
-//!   on 127.0.0.1; each watcher is an HTTP/1.1 connection (`GET
+//! - `herald-http`: a server process of its own ([`child`]: this binary,
+//!   started as `herald-perf __http-server`) holds a [`MemorySource`]
+//!   of JSON pods (each with its `metadata.resourceVersion`), a reflector
+//!   feeding an engine, and a [`Server`](herald_http::Server) on a
+//!   two-thread tokio runtime, on 127.0.0.1. The publisher sends it each
+//!   change's index over a pipe (one 5-byte write; the change is stamped
+//!   as it is handed over, so latency includes that hop, as etcd's
+//!   includes its put). Each watcher is an HTTP/1.1 connection (`GET
 //!   /api/v1/pods?watch=1&resourceVersion=1[&fieldSelector=...]`), read
 //!   by the harness's consumer threads themselves: each polls its
 //!   connections' sockets with its readiness list's waker, de-chunks the
 //!   body, splits the JSON lines and reads each event's
 //!   `resourceVersion` (what a client must do at least), so the client
-//!   side's cost shows in the harness's cores, as the etcd watchers' does.
+//!   side's cost shows in the harness's cores, as the etcd watchers' does,
+//!   and the server's CPU is measured alone, as etcd's is.
 //! - `herald+source`: the same source, reflector and engine, watched
 //!   in-process (`Herald { source: true }`).
 //! - `etcd`: etcd-fanout's `etcd` system (N etcd watches with previous
 //!   values, on 10 connections), on a fresh etcd; watchers of everything
 //!   only (etcd has no selectors).
 //!
-//! Memory per connection is the harness's live heap after the watches
-//! are open, minus before, over N: both ends of every connection (the
-//! server's task, hyper's buffers and the engine's watch; the client's
-//! buffers), from the counting allocator.
+//! Memory per connection is the live heap after the watches are open,
+//! minus before, over N, from the counting allocator in both processes:
+//! the server's (its connection task, hyper's buffers, the engine's
+//! watch) and the client's (its buffers); the table shows both ends and
+//! the server's share.
+//!
+//! [`MemorySource`]: herald::MemorySource
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -30,18 +38,17 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use herald::{MemorySource, Object};
-use herald_http::{ResourceInfo, Server, ServerConfig, resource_on};
+use herald::Object;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;
 use crate::consume::{Pace, RunOpts};
-use crate::etcd::EtcdEnv;
+use crate::etcd::{EtcdEnv, Sampler};
 use crate::peers::herald::NODE_FIELD;
 use crate::scenarios::{Profile, Row, Runner, ScenarioKind, Size, SystemKind, all_match, spec};
-use crate::system::{Drained, PeerUse, Publisher, Spec, Subscriber, System};
+use crate::system::{Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System};
 use crate::workload::{Filter, Shape, Workload, node_name, pod_name};
 
 /// How long the set-up waits for the connections and the engine.
@@ -61,38 +68,74 @@ fn pod(key: u32, node: u32, rv: u64) -> Object {
         .build()
 }
 
-/// Herald's HTTP front on loopback.
+pub mod child;
+
+/// Herald's HTTP front on loopback, served by a child process.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct HeraldHttp;
 
-/// The publisher: the source, the pre-built objects, and what must live
-/// as long as the run (the server's runtime, the engine).
+/// The publisher: the child server, and the client side's reactor.
 pub struct HttpPub {
-    source: MemorySource,
-    objects: Vec<Object>,
-    workload: Arc<Workload>,
-    server: Server,
+    server: child::ServerProcess,
+    /// The runtime whose reactor the client sockets are registered with
+    /// (the consumers poll them with their own wakers).
     runtime: Option<Runtime>,
-    /// The harness's heap per connection once all were open (bytes).
+    sampler: Option<Sampler>,
+    cpu_at_begin: Option<u64>,
+    /// Heap per connection once all were open, both ends (bytes).
     bytes_per_connection: f64,
+    /// The server's share of it.
+    server_bytes_per_connection: f64,
+    /// Set once a put could not be sent: the run will time out, and says
+    /// why once.
+    broken: bool,
 }
 
 impl std::fmt::Debug for HttpPub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpPub").finish_non_exhaustive()
+        f.debug_struct("HttpPub")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
     }
 }
 
 impl Publisher for HttpPub {
     #[inline]
     fn publish(&mut self, i: usize) {
-        let at = self.source.put(self.objects[i].clone());
-        debug_assert_eq!(at.get(), self.workload.changes[i].rv);
+        if let Err(e) = self.server.put(i)
+            && !std::mem::replace(&mut self.broken, true)
+        {
+            eprintln!("herald-perf: http-fanout: {e:#}");
+        }
+    }
+
+    fn finish(&mut self) {
+        match self.server.taken() {
+            Ok(0) => {}
+            Ok(n) => eprintln!(
+                "herald-perf: http-fanout: {n} put(s) got a revision other than the workload's"
+            ),
+            Err(e) => eprintln!("herald-perf: http-fanout: {e:#}"),
+        }
+    }
+
+    fn begin(&mut self, _sent: &Arc<Stamps>, _acked: &Arc<Stamps>) {
+        self.cpu_at_begin = crate::machine::process_cpu_ns(self.server.pid());
+        self.sampler = Some(Sampler::start(self.server.pid()));
     }
 
     fn end(&mut self) -> Option<PeerUse> {
+        let cpu = crate::machine::process_cpu_ns(self.server.pid());
+        let (rss, heap) = self.sampler.take().map(Sampler::finish).unwrap_or_default();
+        let cpu_ns = cpu
+            .zip(self.cpu_at_begin)
+            .map_or(0, |(b, a)| b.saturating_sub(a));
         Some(PeerUse {
+            cpu_s: cpu_ns as f64 / 1e9,
+            rss_peak_bytes: rss,
+            heap_peak_bytes: heap,
             bytes_per_connection: Some(self.bytes_per_connection),
+            server_bytes_per_connection: Some(self.server_bytes_per_connection),
             ..PeerUse::default()
         })
     }
@@ -100,9 +143,10 @@ impl Publisher for HttpPub {
 
 impl Drop for HttpPub {
     fn drop(&mut self) {
-        for r in self.server.resources() {
-            r.engine().stop();
+        if let Some(s) = self.sampler.take() {
+            s.finish();
         }
+        Counting::disable();
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
@@ -132,48 +176,20 @@ impl System for HeraldHttp {
             spec.start == 0 && spec.preloaded == 0,
             "http-fanout watches from the list's version"
         );
+        let mut server = child::ServerProcess::start(workload)?;
+        let addr = server.addr();
         let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("perf-http-server")
+            .worker_threads(1)
+            .thread_name("perf-http-clients")
             .enable_all()
             .build()
-            .context("the server's runtime")?;
-        let initial = workload
-            .initial
-            .iter()
-            .enumerate()
-            .map(|(k, &n)| pod(k as u32, n, Workload::LIST_RV));
-        let source = MemorySource::seeded(initial, Workload::LIST_RV.into());
-        let objects: Vec<Object> = workload
-            .changes
-            .iter()
-            .map(|c| pod(c.key, c.node, c.rv))
-            .collect();
-        let pods = resource_on(ResourceInfo::pods(), Arc::new(source.clone()))
-            .map_err(|e| anyhow::anyhow!("the pods resource: {e}"))?;
-        let engine = pods.engine().clone();
-        let server = Server::new([pods], ServerConfig::default());
-        let listener = runtime
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .context("bind the server")?;
-        let addr = listener.local_addr()?;
-        let serving = server.clone();
-        runtime.spawn(async move {
-            let _ = serving.serve(listener, std::future::pending()).await;
-        });
-        let deadline = std::time::Instant::now() + SETUP_TIMEOUT;
-        while engine.resource_version().get() < Workload::LIST_RV {
-            anyhow::ensure!(
-                std::time::Instant::now() < deadline,
-                "the engine did not list"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        // The connections: opened on the server's runtime (their sockets
+            .context("the clients' runtime")?;
+        // The connections: opened on the clients' runtime (their sockets
         // registered with its reactor), read by the consumers.
         let n = spec.filters.len();
         Counting::enable();
         let heap_before = Counting::live();
+        let server_before = server.wait_watchers(0)?;
         let queries: Vec<String> = spec
             .filters
             .iter()
@@ -200,24 +216,20 @@ impl System for HeraldHttp {
             .map_err(|_| {
                 anyhow::anyhow!("opening {n} connections took over {SETUP_TIMEOUT:?}")
             })??;
-        while engine.stats().watchers_active < n as u64 {
-            anyhow::ensure!(
-                std::time::Instant::now() < deadline,
-                "{} of {n} watches registered",
-                engine.stats().watchers_active
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let bytes_per_connection = (Counting::live() - heap_before) as f64 / n.max(1) as f64;
+        let server_after = server.wait_watchers(n)?;
+        let per = |bytes: i64| bytes as f64 / n.max(1) as f64;
+        let client = Counting::live() - heap_before;
+        let served = server_after - server_before;
         Counting::disable();
         Ok((
             HttpPub {
-                source,
-                objects,
-                workload: workload.clone(),
                 server,
                 runtime: Some(runtime),
-                bytes_per_connection,
+                sampler: None,
+                cpu_at_begin: None,
+                bytes_per_connection: per(client + served),
+                server_bytes_per_connection: per(served),
+                broken: false,
             },
             opened,
         ))
@@ -512,11 +524,12 @@ pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
     let limit = fd_limit();
     for case in cases(p) {
         let systems = systems_of(&case, etcd.is_some());
-        // Both ends of every connection are this process's descriptors.
-        let needed = 2 * case.watchers as u64 + 1_024;
+        // One end of every connection in each process (the harness's
+        // clients, the child server), which inherits the harness's limit.
+        let needed = case.watchers as u64 + 1_024;
         if limit < needed {
             let why = format!(
-                "skipped: {} connections need about {needed} descriptors in this one process (both ends); its limit is {limit} (RLIMIT_NOFILE, which it may not raise here)",
+                "skipped: {} connections need about {needed} descriptors in each process; the limit is {limit} (RLIMIT_NOFILE, which may not be raised here)",
                 case.watchers
             );
             for &s in &systems {
@@ -587,9 +600,10 @@ fn fd_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft)
 }
 
-/// 10,000 connections are 20,000 descriptors in this one process (both
-/// ends): raise the hard limit where the process may (it needs
-/// `CAP_SYS_RESOURCE`), then the soft one as far as the hard one allows.
+/// 10,000 connections are 10,000 descriptors in each process: raise the
+/// hard limit where the process may (it needs `CAP_SYS_RESOURCE`), then
+/// the soft one as far as the hard one allows (the child server inherits
+/// it).
 fn raise_fd_limit() {
     const WANT: u64 = 65_536;
     if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {

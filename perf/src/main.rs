@@ -74,6 +74,10 @@ struct Args {
     /// etcd-fanout watcher counts, comma-separated.
     #[arg(long, value_delimiter = ',')]
     etcd_watchers: Vec<usize>,
+    /// http-fanout connection counts (watchers of everything),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    http_watchers: Vec<usize>,
     /// etcd-fanout: connections the etcd side spreads its watches over.
     #[arg(long)]
     etcd_connections: Option<usize>,
@@ -125,6 +129,13 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
+    // http-fanout's server, started by the harness itself as its child.
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|a| a == herald_perf::http::child::ARG)
+    {
+        return herald_perf::http::child::main();
+    }
     match run() {
         Ok(true) => std::process::ExitCode::SUCCESS,
         Ok(false) => std::process::ExitCode::from(2),
@@ -173,6 +184,13 @@ fn run() -> anyhow::Result<bool> {
     }
     if !args.etcd_watchers.is_empty() {
         profile.etcd_watchers = args.etcd_watchers.clone();
+    }
+    if !args.http_watchers.is_empty() {
+        anyhow::ensure!(
+            args.http_watchers.iter().all(|&n| n > 0),
+            "--http-watchers: each count must be at least 1"
+        );
+        profile.http_watchers = args.http_watchers.clone();
     }
     if let Some(c) = args.etcd_connections {
         anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");

@@ -171,18 +171,28 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
             }),
         ),
         ScenarioKind::HttpFanout => (
-            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | heap per connection | busy threads | ended | note |",
+            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | server µs CPU per delivery | server cores | heap per connection (server's) | busy threads | ended | note |",
             Box::new(|r: &Row| {
+                let kib = |b: f64| format!("{:.1}", b / 1024.0);
+                let heap = match (
+                    med(r, "bytes_per_connection"),
+                    med(r, "server_bytes_per_connection"),
+                ) {
+                    (Some(both), Some(server)) => format!("{} KiB ({})", kib(both), kib(server)),
+                    (Some(both), None) => format!("{} KiB", kib(both)),
+                    _ => "-".into(),
+                };
                 format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.case,
                     r.system,
                     spread(r, Metric::DeliveriesPerS, m),
                     ratio(r),
                     spread(r, Metric::P50, us),
                     spread(r, Metric::P99, us),
-                    med(r, "bytes_per_connection")
-                        .map_or("-".into(), |b| format!("{:.1} KiB", b / 1024.0)),
+                    spread_key(r, "server_us_per_delivery", fig),
+                    fig(med(r, "server_cores")),
+                    heap,
                     busy(r),
                     r.ended,
                     note(r)
@@ -242,10 +252,10 @@ fn etcd_tables(rows: &[&Row]) -> String {
         let heap = med(r, "heap_peak_bytes").filter(|h| *h > 0.0);
         format!(
             "{} | {} | {} | {} | {} | {}",
-            fig(med(r, "etcd_cores")),
-            spread_key(r, "etcd_us_per_delivery", fig),
-            fig(med(r, "etcd_us_per_write")),
-            mb(med(r, "etcd_rss_bytes")),
+            fig(med(r, "server_cores")),
+            spread_key(r, "server_us_per_delivery", fig),
+            fig(med(r, "server_us_per_write")),
+            mb(med(r, "server_rss_bytes")),
             fig(med(r, "harness_cores")),
             mb(heap),
         )
@@ -621,7 +631,7 @@ fn etcd_targets(rows: &[Row], t: &mut Vec<Target>) {
                     && r.case.ends_with("flat out")
                     && !r.rounds.is_empty()
             })
-            .filter_map(|r| Some((r.watchers, med(r, "etcd_us_per_write")?)))
+            .filter_map(|r| Some((r.watchers, med(r, "server_us_per_write")?)))
             .collect();
         v.sort_by_key(|p| p.0);
         v

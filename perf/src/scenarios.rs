@@ -423,10 +423,12 @@ pub struct Row {
     pub busy_threads: usize,
     /// Every round, in order.
     pub rounds: Vec<Round>,
-    /// What the server behind the system (etcd) cost in the median round,
-    /// when there is one; the spreads of its figures are in `spread`
-    /// (keys `etcd_cores`, `etcd_us_per_delivery`, `etcd_us_per_write`,
-    /// `etcd_rss_bytes`, `heap_peak_bytes`, `harness_cores`).
+    /// What the server process behind the system (etcd, or herald-http's
+    /// child server) cost in the median round, when there is one; the
+    /// spreads of its figures are in `spread` (keys `server_cores`,
+    /// `server_us_per_delivery`, `server_us_per_write`, `server_rss_bytes`,
+    /// `heap_peak_bytes`, `bytes_per_connection`,
+    /// `server_bytes_per_connection`, `harness_cores`).
     pub peer: Option<PeerUse>,
 }
 
@@ -523,17 +525,17 @@ impl Row {
             }
         }
         type Figure = (&'static str, fn(&Round) -> Option<f64>);
-        let peer_figures: [Figure; 9] = [
+        let peer_figures: [Figure; 10] = [
             ("acked_p50_us", |r| r.acked_p50_us),
             ("acked_p99_us", |r| r.acked_p99_us),
-            ("etcd_cores", |r| r.peer.as_ref().map(|p| p.cores)),
-            ("etcd_us_per_delivery", |r| {
+            ("server_cores", |r| r.peer.as_ref().map(|p| p.cores)),
+            ("server_us_per_delivery", |r| {
                 r.peer.as_ref().map(|p| p.us_per_delivery)
             }),
-            ("etcd_us_per_write", |r| {
+            ("server_us_per_write", |r| {
                 r.peer.as_ref().map(|p| p.us_per_write)
             }),
-            ("etcd_rss_bytes", |r| {
+            ("server_rss_bytes", |r| {
                 r.peer.as_ref().map(|p| p.rss_peak_bytes as f64)
             }),
             ("heap_peak_bytes", |r| {
@@ -541,6 +543,9 @@ impl Row {
             }),
             ("bytes_per_connection", |r| {
                 r.peer.as_ref().and_then(|p| p.bytes_per_connection)
+            }),
+            ("server_bytes_per_connection", |r| {
+                r.peer.as_ref().and_then(|p| p.server_bytes_per_connection)
             }),
             ("harness_cores", |r| {
                 r.peer.as_ref().and(r.cpu.process_cores)

@@ -82,8 +82,8 @@ pub trait Publisher: Send + 'static {
     }
 }
 
-/// What a system backed by a server process (etcd) cost beside the
-/// harness's own threads, over one run.
+/// What a system backed by a server process (etcd, or http-fanout's child
+/// server) cost beside the harness's own threads, over one run.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PeerUse {
     /// CPU time the server process took over the run (s).
@@ -115,9 +115,11 @@ pub struct PeerUse {
     /// The connections the watchers' streams were spread over (etcd's own
     /// watchers; none for Herald's, which etcd serves with one watch).
     pub connections: Option<usize>,
-    /// The harness's heap per watch connection once all were open (both
-    /// ends: the server's and the client's), bytes (http-fanout).
+    /// Heap per watch connection once all were open, both ends (the
+    /// server's and the client's), bytes (http-fanout).
     pub bytes_per_connection: Option<f64>,
+    /// The server's share of that (http-fanout's child server).
+    pub server_bytes_per_connection: Option<f64>,
     /// How long a write took to return, median (µs).
     pub put_p50_us: Option<f64>,
     /// 99th percentile (µs).
