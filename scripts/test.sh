@@ -4,7 +4,9 @@
 # against real etcd servers and a 3-member cluster (installed first by
 # scripts/ensure-etcd.sh, with protoc), the HTTP front's against kube-rs,
 # kubectl and hostile clients; the Python kubernetes client against
-# herald-server (pytest, in a venv this creates); the loom models;
+# herald-server (pytest, in a venv this creates); the C ABI's test
+# program from C (plainly, under AddressSanitizer and valgrind, which it
+# installs) and its epoll example; the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -45,6 +47,9 @@ if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
 fi
 cargo build -p herald-http --bin herald-server
 HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q bindings/http/tests/python
+
+echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
+bindings/c/test.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg
