@@ -28,7 +28,7 @@
 #![allow(clippy::missing_safety_doc)] // Each function's docs say what it needs; see the crate docs.
 
 mod handles;
-mod set;
+pub mod set;
 
 use std::cell::RefCell;
 use std::ffi::c_char;
@@ -44,7 +44,7 @@ use herald::{
     ResourceVersionMatch, Visited, Watch, WatchError, WatchRequest, WatchStopper, WriteError,
     Writer,
 };
-use set::{Member, SetInner};
+use set::{Member, ReadySet};
 
 // ---------------------------------------------------------------------
 // Status codes
@@ -634,7 +634,7 @@ fn version(
 static ENGINES: Registry<Engine> = Registry::new(Kind::Engine);
 static WRITERS: Registry<Mutex<Writer>> = Registry::new(Kind::Writer);
 static WATCHES: Registry<WatchSlot> = Registry::new(Kind::Watch);
-static SETS: Registry<SetInner> = Registry::new(Kind::WatchSet);
+static SETS: Registry<ReadySet> = Registry::new(Kind::WatchSet);
 static LISTS: Registry<ListResult> = Registry::new(Kind::List);
 
 /// A list behind its handle, its continue token as text (for the view).
@@ -1220,7 +1220,7 @@ pub extern "C" fn herald_watch_free(watch_h: HeraldWatch) -> HeraldStatus {
 // ---------------------------------------------------------------------
 // Watch sets
 
-fn watch_set(h: HeraldWatchSet) -> Result<Arc<SetInner>, Error> {
+fn watch_set(h: HeraldWatchSet) -> Result<Arc<ReadySet>, Error> {
     SETS.get(h).map_err(|w| stale("watch set", h, w))
 }
 
@@ -1232,7 +1232,7 @@ pub unsafe extern "C" fn herald_watch_set_new(out: *mut HeraldWatchSet) -> Heral
             return Err(Error::null("out"));
         }
         let inner =
-            SetInner::new().map_err(|e| Error::new(HERALD_E_SYSTEM, format!("eventfd: {e}")))?;
+            ReadySet::new().map_err(|e| Error::new(HERALD_E_SYSTEM, format!("eventfd: {e}")))?;
         let h = SETS.insert(inner);
         // SAFETY: checked non-null; C gives a writable slot.
         unsafe { out.write(h) };

@@ -1,11 +1,14 @@
-//! A watch set: one `eventfd` for many watches, readable while any of
-//! them may have something. The engine's readiness wakes drive it: a
+//! A readiness set: one `eventfd` for many watches, readable while any of
+//! them may have something. The C ABI's watch sets are these; a binding
+//! written in Rust for another event loop (Python's asyncio) uses it as
+//! is: poll a watch with [`Member`]'s waker, and read the set when its
+//! descriptor is readable. The engine's readiness wakes drive it: a
 //! watch polled with nothing ready is armed with its own waker
 //! ([`Watch::poll_visit_batch`](herald::Watch::poll_visit_batch)), and the
 //! wake queues the watch's handle and signals the descriptor, once until
 //! the set is read again. An idle watch costs the loop nothing.
 //!
-//! The order that keeps a wake from being lost: [`SetInner::ready`]
+//! The order that keeps a wake from being lost: [`ReadySet::ready`]
 //! drains the descriptor, clears `signalled`, then takes from the queue; a
 //! wake pushes to the queue, then signals unless `signalled` was already
 //! set. A wake that finds it set pushed before the clear or before the
@@ -18,34 +21,34 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::Wake;
 
-/// The shared part of a set: its descriptor and its ready queue.
+/// A set's descriptor and its ready queue.
 #[derive(Debug)]
-pub(crate) struct SetInner {
+pub struct ReadySet {
     fd: OwnedFd,
     queue: Mutex<VecDeque<Arc<Member>>>,
-    /// The descriptor was written since the last [`SetInner::ready`].
+    /// The descriptor was written since the last [`ReadySet::ready`].
     signalled: AtomicBool,
 }
 
-/// One watch's membership: its waker.
+/// One watch's membership: its waker (`Waker::from(member)`).
 #[derive(Debug)]
-pub(crate) struct Member {
-    set: Weak<SetInner>,
-    /// The watch's handle, as C knows it.
-    pub(crate) handle: u64,
+pub struct Member {
+    set: Weak<ReadySet>,
+    /// The watch's handle (as C knows it), reported by [`ReadySet::ready`].
+    pub handle: u64,
     /// In the queue now (a wake while queued does nothing more).
     queued: AtomicBool,
 }
 
-impl SetInner {
+impl ReadySet {
     /// A set with a fresh non-blocking, close-on-exec eventfd.
-    pub(crate) fn new() -> std::io::Result<SetInner> {
+    pub fn new() -> std::io::Result<ReadySet> {
         // SAFETY: eventfd takes no pointers; a negative result is an error.
         let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(SetInner {
+        Ok(ReadySet {
             // SAFETY: `fd` was just opened and is owned by nothing else.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
             queue: Mutex::new(VecDeque::new()),
@@ -53,7 +56,8 @@ impl SetInner {
         })
     }
 
-    pub(crate) fn raw_fd(&self) -> RawFd {
+    /// The descriptor: readable while a member may have something.
+    pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
 
@@ -70,7 +74,7 @@ impl SetInner {
 
     /// A new member for the watch `handle`, queued at once (the watch is
     /// polled first when the set is next read, which arms it).
-    pub(crate) fn join(self: &Arc<SetInner>, handle: u64) -> Arc<Member> {
+    pub fn join(self: &Arc<ReadySet>, handle: u64) -> Arc<Member> {
         let member = Arc::new(Member {
             set: Arc::downgrade(self),
             handle,
@@ -82,7 +86,7 @@ impl SetInner {
 
     /// Takes up to `max` ready watches' handles into `out`. Leaves the
     /// descriptor readable if more remain.
-    pub(crate) fn ready(&self, out: &mut Vec<u64>, max: usize) {
+    pub fn ready(&self, out: &mut Vec<u64>, max: usize) {
         let mut count = [0u8; 8];
         // SAFETY: reads at most 8 bytes into a live 8-byte buffer from our
         // own non-blocking eventfd (EAGAIN when it is not readable).
@@ -132,7 +136,7 @@ mod tests {
     use super::*;
     use std::task::Waker;
 
-    fn readable(set: &SetInner) -> bool {
+    fn readable(set: &ReadySet) -> bool {
         let mut pfd = libc::pollfd {
             fd: set.raw_fd(),
             events: libc::POLLIN,
@@ -144,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_wake_queues_once_and_signals_until_read() {
-        let set = Arc::new(SetInner::new().unwrap());
+        let set = Arc::new(ReadySet::new().unwrap());
         assert!(!readable(&set));
         let a = set.join(7);
         let b = set.join(8);
@@ -169,7 +173,7 @@ mod tests {
 
     #[test]
     fn wakes_from_many_threads_are_never_lost() {
-        let set = Arc::new(SetInner::new().unwrap());
+        let set = Arc::new(ReadySet::new().unwrap());
         let members: Vec<_> = (0..8).map(|i| set.join(i)).collect();
         let mut out = Vec::new();
         set.ready(&mut out, 100);
