@@ -1,0 +1,244 @@
+// Package herald is the Go binding of Herald, a watch cache (the job of
+// the Kubernetes apiserver's): one Writer applies versioned changes; many
+// watches with label and field selectors receive exactly the events they
+// may see, in order, or an explicit end with a reason.
+//
+// It is cgo over Herald's C ABI (bindings/c). Every handle (Engine,
+// Writer, Watch) is safe to use from many goroutines. See README.md for
+// the threading model.
+package herald
+
+/*
+#include <stdlib.h>
+#include "hg.h"
+*/
+import "C"
+
+import (
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Object is an object to write. Its key is Namespace/Name, or Name when
+// Namespace is empty.
+type Object struct {
+	Namespace string
+	Name      string
+	// Labels, for label selectors.
+	Labels map[string]string
+	// Fields: the selectable fields ("spec.nodeName"), for field
+	// selectors ("metadata.name" and "metadata.namespace" come with the
+	// key).
+	Fields map[string]string
+	// Payload is kept as given (copied once) and handed to watchers.
+	Payload []byte
+}
+
+// ChangeKind is the kind of a write.
+type ChangeKind int32
+
+const (
+	Added    ChangeKind = 0
+	Modified ChangeKind = 1
+	// Deleted: the object given is its last state.
+	Deleted ChangeKind = 2
+)
+
+// Version is an optional resource version: the zero Version is unset
+// (Kubernetes' ""), At(n) is n (At(0): "0", any).
+type Version struct {
+	n   uint64
+	set bool
+}
+
+// At is the resource version n.
+func At(n uint64) Version { return Version{n: n, set: true} }
+
+// Get returns the version and whether it is set.
+func (v Version) Get() (uint64, bool) { return v.n, v.set }
+
+// Match is Kubernetes' resourceVersionMatch.
+type Match int
+
+const (
+	// MatchDefault: unset.
+	MatchDefault Match = iota
+	// MatchNotOlderThan: NotOlderThan.
+	MatchNotOlderThan
+	// MatchExact: Exact (lists and gets).
+	MatchExact
+)
+
+const (
+	flagHasRV         = 1
+	flagBookmarks     = 2
+	flagSendInitial   = 4
+	flagNoInitial     = 8
+	flagNotOlderThan  = 16
+	flagExact         = 32
+	eventInitialEnd   = 1
+	statusPending     = 1
+	defaultEventsCap  = 64
+	defaultPollBatch  = 128
+	maxPollBatchLimit = 4096
+)
+
+func versionFlags(v Version, m Match) (uint64, uint32) {
+	var flags uint32
+	if v.set {
+		flags |= flagHasRV
+	}
+	switch m {
+	case MatchNotOlderThan:
+		flags |= flagNotOlderThan
+	case MatchExact:
+		flags |= flagExact
+	}
+	return v.n, flags
+}
+
+// Option configures NewEngine.
+type Option func(*config)
+
+type config struct {
+	indexed      []string
+	lower, upper int
+}
+
+// WithHistory bounds the history (the changes kept for watches from a
+// past version): at least lower, at most upper changes; 0 is Herald's
+// default for either.
+func WithHistory(lower, upper int) Option {
+	return func(c *config) { c.lower, c.upper = lower, upper }
+}
+
+// WithIndexedFields indexes watchers by these fields ("spec.nodeName"): a
+// watcher whose field selector pins one is found by value, not scanned.
+func WithIndexedFields(fields ...string) Option {
+	return func(c *config) { c.indexed = append(c.indexed, fields...) }
+}
+
+// Engine is Herald's cache, its readers and watchers. Safe for
+// concurrent use.
+type Engine struct {
+	h    uint64
+	once sync.Once
+}
+
+// Writer is an engine's one writer. Its calls are serialised (safe from
+// many goroutines; one write at a time).
+type Writer struct {
+	h    uint64
+	once sync.Once
+}
+
+// NewEngine creates an engine and its one writer.
+func NewEngine(opts ...Option) (*Engine, *Writer, error) {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.lower < 0 || cfg.upper < 0 {
+		return nil, nil, &Error{Code: ErrInvalid.Code, Op: "new engine", Message: "negative history bound"}
+	}
+	var blob []byte
+	lens := make([]uint64, 1, len(cfg.indexed)+1)
+	lens = lens[:0]
+	for _, f := range cfg.indexed {
+		blob = append(blob, f...)
+		lens = append(lens, uint64(len(f)))
+	}
+	blob = append(blob, 0)
+	lens = append(lens, 0)
+	var e, w C.uint64_t
+	r := C.hg_engine_new((*C.char)(unsafe.Pointer(&blob[0])), (*C.uint64_t)(unsafe.Pointer(&lens[0])),
+		C.size_t(len(cfg.indexed)), C.size_t(cfg.lower), C.size_t(cfg.upper), &e, &w)
+	if err := check("new engine", r); err != nil {
+		return nil, nil, err
+	}
+	eng := &Engine{h: uint64(e)}
+	wr := &Writer{h: uint64(w)}
+	runtime.SetFinalizer(eng, func(e *Engine) { e.Close() })
+	runtime.SetFinalizer(wr, func(w *Writer) { w.Close() })
+	return eng, wr, nil
+}
+
+// Stop stops the engine: its watches end with EndEngineStopped, writes
+// fail with ErrStopped. The Engine stays open (Close frees it).
+func (e *Engine) Stop() error {
+	return check("stop", C.hg_engine_stop(C.uint64_t(e.h)))
+}
+
+// Close frees the engine's handle: later calls on it return ErrHandle.
+// The engine runs on while its Writer or watches are open (Stop ends
+// them). Closing twice returns ErrHandle.
+func (e *Engine) Close() error {
+	err := check("close engine", C.hg_engine_free(C.uint64_t(e.h)))
+	e.once.Do(func() { runtime.SetFinalizer(e, nil) })
+	return err
+}
+
+// ResourceVersion is the last version the engine applied.
+func (e *Engine) ResourceVersion() (uint64, error) {
+	var v C.uint64_t
+	if err := check("resource version", C.hg_engine_rv(C.uint64_t(e.h), &v)); err != nil {
+		return 0, err
+	}
+	return uint64(v), nil
+}
+
+// Stats are an engine's counters.
+type Stats struct {
+	ChangesReceived, Deliveries, WatchesStarted, WatchersActive, Relists uint64
+}
+
+// Stats reads the engine's counters.
+func (e *Engine) Stats() (Stats, error) {
+	var s C.herald_stats
+	if err := check("stats", C.hg_engine_stats(C.uint64_t(e.h), &s)); err != nil {
+		return Stats{}, err
+	}
+	return Stats{uint64(s.changes_received), uint64(s.deliveries), uint64(s.watches_started),
+		uint64(s.watchers_active), uint64(s.relists)}, nil
+}
+
+// Apply applies one change at rv (above the engine's version).
+func (w *Writer) Apply(kind ChangeKind, rv uint64, o Object) error {
+	var enc encoded
+	enc.add(&o)
+	blob, lens := enc.ptrs()
+	r := C.hg_apply(C.uint64_t(w.h), C.int32_t(kind), C.uint64_t(rv), blob, lens, C.size_t(enc.pairs))
+	runtime.KeepAlive(enc.blob)
+	runtime.KeepAlive(enc.lens)
+	return check("apply", r)
+}
+
+// Replace replaces the whole state with objects at rv (a list from the
+// source): watches see the difference as events. The first Replace makes
+// the engine ready.
+func (w *Writer) Replace(objects []Object, rv uint64) error {
+	var enc encoded
+	for i := range objects {
+		enc.add(&objects[i])
+	}
+	blob, lens := enc.ptrs()
+	r := C.hg_replace(C.uint64_t(w.h), blob, lens, C.size_t(len(objects)), C.size_t(enc.pairs), C.uint64_t(rv))
+	runtime.KeepAlive(enc.blob)
+	runtime.KeepAlive(enc.lens)
+	return check("replace", r)
+}
+
+// Progress says the source is at rv with nothing more for this engine
+// (a progress notification): waiting reads and watches move on.
+func (w *Writer) Progress(rv uint64) error {
+	return check("progress", C.hg_progress(C.uint64_t(w.h), C.uint64_t(rv)))
+}
+
+// Close frees the writer (no more writes; the engine keeps what it has).
+// Closing twice returns ErrHandle.
+func (w *Writer) Close() error {
+	err := check("close writer", C.hg_writer_free(C.uint64_t(w.h)))
+	w.once.Do(func() { runtime.SetFinalizer(w, nil) })
+	return err
+}

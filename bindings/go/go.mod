@@ -1,0 +1,3 @@
+module github.com/herald-rs/herald/bindings/go
+
+go 1.21

@@ -1,0 +1,593 @@
+package herald
+
+/*
+#include <stdlib.h>
+#include "hg.h"
+*/
+import "C"
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+// Scope is what a watch or a list covers.
+type Scope int32
+
+const (
+	// ScopeAll: every key.
+	ScopeAll Scope = 0
+	// ScopePrefix: the keys under a prefix (a namespace): "prefix/...".
+	ScopePrefix Scope = 1
+	// ScopeKey: one key ("namespace/name").
+	ScopeKey Scope = 2
+)
+
+// WatchRequest is what to watch, as Kubernetes' WATCH.
+type WatchRequest struct {
+	Scope Scope
+	// ScopeValue is the prefix (ScopePrefix) or the key (ScopeKey).
+	ScopeValue string
+	// LabelSelector is a Kubernetes label selector ("app in (web,api)").
+	LabelSelector string
+	// FieldSelector is a Kubernetes field selector ("spec.nodeName=n1").
+	FieldSelector string
+	// ResourceVersion is where to start (unset: now, with the current
+	// state as initial events).
+	ResourceVersion Version
+	// Match: MatchNotOlderThan is needed by SendInitialEvents.
+	Match Match
+	// AllowBookmarks: bookmarks are sent.
+	AllowBookmarks bool
+	// SendInitialEvents: nil unset; else sendInitialEvents=true/false.
+	SendInitialEvents *bool
+	// Timeout ends the watch with EndDeadline after this many
+	// milliseconds; 0: never.
+	TimeoutMillis uint64
+}
+
+// EventType is an event's kind.
+type EventType int32
+
+const (
+	EventAdded    EventType = 0
+	EventModified EventType = 1
+	EventDeleted  EventType = 2
+	EventBookmark EventType = 3
+)
+
+func (t EventType) String() string {
+	switch t {
+	case EventAdded:
+		return "ADDED"
+	case EventModified:
+		return "MODIFIED"
+	case EventDeleted:
+		return "DELETED"
+	case EventBookmark:
+		return "BOOKMARK"
+	}
+	return fmt.Sprintf("EventType(%d)", int32(t))
+}
+
+// Event is one event of a watch (copied out of Herald: the caller owns
+// it).
+type Event struct {
+	Type            EventType
+	ResourceVersion uint64
+	// Key is "namespace/name" (empty for a bookmark).
+	Key string
+	// Payload is the object's payload (empty for a bookmark).
+	Payload []byte
+	// InitialEventsEnd marks the bookmark that ends the initial events.
+	InitialEventsEnd bool
+}
+
+// EndReason is why a watch ended.
+type EndReason int32
+
+const (
+	EndNone                    EndReason = 0
+	EndStopped                 EndReason = 1
+	EndDeadline                EndReason = 2
+	EndTooSlow                 EndReason = 3
+	EndGone                    EndReason = 4
+	EndRelisted                EndReason = 5
+	EndEngineStopped           EndReason = 6
+	EndTooLargeResourceVersion EndReason = 7
+	EndEngineFailed            EndReason = 8
+	endClosed                  EndReason = -1
+)
+
+func (r EndReason) String() string {
+	switch r {
+	case EndNone:
+		return "none"
+	case EndStopped:
+		return "stopped"
+	case EndDeadline:
+		return "deadline"
+	case EndTooSlow:
+		return "too slow"
+	case EndGone:
+		return "gone"
+	case EndRelisted:
+		return "relisted"
+	case EndEngineStopped:
+		return "engine stopped"
+	case EndTooLargeResourceVersion:
+		return "too large resource version"
+	case EndEngineFailed:
+		return "engine failed"
+	case endClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("EndReason(%d)", int32(r))
+}
+
+// End is a watch's end.
+type End struct {
+	Reason EndReason
+	// Requested: Gone and TooLargeResourceVersion: the version asked for.
+	Requested uint64
+	// Bound: Gone: the oldest version it could have started from;
+	// TooLargeResourceVersion: the cache's version.
+	Bound uint64
+	// Cause: the context's error when the watch's or Events' context
+	// ended it (Reason is then EndStopped); ErrHandle when Close ended
+	// it.
+	Cause error
+}
+
+func (e *End) String() string {
+	s := e.Reason.String()
+	if e.Requested != 0 || e.Bound != 0 {
+		s += fmt.Sprintf(" (requested %d, bound %d)", e.Requested, e.Bound)
+	}
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	return s
+}
+
+// Watch is one watch. Receive with Poll (non-blocking batches) or with
+// Events (a channel fed by the binding's shared readiness loop), not
+// both. Safe for concurrent use.
+type Watch struct {
+	c *watchCore
+}
+
+// watchCore is a watch's state, apart from the *Watch the user holds so
+// that its finalizer can run while the dispatcher and the feeding
+// goroutine hold the core.
+type watchCore struct {
+	h uint64
+
+	mu        sync.Mutex
+	freed     bool  // the C handle is freed
+	end       *End  // the end, once seen
+	cause     error // why the binding stopped it (ctx, Close)
+	inSet     bool  // Events started: the dispatcher and feed own receiving
+	credit    bool  // the feed waits for a batch: the dispatcher may poll
+	batches   chan batch
+	out       chan Event
+	kick      chan struct{} // the feed should poll now (a stop, a close)
+	closed    chan struct{} // Close was called
+	closeOnce sync.Once
+	stopCtx   func() bool // the watch's context.AfterFunc
+}
+
+type batch struct {
+	events []Event
+	end    *End
+}
+
+// Watch opens a watch. When ctx is done the watch is stopped (its end:
+// EndStopped with Cause ctx.Err()).
+func (e *Engine) Watch(ctx context.Context, req WatchRequest) (*Watch, error) {
+	rv, flags := versionFlags(req.ResourceVersion, req.Match)
+	if req.AllowBookmarks {
+		flags |= flagBookmarks
+	}
+	if req.SendInitialEvents != nil {
+		if *req.SendInitialEvents {
+			flags |= flagSendInitial
+		} else {
+			flags |= flagNoInitial
+		}
+	}
+	sv, svl := cstr(req.ScopeValue)
+	ls, lsl := cstr(req.LabelSelector)
+	fs, fsl := cstr(req.FieldSelector)
+	var h C.uint64_t
+	r := C.hg_watch_open(C.uint64_t(e.h), C.int32_t(req.Scope), sv, svl, ls, lsl, fs, fsl,
+		C.uint64_t(rv), C.uint32_t(flags), C.uint64_t(req.TimeoutMillis), &h)
+	runtime.KeepAlive(req)
+	if err := check("watch", r); err != nil {
+		return nil, err
+	}
+	c := &watchCore{
+		h:       uint64(h),
+		batches: make(chan batch, 1),
+		kick:    make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+	}
+	w := &Watch{c: c}
+	runtime.SetFinalizer(w, func(w *Watch) { w.c.close() })
+	if ctx != nil && ctx.Done() != nil {
+		c.stopCtx = context.AfterFunc(ctx, func() { c.stopWith(context.Cause(ctx)) })
+	}
+	return w, nil
+}
+
+// stopWith stops the watch for the binding's reason (a context's end).
+func (c *watchCore) stopWith(cause error) {
+	c.mu.Lock()
+	if c.cause == nil && c.end == nil {
+		c.cause = cause
+	}
+	freed := c.freed
+	c.mu.Unlock()
+	if !freed {
+		C.hg_watch_stop(C.uint64_t(c.h))
+	}
+	c.poke()
+}
+
+// poke makes the feed poll.
+func (c *watchCore) poke() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ID is the watch's C handle (for logs).
+func (w *Watch) ID() uint64 { return w.c.h }
+
+// Stop stops the watch: its next receive reports EndStopped (unless it
+// had ended). It does not wait; Events' channel closes after it.
+func (w *Watch) Stop() error {
+	c := w.c
+	c.mu.Lock()
+	freed := c.freed
+	c.mu.Unlock()
+	if freed {
+		if c.End() != nil {
+			return nil
+		}
+		return closedError("stop", "watch")
+	}
+	err := check("stop", C.hg_watch_stop(C.uint64_t(c.h)))
+	c.poke()
+	return err
+}
+
+// Close stops the watch and frees it. An Events channel closes (End:
+// EndStopped with Cause ErrHandle unless it had ended); later calls
+// return ErrHandle. Closing twice is a no-op.
+func (w *Watch) Close() error {
+	runtime.SetFinalizer(w, nil)
+	w.c.close()
+	return nil
+}
+
+func (c *watchCore) close() {
+	c.closeOnce.Do(func() {
+		if c.stopCtx != nil {
+			c.stopCtx()
+		}
+		c.mu.Lock()
+		if c.cause == nil && c.end == nil {
+			c.cause = closedError("close", "watch")
+		}
+		c.mu.Unlock()
+		close(c.closed)
+		c.free()
+	})
+}
+
+// free frees the C handle once (its end, if not seen, is the close).
+func (c *watchCore) free() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.freed {
+		return
+	}
+	c.freed = true
+	if c.end == nil {
+		c.end = &End{Reason: EndStopped, Cause: c.cause}
+	}
+	C.hg_watch_free(C.uint64_t(c.h))
+	if c.inSet {
+		theDispatcher.forget(c.h)
+	}
+}
+
+// End is the watch's end, or nil while it runs.
+func (w *Watch) End() *End { return w.c.End() }
+
+func (c *watchCore) End() *End {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.end == nil {
+		return nil
+	}
+	e := *c.end
+	return &e
+}
+
+// Poll takes up to max ready events without blocking (max <= 0: a
+// default batch). It returns the end once the watch has ended (then
+// every later call returns it again, with no events). Not for a watch
+// whose Events channel was taken (ErrInvalid).
+func (w *Watch) Poll(max int) ([]Event, *End, error) {
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inSet {
+		return nil, nil, &Error{Code: ErrInvalid.Code, Op: "poll", Message: "the watch is consumed by Events"}
+	}
+	if c.end != nil {
+		e := *c.end
+		return nil, &e, nil
+	}
+	if c.freed {
+		return nil, nil, closedError("poll", "watch")
+	}
+	b, err := c.pollLocked(max)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.events, b.end, nil
+}
+
+// pollLocked polls the C watch once (c.mu held) and copies what it got.
+func (c *watchCore) pollLocked(max int) (batch, error) {
+	if max <= 0 {
+		max = defaultPollBatch
+	}
+	if max > maxPollBatchLimit {
+		max = maxPollBatchLimit
+	}
+	buf := pollBuffers.Get().(*pollBuffer)
+	defer pollBuffers.Put(buf)
+	r := C.hg_watch_poll(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end)
+	if err := check("poll", r); err != nil {
+		return batch{}, err
+	}
+	n := int(*buf.n)
+	var b batch
+	if n > 0 {
+		evs := unsafe.Slice(buf.events, n)
+		b.events = make([]Event, n)
+		for i := range evs {
+			ev := &evs[i]
+			b.events[i] = Event{
+				Type:             EventType(ev.kind),
+				ResourceVersion:  uint64(ev.resource_version),
+				InitialEventsEnd: ev.flags&eventInitialEnd != 0,
+			}
+			if ev.key.len > 0 {
+				b.events[i].Key = string(C.GoBytes(unsafe.Pointer(ev.key.ptr), C.int(ev.key.len)))
+			}
+			if ev.payload.len > 0 {
+				b.events[i].Payload = C.GoBytes(unsafe.Pointer(ev.payload.ptr), C.int(ev.payload.len))
+			}
+		}
+	}
+	if buf.end.reason != 0 {
+		e := &End{Reason: EndReason(buf.end.reason), Requested: uint64(buf.end.requested), Bound: uint64(buf.end.bound)}
+		if e.Reason == EndStopped {
+			e.Cause = c.cause
+		}
+		c.end = e
+		cp := *e
+		b.end = &cp
+	}
+	return b, nil
+}
+
+// pollBuffer is C memory for one poll: the views Herald writes are C
+// pointers, read before the next call on the watch (c.mu held).
+type pollBuffer struct {
+	events *C.herald_event
+	n      *C.size_t
+	end    *C.herald_end
+}
+
+var pollBuffers = sync.Pool{New: func() any {
+	return &pollBuffer{
+		events: (*C.herald_event)(C.calloc(maxPollBatchLimit, C.size_t(unsafe.Sizeof(C.herald_event{})))),
+		n:      (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0))))),
+		end:    (*C.herald_end)(C.calloc(1, C.size_t(unsafe.Sizeof(C.herald_end{})))),
+	}
+}}
+
+// Events returns a channel of the watch's events, fed by the binding's
+// readiness loop (one goroutine per process waits on a watch set's
+// eventfd) and one goroutine of this watch that blocks on Go channels
+// only. The channel closes at the watch's end (then End says why), when
+// ctx is done (the watch is stopped: EndStopped, Cause ctx.Err()), or at
+// Close. A consumer that does not read holds no one up: Herald keeps
+// its events (and ends it EndTooSlow or EndGone if it falls too far
+// behind). Later calls return the same channel.
+func (w *Watch) Events(ctx context.Context) <-chan Event {
+	c := w.c
+	c.mu.Lock()
+	if c.out != nil {
+		c.mu.Unlock()
+		return c.out
+	}
+	c.out = make(chan Event, defaultEventsCap)
+	c.inSet = true
+	ended := c.end != nil || c.freed
+	c.mu.Unlock()
+	if ended {
+		close(c.out)
+		return c.out
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if err := theDispatcher.add(c); err != nil {
+		c.mu.Lock()
+		if c.end == nil {
+			c.end = &End{Reason: EndEngineFailed, Cause: err}
+		}
+		c.mu.Unlock()
+		close(c.out)
+		return c.out
+	}
+	go c.feed(ctx)
+	return c.out
+}
+
+// feed hands batches to the user's channel. It blocks on Go channels
+// only: a batch from the dispatcher, the user's receive, a kick, ctx,
+// Close. Between batches it polls its own watch (one non-blocking cgo
+// call); when that finds nothing the watch is armed, credit is given, and
+// the dispatcher polls it when the set reports it.
+func (c *watchCore) feed(ctx context.Context) {
+	defer close(c.out)
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			c.stopWith(context.Cause(ctx))
+		}
+	}
+	for {
+		// Poll once ourselves: the dispatcher only polls with credit.
+		c.mu.Lock()
+		if c.freed {
+			c.mu.Unlock()
+			return
+		}
+		b, err := c.pollLocked(defaultPollBatch)
+		if err != nil {
+			if c.end == nil {
+				c.end = &End{Reason: EndEngineFailed, Cause: err}
+			}
+			c.mu.Unlock()
+			c.free()
+			return
+		}
+		if len(b.events) == 0 && b.end == nil {
+			c.credit = true
+			c.mu.Unlock()
+			got := false
+			select {
+			case b = <-c.batches:
+				got = true
+			case <-c.kick:
+			case <-ctx.Done():
+				stop()
+			case <-c.closed:
+				return
+			}
+			if !got {
+				// Take the credit back; a batch the dispatcher sent
+				// before is in the channel (it sends under c.mu).
+				c.mu.Lock()
+				c.credit = false
+				select {
+				case b = <-c.batches:
+					got = true
+				default:
+				}
+				c.mu.Unlock()
+				if !got {
+					continue
+				}
+			}
+		} else {
+			c.mu.Unlock()
+		}
+		for _, ev := range b.events {
+			select {
+			case c.out <- ev:
+			case <-ctx.Done():
+				stop()
+				// Drop the rest: the consumer is gone.
+				b.events = nil
+			case <-c.closed:
+				return
+			}
+			if b.events == nil {
+				break
+			}
+		}
+		if b.end != nil {
+			c.free()
+			return
+		}
+	}
+}
+
+// dispatcher is the process's readiness loop: one watch set, its eventfd
+// in Go's netpoller, one goroutine.
+type dispatcher struct {
+	once    sync.Once
+	err     error
+	set     uint64
+	file    *os.File
+	mu      sync.Mutex
+	watches map[uint64]*watchCore
+}
+
+var theDispatcher = &dispatcher{watches: map[uint64]*watchCore{}}
+
+func (d *dispatcher) add(c *watchCore) error {
+	d.once.Do(d.start)
+	if d.err != nil {
+		return d.err
+	}
+	d.mu.Lock()
+	d.watches[c.h] = c
+	d.mu.Unlock()
+	if err := check("watch set add", C.hg_set_add(C.uint64_t(d.set), C.uint64_t(c.h))); err != nil {
+		d.forget(c.h)
+		return err
+	}
+	return nil
+}
+
+func (d *dispatcher) forget(h uint64) {
+	d.mu.Lock()
+	delete(d.watches, h)
+	d.mu.Unlock()
+}
+
+// dispatch polls one watch the set reported, if its feed has credit.
+func (d *dispatcher) dispatch(h uint64) {
+	d.mu.Lock()
+	c := d.watches[h]
+	d.mu.Unlock()
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	if !c.credit || c.freed {
+		// The feed is busy; it polls when it is done.
+		c.mu.Unlock()
+		return
+	}
+	b, err := c.pollLocked(defaultPollBatch)
+	if err == nil && len(b.events) == 0 && b.end == nil {
+		c.mu.Unlock() // armed again
+		return
+	}
+	c.credit = false
+	if err != nil {
+		c.mu.Unlock()
+		c.poke() // the feed polls and reports it
+		return
+	}
+	c.batches <- b // room: one batch at a time, only with credit
+	c.mu.Unlock()
+}
