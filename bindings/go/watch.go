@@ -256,11 +256,13 @@ func (w *Watch) Stop() error {
 	c.mu.Lock()
 	freed := c.freed
 	c.mu.Unlock()
-	if freed {
-		if c.End() != nil {
-			return nil
-		}
+	select {
+	case <-c.closed:
 		return closedError("stop", "watch")
+	default:
+	}
+	if freed {
+		return nil // it ended (Events frees it at its end)
 	}
 	err := check("stop", C.hg_watch_stop(C.uint64_t(c.h)))
 	c.poke()
@@ -286,8 +288,8 @@ func (c *watchCore) close() {
 			c.cause = closedError("close", "watch")
 		}
 		c.mu.Unlock()
+		c.free() // sets the end before the feed closes the channel
 		close(c.closed)
-		c.free()
 	})
 }
 
@@ -332,12 +334,12 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 	if c.inSet {
 		return nil, nil, &Error{Code: ErrInvalid.Code, Op: "poll", Message: "the watch is consumed by Events"}
 	}
+	if c.freed {
+		return nil, nil, closedError("poll", "watch")
+	}
 	if c.end != nil {
 		e := *c.end
 		return nil, &e, nil
-	}
-	if c.freed {
-		return nil, nil, closedError("poll", "watch")
 	}
 	b, err := c.pollLocked(max)
 	if err != nil {
