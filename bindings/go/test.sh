@@ -6,8 +6,8 @@
 # only). Called by scripts/test.sh.
 #
 #   bindings/go/test.sh          # vet + tests
-#   bindings/go/test.sh --bench  # also builds libherald_c in release and
-#                                # runs the fan-out benchmark (bench/)
+#   bindings/go/test.sh --bench [flags]  # instead: builds libherald_c in
+#                                        # release, runs bench/ (fan-out)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -86,30 +86,27 @@ mkdir -p "$GOPATH" "$GOCACHE"
 command -v gcc >/dev/null 2>&1 || command -v cc >/dev/null 2>&1 ||
     die "no C compiler: cgo (and -race) need gcc"
 
-bench=0
-[ "${1:-}" = "--bench" ] && bench=1
-
 # The binding links target/<profile>/libherald_c.a (static: no rpath).
 link_flags() {
-    echo "-L$root/target/$1 -lherald_c -lpthread -ldl -lm"
+    echo "$root/target/$1/libherald_c.a -lpthread -ldl -lm"
 }
-
-cargo build -q -p herald-c
 export CGO_CFLAGS="-I$root/bindings/c/include"
 export CGO_LDFLAGS
-CGO_LDFLAGS=$(link_flags debug)
 
+if [ "${1:-}" = "--bench" ]; then
+    shift
+    cargo build -q --release -p herald-c
+    CGO_LDFLAGS=$(link_flags release)
+    cd bindings/go
+    echo "== Go binding: fan-out benchmark (release libherald_c)"
+    "$GO" run ./bench "$@"
+    exit 0
+fi
+
+cargo build -q -p herald-c
+CGO_LDFLAGS=$(link_flags debug)
 cd bindings/go
 echo "== Go binding: go vet"
 "$GO" vet ./...
 echo "== Go binding: go test -race"
 "$GO" test -race -count=1 -timeout 600s ./...
-
-if [ "$bench" = 1 ]; then
-    cd "$root"
-    cargo build -q --release -p herald-c
-    CGO_LDFLAGS=$(link_flags release)
-    cd bindings/go
-    echo "== Go binding: fan-out benchmark (release libherald_c)"
-    "$GO" run ./bench "${@:2}"
-fi
