@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,8 @@ var (
 	window   = flag.Int("window", 64, "most changes the writer may be ahead of the slowest receiver (native: its channels hold 64 too)")
 	size     = flag.Int("payload", 64, "payload bytes (the first 8: the send time)")
 	objects  = flag.Int("objects", 100, "distinct objects written (round robin)")
+	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
+	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
 )
 
 type result struct {
@@ -91,6 +94,15 @@ func payload(now time.Time) []byte {
 	return p
 }
 
+// waitWindow holds the writer while it is more than -window changes
+// ahead of the slowest receiver (sleeping: a spinning writer would take
+// a core from the receivers).
+func waitWindow(rs []receiver, writes int) {
+	for int64(writes)-minReceived(rs) > int64(*window) {
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
 // waitDrained waits until every receiver has want events (or 30 s).
 func waitDrained(rs []receiver, want int64) error {
 	deadline := time.Now().Add(30 * time.Second)
@@ -130,9 +142,7 @@ func heraldRound(e *herald.Engine, w *herald.Writer, rv *uint64) (result, error)
 	writes := 0
 	for time.Since(start) < *roundDur {
 		if writes%16 == 0 {
-			for int64(writes)-minReceived(rs) > int64(*window) {
-				runtime.Gosched()
-			}
+			waitWindow(rs, writes)
 		}
 		*rv++
 		o := herald.Object{Namespace: "bench", Name: fmt.Sprintf("o%d", writes%*objects), Payload: payload(time.Now())}
@@ -182,9 +192,7 @@ func nativeRound() (result, error) {
 	writes := 0
 	for time.Since(start) < *roundDur {
 		if writes%16 == 0 {
-			for int64(writes)-minReceived(rs) > int64(*window) {
-				runtime.Gosched()
-			}
+			waitWindow(rs, writes)
 		}
 		ev := event{key: fmt.Sprintf("bench/o%d", writes%*objects), rv: uint64(writes), payload: payload(time.Now())}
 		for _, ch := range chans {
@@ -209,6 +217,15 @@ func median(xs []float64) (med, lo, hi float64) {
 
 func main() {
 	flag.Parse()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	e, w, err := herald.NewEngine()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -233,6 +250,9 @@ func main() {
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, sys := range order {
+			if *only != "" && sys != *only {
+				continue
+			}
 			runtime.GC()
 			var r result
 			var err error
@@ -250,6 +270,9 @@ func main() {
 			fmt.Printf("round %d %-6s %9.0f deliveries/s  p50 %9v  p99 %9v  (%d writes)\n",
 				i+1, sys, r.deliveries, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.writes)
 		}
+		if *only != "" {
+			continue
+		}
 		fmt.Printf("round %d herald/native deliveries/s ratio: %.2f\n", i+1, hr[i].deliveries/nr[i].deliveries)
 	}
 	stat := func(name string, rs []result) {
@@ -264,6 +287,9 @@ func main() {
 		bm, bl, bh := median(p99)
 		fmt.Printf("%-6s deliveries/s %.2fM [%.2f-%.2f]  p50 %.0f µs [%.0f-%.0f]  p99 %.0f µs [%.0f-%.0f]\n",
 			name, dm/1e6, dl/1e6, dh/1e6, am, al, ah, bm, bl, bh)
+	}
+	if *only != "" {
+		return
 	}
 	fmt.Println("median [min-max] over rounds:")
 	stat("herald", hr)
