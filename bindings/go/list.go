@@ -108,7 +108,7 @@ func readList(list uint64, n int) (*ListPage, error) {
 	page := &ListPage{Items: make([]Item, n), ResourceVersion: uint64(*rv)}
 	for i, it := range unsafe.Slice(items, n) {
 		page.Items[i] = Item{
-			Key:             string(C.GoBytes(unsafe.Pointer(it.key.ptr), C.int(it.key.len))),
+			Key:             C.GoStringN((*C.char)(unsafe.Pointer(it.key.ptr)), C.int(it.key.len)),
 			Payload:         C.GoBytes(unsafe.Pointer(it.payload.ptr), C.int(it.payload.len)),
 			ResourceVersion: uint64(it.resource_version),
 		}

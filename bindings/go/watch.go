@@ -375,7 +375,7 @@ func (c *watchCore) pollLocked(max int) (batch, error) {
 				InitialEventsEnd: ev.flags&eventInitialEnd != 0,
 			}
 			if ev.key.len > 0 {
-				b.events[i].Key = string(C.GoBytes(unsafe.Pointer(ev.key.ptr), C.int(ev.key.len)))
+				b.events[i].Key = C.GoStringN((*C.char)(unsafe.Pointer(ev.key.ptr)), C.int(ev.key.len))
 			}
 			if ev.payload.len > 0 {
 				b.events[i].Payload = C.GoBytes(unsafe.Pointer(ev.payload.ptr), C.int(ev.payload.len))

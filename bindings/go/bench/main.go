@@ -38,6 +38,7 @@ var (
 	window   = flag.Int("window", 64, "most changes the writer may be ahead of the slowest receiver (native: its channels hold 64 too)")
 	size     = flag.Int("payload", 64, "payload bytes (the first 8: the send time)")
 	objects  = flag.Int("objects", 100, "distinct objects written (round robin)")
+	rate     = flag.Float64("rate", 0, "writes per second, paced (0: closed loop, as fast as the window lets)")
 	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
 )
@@ -103,6 +104,19 @@ func waitWindow(rs []receiver, writes int) {
 	}
 }
 
+// pace holds the writer: to -rate when set, and always to -window.
+func pace(start time.Time, writes int, rs []receiver) {
+	if *rate > 0 {
+		due := start.Add(time.Duration(float64(writes) / *rate * 1e9))
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	if writes%16 == 0 {
+		waitWindow(rs, writes)
+	}
+}
+
 // waitDrained waits until every receiver has want events (or 30 s).
 func waitDrained(rs []receiver, want int64) error {
 	deadline := time.Now().Add(30 * time.Second)
@@ -141,9 +155,7 @@ func heraldRound(e *herald.Engine, w *herald.Writer, rv *uint64) (result, error)
 	start := time.Now()
 	writes := 0
 	for time.Since(start) < *roundDur {
-		if writes%16 == 0 {
-			waitWindow(rs, writes)
-		}
+		pace(start, writes, rs)
 		*rv++
 		o := herald.Object{Namespace: "bench", Name: fmt.Sprintf("o%d", writes%*objects), Payload: payload(time.Now())}
 		if err := w.Apply(herald.Modified, *rv, o); err != nil {
@@ -191,9 +203,7 @@ func nativeRound() (result, error) {
 	start := time.Now()
 	writes := 0
 	for time.Since(start) < *roundDur {
-		if writes%16 == 0 {
-			waitWindow(rs, writes)
-		}
+		pace(start, writes, rs)
 		ev := event{key: fmt.Sprintf("bench/o%d", writes%*objects), rv: uint64(writes), payload: payload(time.Now())}
 		for _, ch := range chans {
 			ch <- ev
@@ -240,8 +250,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	fmt.Printf("fan-out to %d watchers, %d rounds of %v per system (interleaved), payload %d B, window %d, GOMAXPROCS %d\n",
-		*watchers, *rounds, *roundDur, *size, *window, runtime.GOMAXPROCS(0))
+	mode := "closed loop"
+	if *rate > 0 {
+		mode = fmt.Sprintf("paced at %.0f writes/s", *rate)
+	}
+	fmt.Printf("fan-out to %d watchers, %d rounds of %v per system (interleaved), %s, payload %d B, window %d, GOMAXPROCS %d\n",
+		*watchers, *rounds, *roundDur, mode, *size, *window, runtime.GOMAXPROCS(0))
 	var hr, nr []result
 	for i := 0; i < *rounds; i++ {
 		// Alternate which system goes first.
