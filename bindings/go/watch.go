@@ -445,16 +445,19 @@ func (w *Watch) Events(ctx context.Context) <-chan Event {
 		close(c.out)
 		return c.out
 	}
-	go c.feed(ctx)
+	go c.feed(ctx, w)
 	return c.out
 }
 
-// feed hands batches to the user's channel. It blocks on Go channels
+// feed hands batches to the user's channel until the end, ctx or Close. It blocks on Go channels
 // only: a batch from the dispatcher, the user's receive, a kick, ctx,
 // Close. Between batches it polls its own watch (one non-blocking cgo
 // call); when that finds nothing the watch is armed, credit is given, and
 // the dispatcher polls it when the set reports it.
-func (c *watchCore) feed(ctx context.Context) {
+func (c *watchCore) feed(ctx context.Context, w *Watch) {
+	// The feed keeps its Watch reachable: a consumer that holds only the
+	// channel must not have the finalizer close it under its feet.
+	defer runtime.KeepAlive(w)
 	defer close(c.out)
 	stopped := false
 	stop := func() {
