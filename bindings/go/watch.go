@@ -449,8 +449,8 @@ func (w *Watch) Events(ctx context.Context) <-chan Event {
 	return c.out
 }
 
-// feed hands batches to the user's channel until the end, ctx or Close. It blocks on Go channels
-// only: a batch from the dispatcher, the user's receive, a kick, ctx,
+// feed hands batches to the user's channel until the end, ctx or Close.
+// It blocks on Go channels only: a batch from the dispatcher, the user's receive, a kick, ctx,
 // Close. Between batches it polls its own watch (one non-blocking cgo
 // call); when that finds nothing the watch is armed, credit is given, and
 // the dispatcher polls it when the set reports it.
