@@ -365,20 +365,36 @@ func (c *watchCore) pollLocked(max int) (batch, error) {
 	n := int(*buf.n)
 	var b batch
 	if n > 0 {
+		// One copy of the batch's keys and one of its payloads, into two
+		// Go buffers the events share (read-only: a key is a string over
+		// its buffer, a payload a capacity-capped slice of the other).
 		evs := unsafe.Slice(buf.events, n)
+		keyBytes, payloadBytes := 0, 0
+		for i := range evs {
+			keyBytes += int(evs[i].key.len)
+			payloadBytes += int(evs[i].payload.len)
+		}
+		keys := make([]byte, keyBytes)
+		payloads := make([]byte, payloadBytes)
 		b.events = make([]Event, n)
+		ko, po := 0, 0
 		for i := range evs {
 			ev := &evs[i]
-			b.events[i] = Event{
+			out := &b.events[i]
+			*out = Event{
 				Type:             EventType(ev.kind),
 				ResourceVersion:  uint64(ev.resource_version),
 				InitialEventsEnd: ev.flags&eventInitialEnd != 0,
 			}
-			if ev.key.len > 0 {
-				b.events[i].Key = C.GoStringN((*C.char)(unsafe.Pointer(ev.key.ptr)), C.int(ev.key.len))
+			if l := int(ev.key.len); l > 0 {
+				copy(keys[ko:ko+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.key.ptr)), l))
+				out.Key = unsafe.String(&keys[ko], l)
+				ko += l
 			}
-			if ev.payload.len > 0 {
-				b.events[i].Payload = C.GoBytes(unsafe.Pointer(ev.payload.ptr), C.int(ev.payload.len))
+			if l := int(ev.payload.len); l > 0 {
+				copy(payloads[po:po+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.payload.ptr)), l))
+				out.Payload = payloads[po : po+l : po+l]
+				po += l
 			}
 		}
 	}
