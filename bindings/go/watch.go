@@ -45,7 +45,7 @@ type WatchRequest struct {
 	AllowBookmarks bool
 	// SendInitialEvents: nil unset; else sendInitialEvents=true/false.
 	SendInitialEvents *bool
-	// Timeout ends the watch with EndDeadline after this many
+	// TimeoutMillis ends the watch with EndDeadline after this many
 	// milliseconds; 0: never.
 	TimeoutMillis uint64
 }
@@ -280,9 +280,6 @@ func (w *Watch) Close() error {
 
 func (c *watchCore) close() {
 	c.closeOnce.Do(func() {
-		if c.stopCtx != nil {
-			c.stopCtx()
-		}
 		c.mu.Lock()
 		if c.cause == nil && c.end == nil {
 			c.cause = closedError("close", "watch")
@@ -305,6 +302,9 @@ func (c *watchCore) free() {
 		c.end = &End{Reason: EndStopped, Cause: c.cause}
 	}
 	C.hg_watch_free(C.uint64_t(c.h))
+	if c.stopCtx != nil {
+		c.stopCtx() // the context no longer holds the watch
+	}
 	if c.inSet {
 		theDispatcher.forget(c.h)
 	}
