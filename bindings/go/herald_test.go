@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -739,5 +740,127 @@ func TestConsumerThatNeverReads(t *testing.T) {
 	t.Logf("%d writes in %v with a stuck consumer; its end: %v", changes, writeTime, stuck.End())
 	if writeTime > 20*time.Second {
 		t.Fatalf("the writer was held up: %v", writeTime)
+	}
+}
+
+// Stop, Close, context cancellation and receiving race on the same
+// watches from many goroutines: every channel closes with an end, and
+// nothing crashes (run under -race).
+func TestCloseRaces(t *testing.T) {
+	e, w := newEngine(t)
+	stopWrites := make(chan struct{})
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for rv := uint64(2); ; rv++ {
+			select {
+			case <-stopWrites:
+				return
+			default:
+			}
+			if err := w.Apply(Modified, rv, pod("ns", fmt.Sprintf("p%d", rv%10), "web", "n1", "x")); err != nil {
+				t.Error(err)
+				return
+			}
+			if rv%64 == 0 {
+				time.Sleep(100 * time.Microsecond)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		wa, err := e.Watch(ctx, WatchRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := wa.Events(ctx)
+		wg.Add(4)
+		go func() { // the consumer
+			defer wg.Done()
+			for range ch {
+			}
+			if wa.End() == nil {
+				t.Error("a closed channel without an end")
+			}
+		}()
+		go func(i int) {
+			defer wg.Done()
+			time.Sleep(time.Duration(i%7) * time.Millisecond)
+			switch i % 3 {
+			case 0:
+				_ = wa.Stop()
+			case 1:
+				cancel()
+			case 2:
+				_ = wa.Close()
+			}
+		}(i)
+		go func() {
+			defer wg.Done()
+			time.Sleep(3 * time.Millisecond)
+			_ = wa.Close()
+			_, _, _ = wa.Poll(4)
+			_ = wa.Stop()
+		}()
+		go func() {
+			defer wg.Done()
+			time.Sleep(2 * time.Millisecond)
+			cancel()
+			_ = wa.End()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("watches did not end")
+	}
+	close(stopWrites)
+	<-wrote
+}
+
+// The finalizer frees a watch that was dropped without Close (a safety
+// net: Close is the way). The engine's watchers_active is a gauge its
+// dispatcher sets as it routes changes, so the test writes to move it.
+func TestFinalizerFreesDroppedWatch(t *testing.T) {
+	e, w := newEngine(t)
+	rv := uint64(1)
+	active := func(want uint64) bool {
+		for i := 0; i < 200; i++ {
+			runtime.GC()
+			rv++
+			if err := w.Apply(Modified, rv, pod("ns", "a", "web", "n1", "x")); err != nil && rv == 2 {
+				t.Fatal(err)
+			}
+			st, err := e.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.WatchersActive == want {
+				return true
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		return false
+	}
+	held := make([]*Watch, 10)
+	for i := range held {
+		wa, err := e.Watch(context.Background(), WatchRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = wa
+	}
+	if !active(10) {
+		st, _ := e.Stats()
+		t.Fatalf("10 watches open: %+v", st)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	if !active(0) {
+		st, _ := e.Stats()
+		t.Fatalf("%d watchers still active after GC", st.WatchersActive)
 	}
 }
