@@ -6,6 +6,7 @@
  * latency from the write to the loop's receipt.
  *
  *   epoll_server [--watches N] [--changes M] [--rate CHANGES_PER_S]
+ *                [--payload BYTES]   (at least 8: the send time, then padding)
  *
  * The last line is machine-readable: key=value pairs. */
 
@@ -37,6 +38,7 @@ struct writer_args {
   herald_writer w;
   uint64_t changes;
   double rate; /* changes per second; 0: flat out */
+  size_t payload; /* bytes per payload, at least 8 */
 };
 
 /* Applies changes at versions 2..changes+1 to one pod; the payload is the
@@ -44,6 +46,7 @@ struct writer_args {
 static void *write_changes(void *arg) {
   struct writer_args *a = arg;
   herald_pair label = {{"app", 3}, {"web", 3}};
+  uint8_t *buf = calloc(a->payload, 1);
   uint64_t start = now_ns();
   for (uint64_t i = 0; i < a->changes; i++) {
     if (a->rate > 0) {
@@ -65,13 +68,15 @@ static void *write_changes(void *arg) {
     o.name.len = 5;
     o.labels = &label;
     o.labels_len = 1;
-    o.payload.ptr = (const uint8_t *)&sent;
-    o.payload.len = sizeof sent;
+    memcpy(buf, &sent, sizeof sent);
+    o.payload.ptr = buf;
+    o.payload.len = a->payload;
     if (herald_writer_apply(a->w, i == 0 ? HERALD_CHANGE_ADDED
                                          : HERALD_CHANGE_MODIFIED,
                             2 + i, &o) != HERALD_OK)
       die("apply");
   }
+  free(buf);
   return NULL;
 }
 
@@ -87,6 +92,7 @@ int main(int argc, char **argv) {
   size_t watches = 1000;
   uint64_t changes = 20000;
   double rate = 0;
+  size_t payload = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!strcmp(argv[i], "--watches"))
       watches = strtoull(argv[i + 1], NULL, 10);
@@ -94,12 +100,16 @@ int main(int argc, char **argv) {
       changes = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--rate"))
       rate = strtod(argv[i + 1], NULL);
+    else if (!strcmp(argv[i], "--payload"))
+      payload = strtoull(argv[i + 1], NULL, 10);
     else {
-      fprintf(stderr, "usage: %s [--watches N] [--changes M] [--rate R]\n",
+      fprintf(stderr, "usage: %s [--watches N] [--changes M] [--rate R] [--payload B]\n",
               argv[0]);
       return 2;
     }
   }
+  if (payload < 8)
+    payload = 8;
   if (watches == 0 || changes == 0) {
     fprintf(stderr, "epoll_server: --watches and --changes must be >= 1\n");
     return 2;
@@ -153,8 +163,9 @@ int main(int argc, char **argv) {
   uint64_t *lat = malloc(max_samples * sizeof *lat);
   size_t n_lat = 0;
   uint64_t delivered = 0, owed = (uint64_t)watches * changes, errors = 0;
+  volatile uint64_t seen = 0;
 
-  struct writer_args wa = {writer, changes, rate};
+  struct writer_args wa = {writer, changes, rate, payload};
   pthread_t wt;
   uint64_t t0 = now_ns();
   pthread_create(&wt, NULL, write_changes, &wa);
@@ -196,9 +207,12 @@ int main(int argc, char **argv) {
         }
         uint64_t at = now_ns();
         for (size_t j = 0; j < n; j++) {
+          /* What a consumer does at least: look at the key and payload. */
+          seen += (evs[j].key.len ? evs[j].key.ptr[0] : 0) +
+                  (evs[j].payload.len ? evs[j].payload.ptr[0] : 0);
           errors += evs[j].resource_version != next[i];
           next[i] = evs[j].resource_version + 1;
-          if (i < SAMPLED && evs[j].payload.len == 8 && n_lat < max_samples) {
+          if (i < SAMPLED && evs[j].payload.len >= 8 && n_lat < max_samples) {
             uint64_t sent;
             memcpy(&sent, evs[j].payload.ptr, 8);
             lat[n_lat++] = at - sent;
@@ -219,10 +233,10 @@ int main(int argc, char **argv) {
          "%llu out of order\n",
          watches, (unsigned long long)delivered, secs,
          (unsigned long long)errors);
-  printf("watches=%zu changes=%llu delivered=%llu seconds=%.6f "
+  printf("payload=%zu watches=%zu changes=%llu delivered=%llu seconds=%.6f "
          "deliveries_per_s=%.0f p50_us=%.1f p99_us=%.1f errors=%llu\n",
-         watches, (unsigned long long)changes, (unsigned long long)delivered,
-         secs, (double)delivered / secs, p50, p99, (unsigned long long)errors);
+         payload, watches, (unsigned long long)changes,
+         (unsigned long long)delivered, secs, (double)delivered / secs, p50, p99, (unsigned long long)errors);
 
   for (size_t i = 0; i < watches; i++)
     herald_watch_free(handles[i]);

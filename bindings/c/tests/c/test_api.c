@@ -577,6 +577,56 @@ static void test_stop_from_another_thread(void) {
   herald_engine_free(e);
 }
 
+/* Views of objects above the copy threshold (kept by reference) and
+ * below it (copied), mixed in one batch: each view holds its own bytes
+ * until the next call. */
+static void test_views_small_and_large(void) {
+  herald_engine e;
+  herald_writer w;
+  EXPECT(herald_engine_new(NULL, &e, &w), HERALD_OK);
+  EXPECT(herald_writer_replace(w, NULL, 0, 1), HERALD_OK);
+  herald_watch_request r = watch_all(1);
+  herald_watch wt;
+  EXPECT(herald_watch_open(e, &r, &wt), HERALD_OK);
+  static char big[4096];
+  memset(big, 'x', sizeof big - 1);
+  for (uint64_t i = 0; i < 8; i++) {
+    char name[16];
+    snprintf(name, sizeof name, "p%llu", (unsigned long long)i);
+    big[0] = (char)('a' + i);
+    herald_object o = pod("ns", name, "web", "n1", i % 2 ? big : "small");
+    EXPECT(herald_writer_apply(w, HERALD_CHANGE_ADDED, 2 + i, &o), HERALD_OK);
+  }
+  herald_event evs[8];
+  size_t got = 0, n;
+  herald_end end;
+  herald_event all[8];
+  while (got < 8) {
+    EXPECT(herald_watch_wait(wt, evs, 8, 10000, &n, &end), HERALD_OK);
+    if (n == 0)
+      break;
+    /* Check this batch's views now: they end at the next call. */
+    for (size_t j = 0; j < n; j++, got++) {
+      all[got] = evs[j];
+      char want[16];
+      snprintf(want, sizeof want, "ns/p%zu", got);
+      CHECK(bytes_eq(evs[j].key, want));
+      if (got % 2) {
+        CHECK(evs[j].payload.len == sizeof big - 1);
+        CHECK(evs[j].payload.ptr[0] == 'a' + (int)got);
+        CHECK(evs[j].payload.ptr[sizeof big - 2] == 'x');
+      } else {
+        CHECK(bytes_eq(evs[j].payload, "small"));
+      }
+    }
+  }
+  CHECK(got == 8);
+  (void)all;
+  herald_watch_free(wt);
+  herald_writer_free(w);
+  herald_engine_free(e);
+}
+
 int main(void) {
   test_write_and_read();
   test_watch();
@@ -584,6 +634,7 @@ int main(void) {
   test_hostile_arguments();
   test_threads_and_a_set();
   test_stop_from_another_thread();
+  test_views_small_and_large();
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
     return 1;
