@@ -385,7 +385,9 @@ impl Engine {
             req = req.timeout(seconds("timeout", t)?);
         }
         let engine = &self.engine;
-        let w = py.allow_threads(|| engine.watch(req)).map_err(errors::watch)?;
+        let w = py
+            .allow_threads(|| engine.watch(req))
+            .map_err(errors::watch)?;
         Ok(Watch::new(w))
     }
 
@@ -430,7 +432,9 @@ impl Engine {
             req = req.continue_from(t);
         }
         let engine = &self.engine;
-        let page = py.allow_threads(|| engine.list(&req)).map_err(errors::read)?;
+        let page = py
+            .allow_threads(|| engine.list(&req))
+            .map_err(errors::read)?;
         let items = page.items.into_iter().map(|i| Item {
             object: i.object,
             resource_version: i.resource_version.get(),
@@ -462,7 +466,9 @@ impl Engine {
         )
         .map_err(errors::invalid)?;
         let engine = &self.engine;
-        let got = py.allow_threads(|| engine.get(key, at)).map_err(errors::read)?;
+        let got = py
+            .allow_threads(|| engine.get(key, at))
+            .map_err(errors::read)?;
         Ok(got.item.map(|i| Item {
             object: i.object,
             resource_version: i.resource_version.get(),

@@ -111,9 +111,9 @@ pub(crate) fn read(e: ReadError) -> PyErr {
         ReadError::EngineStopped => EngineStopped::new_err(message),
         ReadError::Gone(_) => Gone::new_err(message),
         ReadError::TooLargeResourceVersion(_) => TooLargeResourceVersion::new_err(message),
-        ReadError::InvalidContinue(_) | ReadError::ForeignContinue | ReadError::InvalidOptions(_) => {
-            InvalidArgument::new_err(message)
-        }
+        ReadError::InvalidContinue(_)
+        | ReadError::ForeignContinue
+        | ReadError::InvalidOptions(_) => InvalidArgument::new_err(message),
         _ => HeraldError::new_err(message),
     }
 }

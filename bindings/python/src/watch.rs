@@ -144,7 +144,7 @@ impl Event {
             "Event({}, resource_version={}, key={:?})",
             self.kind(),
             self.raw.resource_version,
-            self.key()
+            self.key().unwrap_or("")
         )
     }
 }
@@ -230,14 +230,17 @@ fn reactor_for_loop<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<
     })?;
     let lp = get_loop.bind(py).call0()?;
     let reactors = REACTORS.get_or_try_init(py, || {
-        Ok::<_, PyErr>(py.import("weakref")?.call_method0("WeakKeyDictionary")?.unbind())
+        Ok::<_, PyErr>(
+            py.import("weakref")?
+                .call_method0("WeakKeyDictionary")?
+                .unbind(),
+        )
     })?;
     let reactors = reactors.bind(py);
-    if let Some(r) = reactors.call_method1("get", (&lp,))?.downcast::<Reactor>().ok() {
+    if let Ok(r) = reactors.call_method1("get", (&lp,))?.downcast::<Reactor>() {
         return Ok((lp, r.clone()));
     }
-    let set = ReadySet::new()
-        .map_err(|e| errors::HeraldError::new_err(format!("eventfd: {e}")))?;
+    let set = ReadySet::new().map_err(|e| errors::HeraldError::new_err(format!("eventfd: {e}")))?;
     let reactor = Bound::new(
         py,
         Reactor {
@@ -389,7 +392,11 @@ impl Watch {
             }
         };
         if polled.is_pending() || st.buffer.is_empty() {
-            return Ok(if self.ended() { Got::Ended } else { Got::Nothing });
+            return Ok(if self.ended() {
+                Got::Ended
+            } else {
+                Got::Nothing
+            });
         }
         let n = max.min(st.buffer.len());
         Ok(Got::Events(st.buffer.drain(..n).collect()))
@@ -455,8 +462,9 @@ impl Watch {
         };
         let fut = fut.bind(py);
         let res = match raw {
-            Some(raw) => Bound::new(py, Event { raw })
-                .and_then(|ev| fut.call_method1("set_result", (ev,))),
+            Some(raw) => {
+                Bound::new(py, Event { raw }).and_then(|ev| fut.call_method1("set_result", (ev,)))
+            }
             None => fut.call_method1(
                 "set_exception",
                 (py.get_type::<PyStopAsyncIteration>().call0().ok(),),
@@ -535,7 +543,9 @@ impl Watch {
                 Some(raw) => {
                     drop(st);
                     let ev = Bound::new(py, Event { raw })?.into_any().unbind();
-                    Ok(Bound::new(py, Ready { value: Some(ev) })?.into_any().unbind())
+                    Ok(Bound::new(py, Ready { value: Some(ev) })?
+                        .into_any()
+                        .unbind())
                 }
                 None => Err(PyStopAsyncIteration::new_err(())),
             },
