@@ -6,7 +6,8 @@
 # kubectl and hostile clients; the Python kubernetes client against
 # herald-server (pytest, in a venv this creates); the C ABI's test
 # program from C (plainly, under AddressSanitizer and valgrind, which it
-# installs) and its epoll example; the loom models;
+# installs) and its epoll example; the Python binding's pytest suite
+# (bindings/python/test.sh: a maturin wheel in target/venv-python); the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -50,6 +51,9 @@ HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q 
 
 echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
 bindings/c/test.sh
+
+echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
+bindings/python/test.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg
