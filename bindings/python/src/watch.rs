@@ -223,12 +223,17 @@ static REACTORS: GILOnceCell<PyObject> = GILOnceCell::new();
 /// `asyncio.get_running_loop`.
 static GET_LOOP: GILOnceCell<PyObject> = GILOnceCell::new();
 
-/// The running loop and its reactor (made and registered on first use).
-fn reactor_for_loop<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, Reactor>)> {
+/// The running loop (RuntimeError outside one).
+fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let get_loop = GET_LOOP.get_or_try_init(py, || {
         Ok::<_, PyErr>(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
     })?;
-    let lp = get_loop.bind(py).call0()?;
+    get_loop.bind(py).call0()
+}
+
+/// The running loop and its reactor (made and registered on first use).
+fn reactor_for_loop<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, Reactor>)> {
+    let lp = running_loop(py)?;
     let reactors = REACTORS.get_or_try_init(py, || {
         Ok::<_, PyErr>(
             py.import("weakref")?
@@ -256,6 +261,14 @@ fn reactor_for_loop<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<
     Ok((lp, reactor))
 }
 
+/// A watch's place in one event loop's readiness set.
+#[derive(Debug)]
+struct Membership {
+    member: Arc<Member>,
+    reactor: Py<Reactor>,
+    event_loop: PyObject,
+}
+
 /// A watch's state, behind its mutex.
 #[derive(Debug)]
 struct State {
@@ -264,7 +277,7 @@ struct State {
     /// Events taken from the engine, not handed out yet.
     buffer: VecDeque<Raw>,
     /// Its membership of a loop's readiness set, once awaited.
-    member: Option<(Arc<Member>, Py<Reactor>)>,
+    member: Option<Membership>,
     /// The future of an `__anext__` that waits.
     pending: Option<PyObject>,
 }
@@ -371,7 +384,7 @@ impl Watch {
             ));
         }
         let polled = match &st.member {
-            Some((m, _)) if !blocking => {
+            Some(Membership { member: m, .. }) if !blocking => {
                 let waker = Waker::from(m.clone());
                 self.fill(&mut st, &mut Context::from_waker(&waker))
             }
@@ -429,7 +442,7 @@ impl Watch {
                 return;
             };
             let waker = match &st.member {
-                Some((m, _)) => Waker::from(m.clone()),
+                Some(m) => Waker::from(m.member.clone()),
                 None => return,
             };
             if self.closed.load(Ordering::Acquire) {
@@ -511,7 +524,6 @@ impl Watch {
         if this.closed.load(Ordering::Acquire) {
             return Err(Self::closed_err());
         }
-        let (lp, reactor) = reactor_for_loop(py)?;
         let mut st = lock(&this.state);
         if st.watch.is_none() {
             return Err(Self::closed_err());
@@ -524,17 +536,26 @@ impl Watch {
             }
             st.pending = None;
         }
+        // The loop is looked up only when the watch joins one, and when it
+        // has to wait: a buffered event costs no lookup.
         let member = match &st.member {
-            Some((m, r)) if r.is(&reactor) => m.clone(),
-            Some(_) => {
-                return Err(errors::invalid(
-                    "the watch is awaited on another event loop",
-                ));
-            }
+            Some(m) => m.member.clone(),
             None => {
-                let m = reactor.get().set.join(this.id);
-                st.member = Some((m.clone(), reactor.clone().unbind()));
-                m
+                drop(st);
+                let (lp, reactor) = reactor_for_loop(py)?;
+                st = lock(&this.state);
+                if st.member.is_none() {
+                    let member = reactor.get().set.join(this.id);
+                    st.member = Some(Membership {
+                        member,
+                        reactor: reactor.unbind(),
+                        event_loop: lp.unbind(),
+                    });
+                }
+                st.member
+                    .as_ref()
+                    .map(|m| m.member.clone())
+                    .ok_or_else(|| errors::HeraldError::new_err("the watch left its loop"))?
             }
         };
         let waker = Waker::from(member);
@@ -550,6 +571,17 @@ impl Watch {
                 None => Err(PyStopAsyncIteration::new_err(())),
             },
             Poll::Pending => {
+                let Some(m) = &st.member else {
+                    return Err(errors::HeraldError::new_err("the watch left its loop"));
+                };
+                let lp = m.event_loop.bind(py);
+                let running = running_loop(py)?;
+                if !running.is(lp) {
+                    return Err(errors::invalid(
+                        "the watch is awaited on another event loop",
+                    ));
+                }
+                let reactor = m.reactor.clone_ref(py);
                 let fut = lp.call_method0("create_future")?.unbind();
                 st.pending = Some(fut.clone_ref(py));
                 drop(st);
