@@ -1,15 +1,15 @@
 //! Herald's Python binding: the module `herald` (an abi3 wheel built with
 //! maturin; see the README).
 //!
-//! - [`Engine`](engine::Engine) holds the cache; its one
-//!   [`Writer`](engine::Writer) is taken once with `engine.writer()`.
-//! - A [`Watch`](watch::Watch) is a blocking iterator that releases the
+//! - `Engine` holds the cache; its one `Writer` is taken once with
+//!   `engine.writer()`.
+//! - A `Watch` is a blocking iterator that releases the
 //!   GIL while it waits, an asyncio async iterator driven by the engine's
 //!   readiness wakes (one [`ReadySet`](herald_c::set::ReadySet) per event
 //!   loop, read by the loop's `add_reader` callback: no thread per watch,
 //!   and the engine's dispatcher never takes the GIL), and a batch `poll`.
 //! - Every Rust error becomes a typed exception under `HeraldError`
-//!   ([`errors`]); no call panics on any input.
+//!   (`errors.rs`); no call panics on any input.
 
 mod engine;
 mod errors;
