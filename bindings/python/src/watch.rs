@@ -266,6 +266,7 @@ fn reactor_for_loop<'py>(py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<
 struct Membership {
     member: Arc<Member>,
     reactor: Py<Reactor>,
+    /// `weakref.ref(loop)`.
     event_loop: PyObject,
 }
 
@@ -276,7 +277,8 @@ struct State {
     watch: Option<herald::Watch>,
     /// Events taken from the engine, not handed out yet.
     buffer: VecDeque<Raw>,
-    /// Its membership of a loop's readiness set, once awaited.
+    /// Its membership of a loop's readiness set, once awaited (the loop
+    /// held by a weak reference: a watch does not keep a loop alive).
     member: Option<Membership>,
     /// The future of an `__anext__` that waits.
     pending: Option<PyObject>,
@@ -435,8 +437,9 @@ impl Watch {
     }
 
     /// Resolves the pending future from the reactor (the watch was woken).
+    /// No Python runs while the state is locked (see the module docs).
     fn resolve(&self, py: Python<'_>, this: &Py<Watch>, reactor: &Reactor) {
-        let outcome = {
+        let fut = {
             let mut st = lock(&self.state);
             let Some(fut) = st.pending.take() else {
                 return;
@@ -445,48 +448,49 @@ impl Watch {
                 Some(m) => Waker::from(m.member.clone()),
                 None => return,
             };
-            if self.closed.load(Ordering::Acquire) {
-                Some((fut, None))
-            } else {
-                match self.fill(&mut st, &mut Context::from_waker(&waker)) {
-                    Poll::Pending => {
-                        st.pending = Some(fut);
-                        lock(&reactor.waiting).insert(self.id, this.clone_ref(py));
-                        None
-                    }
-                    Poll::Ready(()) => {
-                        // A cancelled future leaves the events buffered.
-                        let done = fut
-                            .bind(py)
-                            .call_method0("done")
-                            .and_then(|d| d.is_truthy())
-                            .unwrap_or(true);
-                        if done {
-                            None
-                        } else {
-                            Some((fut, st.buffer.pop_front()))
-                        }
-                    }
-                }
+            if !self.closed.load(Ordering::Acquire)
+                && self
+                    .fill(&mut st, &mut Context::from_waker(&waker))
+                    .is_pending()
+            {
+                st.pending = Some(fut);
+                lock(&reactor.waiting).insert(self.id, this.clone_ref(py));
+                return;
             }
-        };
-        let Some((fut, raw)) = outcome else {
-            return;
+            fut
         };
         let fut = fut.bind(py);
-        let res = match raw {
-            Some(raw) => {
-                Bound::new(py, Event { raw }).and_then(|ev| fut.call_method1("set_result", (ev,)))
-            }
-            None => fut.call_method1(
-                "set_exception",
-                (py.get_type::<PyStopAsyncIteration>().call0().ok(),),
-            ),
+        // A cancelled future leaves the events buffered for the next await.
+        if is_done(fut) {
+            return;
+        }
+        let raw = if self.closed.load(Ordering::Acquire) {
+            None
+        } else {
+            lock(&self.state).buffer.pop_front()
         };
-        // A future resolved meanwhile (cancelled) refuses: nothing lost,
-        // the event was taken for it only if it was not done.
-        drop(res);
+        let _ = resolve_future(py, fut, raw);
     }
+}
+
+/// Whether an asyncio future is done (an error counts as done).
+fn is_done(fut: &Bound<'_, PyAny>) -> bool {
+    fut.call_method0("done")
+        .and_then(|d| d.is_truthy())
+        .unwrap_or(true)
+}
+
+/// Sets an event as the future's result, or, with none, ends the
+/// iteration (StopAsyncIteration).
+fn resolve_future(py: Python<'_>, fut: &Bound<'_, PyAny>, raw: Option<Raw>) -> PyResult<()> {
+    match raw {
+        Some(raw) => fut.call_method1("set_result", (Bound::new(py, Event { raw })?,))?,
+        None => fut.call_method1(
+            "set_exception",
+            (py.get_type::<PyStopAsyncIteration>().call0()?,),
+        )?,
+    };
+    Ok(())
 }
 
 fn events(py: Python<'_>, raws: Vec<Raw>) -> PyResult<Bound<'_, PyList>> {
@@ -517,78 +521,78 @@ impl Watch {
     }
 
     /// An awaitable of the next event (raises StopAsyncIteration at the
-    /// end), on the running asyncio loop.
+    /// end), on the running asyncio loop. No Python runs while the state
+    /// is locked (see the module docs).
     fn __anext__(slf: &Bound<'_, Self>) -> PyResult<PyObject> {
         let py = slf.py();
         let this = slf.get();
         if this.closed.load(Ordering::Acquire) {
             return Err(Self::closed_err());
         }
-        let mut st = lock(&this.state);
-        if st.watch.is_none() {
-            return Err(Self::closed_err());
-        }
-        if let Some(p) = &st.pending {
-            if !p.bind(py).call_method0("done")?.is_truthy()? {
+        let pending = lock(&this.state).pending.take();
+        if let Some(p) = pending {
+            if !is_done(p.bind(py)) {
+                lock(&this.state).pending = Some(p);
                 return Err(errors::invalid(
                     "the watch's previous __anext__ is still awaited",
                 ));
             }
-            st.pending = None;
         }
-        // The loop is looked up only when the watch joins one, and when it
-        // has to wait: a buffered event costs no lookup.
-        let member = match &st.member {
-            Some(m) => m.member.clone(),
-            None => {
-                drop(st);
-                let (lp, reactor) = reactor_for_loop(py)?;
-                st = lock(&this.state);
-                if st.member.is_none() {
-                    let member = reactor.get().set.join(this.id);
-                    st.member = Some(Membership {
-                        member,
-                        reactor: reactor.unbind(),
-                        event_loop: lp.unbind(),
-                    });
-                }
-                st.member
-                    .as_ref()
-                    .map(|m| m.member.clone())
-                    .ok_or_else(|| errors::HeraldError::new_err("the watch left its loop"))?
+        if lock(&this.state).member.is_none() {
+            // The loop is looked up when the watch joins one and when it
+            // has to wait: a buffered event costs no lookup.
+            let (lp, reactor) = reactor_for_loop(py)?;
+            let event_loop = py
+                .import("weakref")?
+                .getattr("ref")?
+                .call1((&lp,))?
+                .unbind();
+            let mut st = lock(&this.state);
+            if st.member.is_none() {
+                st.member = Some(Membership {
+                    member: reactor.get().set.join(this.id),
+                    reactor: reactor.unbind(),
+                    event_loop,
+                });
             }
+        }
+        let (polled, raw, reactor, event_loop) = {
+            let mut st = lock(&this.state);
+            if st.watch.is_none() {
+                return Err(Self::closed_err());
+            }
+            let Some(m) = &st.member else {
+                return Err(errors::HeraldError::new_err("the watch left its loop"));
+            };
+            let waker = Waker::from(m.member.clone());
+            let (reactor, event_loop) = (m.reactor.clone_ref(py), m.event_loop.clone_ref(py));
+            let polled = this.fill(&mut st, &mut Context::from_waker(&waker));
+            let raw = st.buffer.pop_front();
+            (polled, raw, reactor, event_loop)
         };
-        let waker = Waker::from(member);
-        match this.fill(&mut st, &mut Context::from_waker(&waker)) {
-            Poll::Ready(()) => match st.buffer.pop_front() {
+        if polled.is_ready() {
+            return match raw {
                 Some(raw) => {
-                    drop(st);
                     let ev = Bound::new(py, Event { raw })?.into_any().unbind();
                     Ok(Bound::new(py, Ready { value: Some(ev) })?
                         .into_any()
                         .unbind())
                 }
                 None => Err(PyStopAsyncIteration::new_err(())),
-            },
-            Poll::Pending => {
-                let Some(m) = &st.member else {
-                    return Err(errors::HeraldError::new_err("the watch left its loop"));
-                };
-                let lp = m.event_loop.bind(py);
-                let running = running_loop(py)?;
-                if !running.is(lp) {
-                    return Err(errors::invalid(
-                        "the watch is awaited on another event loop",
-                    ));
-                }
-                let reactor = m.reactor.clone_ref(py);
-                let fut = lp.call_method0("create_future")?.unbind();
-                st.pending = Some(fut.clone_ref(py));
-                drop(st);
-                lock(&reactor.get().waiting).insert(this.id, slf.clone().unbind());
-                Ok(fut)
-            }
+            };
         }
+        // Armed: the reactor runs on this thread, so it cannot look for
+        // the future before it is stored.
+        let lp = event_loop.bind(py).call0()?;
+        if !running_loop(py)?.is(&lp) {
+            return Err(errors::invalid(
+                "the watch is awaited on another event loop",
+            ));
+        }
+        let fut = lp.call_method0("create_future")?.unbind();
+        lock(&this.state).pending = Some(fut.clone_ref(py));
+        lock(&reactor.get().waiting).insert(this.id, slf.clone().unbind());
+        Ok(fut)
     }
 
     /// Up to `max` events: waits up to `timeout` seconds for the first
@@ -637,11 +641,8 @@ impl Watch {
         drop(watch);
         if let Some(fut) = pending {
             let fut = fut.bind(py);
-            if !fut.call_method0("done")?.is_truthy()? {
-                fut.call_method1(
-                    "set_exception",
-                    (py.get_type::<PyStopAsyncIteration>().call0()?,),
-                )?;
+            if !is_done(fut) {
+                resolve_future(py, fut, None)?;
             }
         }
         Ok(())

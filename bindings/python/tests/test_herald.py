@@ -560,3 +560,29 @@ def test_a_consumer_that_never_reads_holds_no_one_up(ew):
     # well under a second each way (generous, for a loaded CI machine).
     assert write_time < 10, write_time
     assert idle.end_reason is None and idle_selective.end_reason is None
+
+
+# ------------------------------------------------------------ the README
+
+
+def test_the_readme_example_runs():
+    import pathlib
+    import re
+    import subprocess
+    import sys
+
+    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
+    code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["ADDED 11 default/web-1 b'{\"moved\": true}'", "DELETED 12"]
+
+
+def test_the_stubs_name_everything_the_module_has():
+    import ast
+    import pathlib
+
+    stub = ast.parse((pathlib.Path(__file__).parent.parent / "herald.pyi").read_text())
+    names = {n.name for n in stub.body if isinstance(n, ast.ClassDef)}
+    public = {n for n in dir(herald) if not n.startswith("_") and isinstance(getattr(herald, n), type)}
+    assert public <= names, public - names
