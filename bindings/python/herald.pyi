@@ -215,11 +215,14 @@ class Engine:
         indexed_fields: Optional[List[str]] = None,
         history: Optional[Tuple[int, int]] = None,
         too_large_timeout: Optional[float] = None,
+        slow_watchers: Literal["park", "time_budget"] = "park",
     ) -> None:
         """``indexed_fields``: fields to route watches by (``spec.nodeName``);
         ``history``: (lower, upper) bounds of the changes kept;
         ``too_large_timeout``: seconds to wait for a version not reached yet
-        (default 3)."""
+        (default 3); ``slow_watchers``: "park" (a slow watcher is parked and
+        resumed from history, ending "gone" only if its next change left it)
+        or "time_budget" (Kubernetes': it ends "too_slow")."""
     def writer(self) -> Writer:
         """The engine's one writer (once; again: InvalidArgument)."""
     def stop(self) -> None:

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use herald::{
     Change, ChangeKind, Config, Continue, FieldSelector, KeyScope, LabelSelector, ListRequest,
-    ReadAt, ResourceVersion, ResourceVersionMatch, WatchRequest,
+    ReadAt, ResourceVersion, ResourceVersionMatch, SlowWatchers, WatchRequest,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
@@ -276,15 +276,27 @@ impl Engine {
     /// `indexed_fields`: field paths to route watches by (`spec.nodeName`);
     /// `history`: `(lower, upper)` bounds of the changes kept for watches
     /// and reads from a past version; `too_large_timeout`: seconds a watch
-    /// or read waits for a version the cache has not reached (default 3).
+    /// or read waits for a version the cache has not reached (default 3);
+    /// `slow_watchers`: "park" (the default: a slow watcher is parked and
+    /// resumed from history) or "time_budget" (the reference's: it ends
+    /// with "too_slow").
     #[new]
-    #[pyo3(signature = (indexed_fields=None, history=None, too_large_timeout=None))]
+    #[pyo3(signature = (indexed_fields=None, history=None, too_large_timeout=None, slow_watchers="park"))]
     fn new(
         indexed_fields: Option<Vec<String>>,
         history: Option<(usize, usize)>,
         too_large_timeout: Option<f64>,
+        slow_watchers: &str,
     ) -> PyResult<Engine> {
-        let mut c = Config::default();
+        let mut c = Config::default().slow_watchers(match slow_watchers {
+            "park" => SlowWatchers::Park,
+            "time_budget" => SlowWatchers::reference_budget(),
+            other => {
+                return Err(errors::invalid(format!(
+                    "slow_watchers {other:?}: not \"park\" or \"time_budget\""
+                )));
+            }
+        });
         for f in indexed_fields.iter().flatten() {
             c = c.index(f);
         }

@@ -224,6 +224,25 @@ def test_gone_with_a_small_history():
     assert [e.resource_version for e in got] == list(range(30, 30 + len(got)))
 
 
+def test_too_slow_under_the_time_budget():
+    engine = herald.Engine(slow_watchers="time_budget")
+    writer = engine.writer()
+    writer.replace([], 1)
+    slow = engine.watch(resource_version=1, label_selector="app=web")
+    assert slow.poll() == []  # begun; never read again until the end
+    for rv in range(2, 5000):
+        writer.apply("ADDED", rv, "ns", f"o{rv % 100}", {"app": "web"})
+    got = []
+    deadline = time.monotonic() + 10
+    while slow.end_reason is None and time.monotonic() < deadline:
+        got += slow.poll(256, timeout=0.1)
+    assert slow.end_reason == "too_slow"
+    assert [e.resource_version for e in got] == list(range(2, 2 + len(got)))
+    with pytest.raises(herald.InvalidArgument):
+        herald.Engine(slow_watchers="drop")
+    engine.stop()
+
+
 def test_too_large_resource_version():
     engine = herald.Engine(too_large_timeout=0.2)
     writer = engine.writer()
@@ -367,8 +386,7 @@ def test_many_threads_at_once(ew):
             errors.append(e)
 
     def write(lo, hi):
-        # Two writer threads share the one writer; each write is refused or
-        # applied whole, and the versions still arrive in order.
+        # The writer runs in its own thread while the others read.
         for rv in range(lo, hi):
             while True:
                 try:
