@@ -425,6 +425,22 @@ def test_the_gil_is_released_while_a_watch_waits(ew):
     assert not t.is_alive()
 
 
+def test_ctrl_c_interrupts_a_blocked_iteration(ew):
+    import _thread
+
+    engine, _ = ew
+    watch = engine.watch(resource_version=1)
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    timer.start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        next(watch)
+    assert time.monotonic() - t0 < 5
+    timer.join()
+    # The watch is intact.
+    assert watch.end_reason is None and watch.poll() == []
+
+
 # --------------------------------------------------------------- asyncio
 
 
