@@ -249,7 +249,8 @@ class Engine:
         R left the history; "too_large_resource_version" if R is not reached
         in time). ``send_initial_events`` implies
         ``resource_version_match="NotOlderThan"``. ``timeout``: seconds until
-        the watch ends with "deadline"."""
+        the watch ends with "deadline" (None: never; ``float("inf")``
+        saturates to never; 0 ends it at once)."""
     def list(
         self,
         resource_version: Optional[int] = None,

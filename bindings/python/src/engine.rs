@@ -21,10 +21,16 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Seconds from Python as a duration (finite, not negative).
+/// Seconds from Python as a duration: not negative, not NaN; more than a
+/// duration holds (`float("inf")`) saturates, as every engine duration
+/// does ("never").
 pub(crate) fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(s)
-        .map_err(|_| errors::invalid(format!("{what} must be finite seconds >= 0, not {s}")))
+    if s.is_nan() || s < 0.0 {
+        return Err(errors::invalid(format!(
+            "{what} must be seconds >= 0, not {s}"
+        )));
+    }
+    Ok(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
 }
 
 /// The payload's bytes: `bytes` or `bytearray` (copied once, into the

@@ -316,6 +316,11 @@ def test_out_of_order_and_not_ready_and_names():
     with pytest.raises(herald.InvalidArgument):
         engine.watch(timeout=-1)
     with pytest.raises(herald.InvalidArgument):
+        engine.watch(timeout=float("nan"))
+    forever = engine.watch(timeout=float("inf"))  # saturates: no deadline
+    forever.poll(timeout=0.05)
+    assert forever.end_reason is None
+    with pytest.raises(herald.InvalidArgument):
         herald.Engine(history=(10, 2))
     assert engine.resource_version == 6
     engine.stop()
