@@ -551,6 +551,42 @@ def test_a_cancelled_await_loses_nothing(ew):
     asyncio.run(main())
 
 
+def test_stops_from_another_thread_end_awaiting_tasks(ew):
+    engine, writer = ew
+    n_watches = 100
+
+    async def main():
+        watches = [engine.watch(resource_version=1) for _ in range(n_watches)]
+
+        async def consume(w):
+            return [e.resource_version async for e in w]
+
+        tasks = [asyncio.create_task(consume(w)) for w in watches]
+        await asyncio.sleep(0.05)
+        stop_all = threading.Event()
+
+        def write_and_stop():
+            for rv in range(2, 1002):
+                writer.apply("ADDED", rv, "ns", f"o{rv % 10}")
+                if rv % 10 == 0:
+                    watches[(rv // 10) % n_watches].stop()
+            for w in watches:
+                w.stop()
+            stop_all.set()
+
+        t = threading.Thread(target=write_and_stop)
+        t.start()
+        results = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        t.join()
+        assert stop_all.is_set()
+        for w, got in zip(watches, results):
+            assert w.end_reason == "stopped"
+            # What each received is a gap-free prefix of the changes.
+            assert got == list(range(2, 2 + len(got)))
+
+    asyncio.run(main())
+
+
 def test_watches_on_two_loops_in_two_threads(ew):
     engine, writer = ew
     n = 300
