@@ -36,7 +36,8 @@ if ! "$VENV/bin/python" -c "import pytest" >/dev/null 2>&1 \
         || fail "cannot install maturin and pytest from PyPI into $VENV"
 fi
 
-# Debug wheel for the tests (bench.py wants --release: see the README).
+# A debug wheel for the tests; HERALD_PY_RELEASE=1: a release one (for
+# bench.py, see the README).
 rm -rf "$WHEELS"
 (cd bindings/python && "$VENV/bin/maturin" build ${HERALD_PY_RELEASE:+--release} -o "$WHEELS") \
     || fail "maturin could not build the herald wheel"
