@@ -18,8 +18,11 @@
 //! # Locks
 //!
 //! A watch's state is behind a mutex that is never held while waiting
-//! for the GIL: the blocking paths take it with the GIL released, and
-//! Python objects are created and futures resolved after it is let go.
+//! for the GIL, and under which no Python runs: the blocking paths take
+//! it with the GIL released; the asyncio paths hold it briefly with the
+//! GIL, and create Python objects, look up the loop and resolve futures
+//! only after letting it go. So no interleaving of threads (or a
+//! finaliser run by Python's GC) can deadlock on it.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
