@@ -7,7 +7,9 @@
 # herald-server (pytest, in a venv this creates); the C ABI's test
 # program from C (plainly, under AddressSanitizer and valgrind, which it
 # installs) and its epoll example; the Go binding's tests under -race
-# (bindings/go/test.sh, which gets a Go toolchain); the loom models;
+# (bindings/go/test.sh, which gets a Go toolchain); the Python binding's
+# pytest suite (bindings/python/test.sh: a maturin wheel in
+# target/venv-python); the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -54,6 +56,9 @@ bindings/c/test.sh
 
 echo "== the Go binding (cgo over the C ABI): go vet and go test -race (Go installed if missing)"
 bindings/go/test.sh
+
+echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
+bindings/python/test.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg
