@@ -78,7 +78,9 @@ typedef struct herald_stats {
   uint64_t deliveries;
   // Watches started.
   uint64_t watches_started;
-  // Watches live now.
+  // Watches the dispatcher has registered and not yet forgotten
+  // (it registers new ones as it runs, so a watch just opened may not
+  // count yet).
   uint64_t watchers_active;
   // Re-lists (replaces) applied.
   uint64_t relists;

@@ -340,7 +340,9 @@ pub struct HeraldStats {
     pub deliveries: u64,
     /// Watches started.
     pub watches_started: u64,
-    /// Watches live now.
+    /// Watches the dispatcher has registered and not yet forgotten
+    /// (it registers new ones as it runs, so a watch just opened may not
+    /// count yet).
     pub watchers_active: u64,
     /// Re-lists (replaces) applied.
     pub relists: u64,
