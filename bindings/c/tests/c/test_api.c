@@ -295,6 +295,19 @@ static void test_watch(void) {
   CHECK(end.requested == 1000 && end.bound == 4);
   EXPECT(herald_watch_free(wf), HERALD_OK);
 
+  /* The largest timeout is no timeout's overflow: the watch opens. */
+  r = watch_all(4);
+  r.timeout_ms = UINT64_MAX;
+  herald_watch wmax;
+  EXPECT(herald_watch_open(e, &r, &wmax), HERALD_OK);
+  EXPECT(herald_watch_poll(wmax, evs, 8, &n, &end), HERALD_PENDING);
+  EXPECT(herald_watch_free(wmax), HERALD_OK);
+  /* max 0: nothing taken, nothing written. */
+  EXPECT(herald_watch_open(e, &r, &wmax), HERALD_OK);
+  EXPECT(herald_watch_poll(wmax, NULL, 0, &n, &end), HERALD_PENDING);
+  CHECK(n == 0);
+  EXPECT(herald_watch_free(wmax), HERALD_OK);
+
   /* A deadline. */
   r = watch_all(4);
   r.timeout_ms = 30;
