@@ -164,6 +164,7 @@ int main(int argc, char **argv) {
   size_t n_lat = 0;
   uint64_t delivered = 0, owed = (uint64_t)watches * changes, errors = 0;
   volatile uint64_t seen = 0;
+  uint64_t polls = 0;
 
   struct writer_args wa = {writer, changes, rate, payload};
   pthread_t wt;
@@ -196,6 +197,7 @@ int main(int argc, char **argv) {
         size_t n;
         herald_end end;
         herald_status st = herald_watch_poll(ready[k], evs, 64, &n, &end);
+        polls++;
         if (st == HERALD_PENDING)
           continue;
         if (st != HERALD_OK)
@@ -229,6 +231,8 @@ int main(int argc, char **argv) {
   double secs = (double)(t1 - t0) / 1e9;
   double p50 = n_lat ? (double)lat[n_lat / 2] / 1e3 : 0;
   double p99 = n_lat ? (double)lat[(size_t)((double)n_lat * 0.99)] / 1e3 : 0;
+  fprintf(stderr, "polls: %llu, %.1f events per poll\n", (unsigned long long)polls,
+          (double)delivered / (double)(polls ? polls : 1));
   printf("served %zu watches from one epoll loop: %llu deliveries in %.3f s, "
          "%llu out of order\n",
          watches, (unsigned long long)delivered, secs,
