@@ -1176,7 +1176,7 @@ pub unsafe extern "C" fn herald_watch_poll(
                 Ok(match &st.member {
                     Some(member) => {
                         let member = member.clone();
-                        let waker = Waker::from(member.clone());
+                        let waker = member.waker();
                         let polled =
                             st.watch
                                 .poll_visit_batch(&mut Context::from_waker(&waker), max, f);
@@ -1189,7 +1189,7 @@ pub unsafe extern "C" fn herald_watch_poll(
                             // Not armed (it had something): reported ready
                             // again, so one poll per report is enough; the
                             // next poll finds more, or arms it.
-                            Wake::wake_by_ref(&member);
+                            member.notify();
                         }
                         polled.map(|v| v.end)
                     }

@@ -8,26 +8,122 @@
 //! wake queues the watch's handle and signals the descriptor, once until
 //! the set is read again. An idle watch costs the loop nothing.
 //!
-//! The order that keeps a wake from being lost: [`ReadySet::ready`]
-//! drains the descriptor, clears `signalled`, then takes from the queue; a
-//! wake pushes to the queue, then signals unless `signalled` was already
-//! set. A wake that finds it set pushed before the clear or before the
-//! drain read it, so the take that follows sees the push (the queue's
-//! mutex orders them); one that finds it clear writes the descriptor.
+//! What keeps a wake from being lost: the queue and a `signalled` flag
+//! live under one lock, and whoever leaves the queue non-empty with the
+//! flag clear (a wake that queues, a read that leaves some behind) sets
+//! it and posts the descriptor once out of the lock. A read drains the
+//! descriptor *before* it takes the lock and clears the flag under it: a
+//! post it drained belongs to a member queued before it, which its take
+//! sees. (A first version kept the flag in an atomic beside the queue's
+//! lock; the loom model below found an interleaving that left a member
+//! queued behind a quiet descriptor: loom checks `SeqCst` as
+//! acquire/release, under which that flag could be read stale.)
+//!
+//! Under `--cfg herald_loom` the atomics and the mutex are loom's and the
+//! descriptor is its counter (an atomic: written is
+//! readable, drained is not), so `tests/loom_set.rs` checks this very code:
+//! a member queued is never left behind a descriptor that is not
+//! readable.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::task::Wake;
+use std::os::fd::RawFd;
+#[cfg(not(herald_loom))]
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::{Arc, Weak};
+use std::task::{Wake, Waker};
+
+#[cfg(not(herald_loom))]
+use std::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicBool, Ordering},
+};
+
+// The model swaps what orders the protocol (the queue's mutex, the flags,
+// the descriptor); the `Arc`s only keep things alive.
+#[cfg(herald_loom)]
+use loom::sync::{
+    Mutex, MutexGuard,
+    atomic::{AtomicBool, AtomicU64, Ordering},
+};
+
+/// The eventfd: its counter is written to signal and read to drain.
+#[cfg(not(herald_loom))]
+#[derive(Debug)]
+struct Descriptor(OwnedFd);
+
+#[cfg(not(herald_loom))]
+impl Descriptor {
+    fn new() -> std::io::Result<Descriptor> {
+        // SAFETY: eventfd takes no pointers; a negative result is an error.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(Descriptor(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    fn raw(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+
+    /// Makes it readable.
+    fn post(&self) {
+        let one: u64 = 1;
+        // SAFETY: writes 8 bytes from a live u64 to our own eventfd. It
+        // can fail only if the counter would overflow (it is drained at
+        // every `ready`), when the descriptor is readable anyway.
+        let _ = unsafe { libc::write(self.raw(), (&raw const one).cast(), 8) };
+    }
+
+    /// Makes it not readable (until the next post).
+    fn drain(&self) {
+        let mut count = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a live 8-byte buffer from our
+        // own non-blocking eventfd (EAGAIN when it is not readable).
+        let _ = unsafe { libc::read(self.raw(), count.as_mut_ptr().cast(), 8) };
+    }
+}
+
+/// The model's descriptor: the eventfd's counter as a loom atomic.
+#[cfg(herald_loom)]
+#[derive(Debug)]
+struct Descriptor(AtomicU64);
+
+#[cfg(herald_loom)]
+impl Descriptor {
+    fn new() -> std::io::Result<Descriptor> {
+        Ok(Descriptor(AtomicU64::new(0)))
+    }
+
+    fn raw(&self) -> RawFd {
+        -1
+    }
+
+    fn post(&self) {
+        // SeqCst: a write(2) and a read(2) of one eventfd are ordered by
+        // the kernel's lock on it.
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn drain(&self) {
+        self.0.swap(0, Ordering::SeqCst);
+    }
+}
 
 /// A set's descriptor and its ready queue.
 #[derive(Debug)]
 pub struct ReadySet {
-    fd: OwnedFd,
-    queue: Mutex<VecDeque<Arc<Member>>>,
-    /// The descriptor was written since the last [`ReadySet::ready`].
-    signalled: AtomicBool,
+    fd: Descriptor,
+    pending: Mutex<Pending>,
+}
+
+/// The queue and its flag, under one lock.
+#[derive(Debug, Default)]
+struct Pending {
+    queue: VecDeque<Arc<Member>>,
+    /// A post was made since the last drain (by [`ReadySet::ready`]).
+    signalled: bool,
 }
 
 /// One watch's membership: its waker (`Waker::from(member)`).
@@ -43,33 +139,26 @@ pub struct Member {
 impl ReadySet {
     /// A set with a fresh non-blocking, close-on-exec eventfd.
     pub fn new() -> std::io::Result<ReadySet> {
-        // SAFETY: eventfd takes no pointers; a negative result is an error.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
         Ok(ReadySet {
-            // SAFETY: `fd` was just opened and is owned by nothing else.
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            queue: Mutex::new(VecDeque::new()),
-            signalled: AtomicBool::new(false),
+            fd: Descriptor::new()?,
+            pending: Mutex::new(Pending::default()),
         })
     }
 
-    /// The descriptor: readable while a member may have something.
+    /// The descriptor: readable while a member may have something (-1 in
+    /// the loom model, which has none).
     pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.fd.raw()
     }
 
-    /// Makes the descriptor readable (once until the next `ready`).
-    fn signal(&self) {
-        if !self.signalled.swap(true, Ordering::SeqCst) {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live u64 to our own eventfd. It
-            // can fail only if the counter would overflow (it is drained
-            // at every `ready`), when the descriptor is readable anyway.
-            let _ = unsafe { libc::write(self.raw_fd(), (&raw const one).cast(), 8) };
-        }
+    /// Whether the model's descriptor is readable (the loom tests' check).
+    #[cfg(herald_loom)]
+    pub fn readable(&self) -> bool {
+        self.fd.0.load(Ordering::SeqCst) > 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A new member for the watch `handle`, queued at once (the watch is
@@ -80,58 +169,87 @@ impl ReadySet {
             handle,
             queued: AtomicBool::new(false),
         });
-        member.clone().wake();
+        member.notify();
         member
     }
 
     /// Takes up to `max` ready watches' handles into `out`. Leaves the
     /// descriptor readable if more remain.
     pub fn ready(&self, out: &mut Vec<u64>, max: usize) {
-        let mut count = [0u8; 8];
-        // SAFETY: reads at most 8 bytes into a live 8-byte buffer from our
-        // own non-blocking eventfd (EAGAIN when it is not readable).
-        let _ = unsafe { libc::read(self.raw_fd(), count.as_mut_ptr().cast(), 8) };
-        self.signalled.store(false, Ordering::SeqCst);
-        let more = {
-            let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        // Before the lock: a post this drains was made for a member the
+        // take below sees (it was queued before the post).
+        self.fd.drain();
+        let post = {
+            let mut p = self.lock();
             while out.len() < max {
-                let Some(member) = queue.pop_front() else {
+                let Some(member) = p.queue.pop_front() else {
                     break;
                 };
                 // Cleared before the caller polls the watch: a wake from
                 // here on queues it again.
-                member.queued.store(false, Ordering::SeqCst);
+                member.queued.store(false, Ordering::Relaxed);
                 out.push(member.handle);
             }
-            !queue.is_empty()
+            // What is left keeps the descriptor readable.
+            p.signalled = false;
+            p.signal()
         };
-        if more {
-            self.signal();
+        if post {
+            self.fd.post();
         }
+    }
+}
+
+impl Pending {
+    /// Whether the descriptor must be posted: something is queued and no
+    /// post was made since the last drain. Under the lock, so a queued
+    /// member and the flag are never seen apart.
+    fn signal(&mut self) -> bool {
+        let post = !self.queue.is_empty() && !self.signalled;
+        self.signalled |= post;
+        post
+    }
+}
+
+impl Member {
+    /// Queues the watch and signals the set, once until the set reports
+    /// it (what its waker does).
+    pub fn notify(self: &Arc<Self>) {
+        let Some(set) = self.set.upgrade() else {
+            return;
+        };
+        // Relaxed: a stale `false` only costs a redundant push (reported
+        // twice, polled once more); the queue's lock orders the rest.
+        if self.queued.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let post = {
+            let mut p = set.lock();
+            p.queue.push_back(self.clone());
+            p.signal()
+        };
+        if post {
+            set.fd.post();
+        }
+    }
+
+    /// The waker to poll the member's watch with.
+    pub fn waker(self: &Arc<Self>) -> Waker {
+        Waker::from(self.clone())
     }
 }
 
 impl Wake for Member {
     fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
+        self.notify();
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        let Some(set) = self.set.upgrade() else {
-            return;
-        };
-        if self.queued.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        set.queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(self.clone());
-        set.signal();
+        self.notify();
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(herald_loom)))]
 mod tests {
     use super::*;
     use std::task::Waker;
