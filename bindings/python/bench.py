@@ -3,16 +3,30 @@
 N watchers consumed from asyncio (`async for ev in watch`, each watch
 woken through the loop's one Herald eventfd), fed by a writer task in the
 same loop that applies changes whose payload carries their send time
-(`time.perf_counter_ns()`), against the same N consumers reading an
-`asyncio.Queue` each, fed by one producer task that `put_nowait`s every
-message to every queue. Rounds alternate the two systems (which goes
-first alternates too); each round writes flat out for `--seconds`, in
-steps of `--step` changes and a `sleep(0)`, then a last message that ends
-every consumer. Reported per round and as median [min-max]: deliveries/s
-(deliveries / first send to last receipt) and the p50/p99 latency from
-send to receipt over every delivery; and the per-round ratio.
+(`time.perf_counter_ns()`) and their number, against the same N consumers
+reading an `asyncio.Queue` each, fed by one producer task. Rounds
+alternate the two systems (which goes first alternates too); each round
+writes for `--seconds` (flat out, or at `--rate` changes/s), in steps of
+`--step` changes and a `sleep(0)` (or a sleep to the next step's time),
+then a last message that ends every consumer. Reported per round and as
+median [min-max]: deliveries/s (deliveries / first send to last receipt)
+and the p50/p99 latency from send to receipt over every delivery; and the
+per-round ratios. Every delivery is checked: each watcher gets exactly
+its changes, in order.
+
+Cases (`--case`, comma-separated; all three by default):
+- all: every watcher gets every change (the Queue producer `put_nowait`s
+  each change to every queue);
+- selective: watcher i watches node i only (Herald: field selector
+  `spec.nodeName=node-i`, the engine indexing `spec.nodeName`); change k
+  is for node k % N, so each change goes to one watcher. The native
+  producer applies every watcher's filter to every change (a loop over
+  the N (filter, queue) pairs, a put on a match): the native fan-out with
+  filters;
+- mixed: one watcher in four gets everything, the rest one node each.
 
     python bindings/python/bench.py --watchers 1000 --rounds 5 --seconds 1
+    python bindings/python/bench.py --case all --rate 400   # paced
 """
 
 import argparse
