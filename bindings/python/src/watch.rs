@@ -34,6 +34,7 @@ use herald::{EndReason, EventKind, EventRef, WatchStopper};
 use herald_c::set::{Member, ReadySet};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
+use pyo3::intern;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -42,6 +43,10 @@ use crate::errors;
 
 /// Events taken from the engine per visit.
 const BATCH: usize = 256;
+
+/// Woken watches resolved per turn of the event loop (see
+/// [`Reactor::on_ready`]).
+const WAKE_CHUNK: usize = 64;
 
 /// How long a blocking wait sleeps before it looks at Python's signals
 /// (Ctrl-C) with the GIL.
@@ -171,7 +176,12 @@ impl Ready {
 
     fn __next__(&mut self) -> PyResult<()> {
         Err(match self.value.take() {
-            Some(v) => PyStopIteration::new_err((v,)),
+            // The value itself, not a 1-tuple: before 3.12, CPython then
+            // takes it as the result without making a StopIteration
+            // instance (`_PyGen_FetchStopIterationValue`); an `Event` is
+            // never a tuple or an exception, which would be read as
+            // arguments.
+            Some(v) => PyStopIteration::new_err(v),
             None => PyStopIteration::new_err(()),
         })
     }
@@ -201,22 +211,21 @@ struct Reactor {
 
 #[pymethods]
 impl Reactor {
-    /// The loop's reader callback: polls the woken watches and resolves
-    /// their futures. Never raises (a watch's error goes to its future).
+    /// The loop's reader callback: polls up to [`WAKE_CHUNK`] woken
+    /// watches and resolves their futures. Never raises (a watch's error
+    /// goes to its future). With more woken, the set's descriptor stays
+    /// readable: the loop calls this again on its next turn, after the
+    /// tasks just woken have run, so the first consumers run after one
+    /// chunk's resolutions rather than after all of them.
     fn on_ready(&self, py: Python<'_>) {
-        let mut ids = Vec::new();
-        loop {
-            ids.clear();
-            self.set.ready(&mut ids, 4096);
-            for id in &ids {
-                let w = lock(&self.waiting).remove(id);
-                if let Some(w) = w {
-                    w.get().resolve(py, &w, self);
-                }
-            }
-            if ids.len() < 4096 {
-                break;
-            }
+        let mut ids = Vec::with_capacity(WAKE_CHUNK);
+        self.set.ready(&mut ids, WAKE_CHUNK);
+        let woken: Vec<Py<Watch>> = {
+            let mut waiting = lock(&self.waiting);
+            ids.iter().filter_map(|id| waiting.remove(id)).collect()
+        };
+        for w in woken {
+            w.get().resolve(py, &w, self);
         }
     }
 }
@@ -478,7 +487,7 @@ impl Watch {
 
 /// Whether an asyncio future is done (an error counts as done).
 fn is_done(fut: &Bound<'_, PyAny>) -> bool {
-    fut.call_method0("done")
+    fut.call_method0(intern!(fut.py(), "done"))
         .and_then(|d| d.is_truthy())
         .unwrap_or(true)
 }
@@ -487,9 +496,9 @@ fn is_done(fut: &Bound<'_, PyAny>) -> bool {
 /// iteration (StopAsyncIteration).
 fn resolve_future(py: Python<'_>, fut: &Bound<'_, PyAny>, raw: Option<Raw>) -> PyResult<()> {
     match raw {
-        Some(raw) => fut.call_method1("set_result", (Bound::new(py, Event { raw })?,))?,
+        Some(raw) => fut.call_method1(intern!(py, "set_result"), (Bound::new(py, Event { raw })?,))?,
         None => fut.call_method1(
-            "set_exception",
+            intern!(py, "set_exception"),
             (py.get_type::<PyStopAsyncIteration>().call0()?,),
         )?,
     };
@@ -531,6 +540,26 @@ impl Watch {
         let this = slf.get();
         if this.closed.load(Ordering::Acquire) {
             return Err(Self::closed_err());
+        }
+        // The common case first, under one lock: an event buffered by the
+        // last poll, no future pending, already in a loop's set.
+        let buffered = {
+            let mut st = lock(&this.state);
+            if st.pending.is_none()
+                && st.member.is_some()
+                && st.watch.is_some()
+                && !this.stopped.load(Ordering::Acquire)
+            {
+                st.buffer.pop_front()
+            } else {
+                None
+            }
+        };
+        if let Some(raw) = buffered {
+            let ev = Bound::new(py, Event { raw })?.into_any().unbind();
+            return Ok(Bound::new(py, Ready { value: Some(ev) })?
+                .into_any()
+                .unbind());
         }
         let pending = lock(&this.state).pending.take();
         if let Some(p) = pending {
@@ -592,7 +621,7 @@ impl Watch {
                 "the watch is awaited on another event loop",
             ));
         }
-        let fut = lp.call_method0("create_future")?.unbind();
+        let fut = lp.call_method0(intern!(py, "create_future"))?.unbind();
         lock(&this.state).pending = Some(fut.clone_ref(py));
         lock(&reactor.get().waiting).insert(this.id, slf.clone().unbind());
         Ok(fut)
