@@ -474,7 +474,14 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 	// The feed keeps its Watch reachable: a consumer that holds only the
 	// channel must not have the finalizer close it under its feet.
 	defer runtime.KeepAlive(w)
-	defer close(c.out)
+	defer func() {
+		// The dispatcher sends on c.out only with credit (under c.mu):
+		// take it back before closing.
+		c.mu.Lock()
+		c.credit = false
+		c.mu.Unlock()
+		close(c.out)
+	}()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -530,6 +537,11 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			c.mu.Unlock()
 		}
 		for _, ev := range b.events {
+			if len(c.out) < cap(c.out) {
+				// The feed is the only sender now: there is room.
+				c.out <- ev
+				continue
+			}
 			select {
 			case c.out <- ev:
 			case <-ctx.Done():
@@ -598,17 +610,39 @@ func (d *dispatcher) dispatch(h uint64) {
 		c.mu.Unlock()
 		return
 	}
-	b, err := c.pollLocked(defaultPollBatch)
-	if err == nil && len(b.events) == 0 && b.end == nil {
-		c.mu.Unlock() // armed again
-		return
+	// While the consumer keeps up, deliver into its channel here, without
+	// waking the feed: poll no more than the channel has room for (only
+	// the holder of the credit sends, under c.mu, so the sends fit),
+	// until a poll finds nothing (the watch is armed again).
+	for {
+		room := cap(c.out) - len(c.out)
+		if room == 0 {
+			break
+		}
+		b, err := c.pollLocked(room)
+		if err != nil || b.end != nil {
+			// The feed reports it (it ends the watch).
+			c.credit = false
+			if err != nil {
+				c.mu.Unlock()
+				c.poke()
+				return
+			}
+			c.batches <- b // room: one batch at a time, only with credit
+			c.mu.Unlock()
+			return
+		}
+		if len(b.events) == 0 {
+			c.mu.Unlock() // armed again
+			return
+		}
+		for _, ev := range b.events {
+			c.out <- ev
+		}
 	}
+	// The channel is full and the watch may hold more: the feed waits
+	// for room, then polls.
 	c.credit = false
-	if err != nil {
-		c.mu.Unlock()
-		c.poke() // the feed polls and reports it
-		return
-	}
-	c.batches <- b // room: one batch at a time, only with credit
+	c.batches <- batch{}
 	c.mu.Unlock()
 }
