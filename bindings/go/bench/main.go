@@ -230,17 +230,45 @@ func waitDrained(rs []receiver, writes int) error {
 	return nil
 }
 
-func changeObject(c benchCase, k int, now time.Time) herald.Object {
-	node := k % len(c.filters)
-	if !c.indexed {
-		return herald.Object{Namespace: "bench", Name: fmt.Sprintf("o%d", k%*objects), Payload: payload(now, node, k)}
-	}
-	// One object per node: it never moves out of a watcher's filter.
-	return herald.Object{Namespace: "bench", Name: fmt.Sprintf("n%d", node),
-		Fields: map[string]string{"spec.nodeName": fmt.Sprintf("node-%d", node)}, Payload: payload(now, node, k)}
+// names: the objects' names, keys and field maps, made once per case, so
+// that each change costs both systems the same on the writer's side (one
+// payload allocation), not string formatting.
+type names struct {
+	name, key []string
+	fields    []map[string]string
 }
 
-func heraldRound(c benchCase, e *herald.Engine, w *herald.Writer, rv *uint64) (result, error) {
+func makeNames(c benchCase) names {
+	n := *objects
+	if c.indexed {
+		n = len(c.filters) // one object per node
+	}
+	ns := names{make([]string, n), make([]string, n), make([]map[string]string, n)}
+	for i := 0; i < n; i++ {
+		if c.indexed {
+			ns.name[i] = fmt.Sprintf("n%d", i)
+			ns.fields[i] = map[string]string{"spec.nodeName": fmt.Sprintf("node-%d", i)}
+		} else {
+			ns.name[i] = fmt.Sprintf("o%d", i)
+		}
+		ns.key[i] = "bench/" + ns.name[i]
+	}
+	return ns
+}
+
+// object: change k's object (k mod objects in the all case; its node's
+// object in the selective ones, so that it never moves out of a filter).
+func (ns names) object(k int) int {
+	return k % len(ns.name)
+}
+
+func changeObject(c benchCase, ns names, k int, now time.Time) herald.Object {
+	i := ns.object(k)
+	return herald.Object{Namespace: "bench", Name: ns.name[i], Fields: ns.fields[i],
+		Payload: payload(now, k%len(c.filters), k)}
+}
+
+func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *uint64) (result, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rs := newReceivers(c)
@@ -272,7 +300,7 @@ func heraldRound(c benchCase, e *herald.Engine, w *herald.Writer, rv *uint64) (r
 	for time.Since(start) < *roundDur {
 		pace(start, writes, every, rs)
 		*rv++
-		if err := w.Apply(herald.Modified, *rv, changeObject(c, writes, time.Now())); err != nil {
+		if err := w.Apply(herald.Modified, *rv, changeObject(c, ns, writes, time.Now())); err != nil {
 			return result{}, err
 		}
 		writes++
@@ -298,7 +326,7 @@ func heraldRound(c benchCase, e *herald.Engine, w *herald.Writer, rv *uint64) (r
 
 // nativeRound: one goroutine applies each watcher's filter to each change
 // (no index: a loop over the watchers) and sends on a match.
-func nativeRound(c benchCase) (result, error) {
+func nativeRound(c benchCase, ns names) (result, error) {
 	rs := newReceivers(c)
 	type event struct {
 		key     string
@@ -327,13 +355,7 @@ func nativeRound(c benchCase) (result, error) {
 	for time.Since(start) < *roundDur {
 		pace(start, writes, every, rs)
 		node := writes % len(filters)
-		var key string
-		if c.indexed {
-			key = fmt.Sprintf("bench/n%d", node)
-		} else {
-			key = fmt.Sprintf("bench/o%d", writes%*objects)
-		}
-		ev := event{key: key, rv: uint64(writes + 1), node: node, payload: payload(time.Now(), node, writes)}
+		ev := event{key: ns.key[ns.object(writes)], rv: uint64(writes + 1), node: node, payload: payload(time.Now(), node, writes)}
 		for i, ch := range chans {
 			if f := &filters[i]; f.all || f.node == ev.node {
 				ch <- ev
@@ -404,13 +426,10 @@ func runCase(c benchCase) error {
 	}
 	defer e.Close()
 	defer w.Close()
-	n := *objects
-	if c.indexed {
-		n = len(c.filters)
-	}
-	objs := make([]herald.Object, n)
+	ns := makeNames(c)
+	objs := make([]herald.Object, len(ns.name))
 	for i := range objs {
-		objs[i] = changeObject(c, i, time.Now())
+		objs[i] = changeObject(c, ns, i, time.Now())
 	}
 	rv := uint64(1)
 	if err := w.Replace(objs, rv); err != nil {
@@ -437,10 +456,10 @@ func runCase(c benchCase) error {
 			var r result
 			var err error
 			if sys == "herald" {
-				r, err = heraldRound(c, e, w, &rv)
+				r, err = heraldRound(c, ns, e, w, &rv)
 				hr = append(hr, r)
 			} else {
-				r, err = nativeRound(c)
+				r, err = nativeRound(c, ns)
 				nr = append(nr, r)
 			}
 			if err != nil {
