@@ -1,18 +1,29 @@
 // Command bench measures Herald's fan-out through the Go binding against
 // Go's native fan-out, interleaved round by round in one process:
 //
-//   - herald: one Writer applying changes; N watches (everything, no
-//     selector), each consumed by a goroutine through Events(ctx).
-//   - native: one goroutine sending each change to N channels (one per
-//     watcher, the same capacity as Events'), each read by a goroutine.
+//   - herald: one Writer applying changes; N watches, each consumed by a
+//     goroutine through Events(ctx).
+//   - native: one goroutine applying each watcher's filter to each change
+//     (a loop over the watchers, no index) and sending it on the channel
+//     of each watcher that matches (one per watcher, the same capacity as
+//     Events'), each read by a goroutine.
 //
-// Each change's payload carries its send time; a receiver records
-// write-to-receipt latency. The writer is closed-loop in both: it runs
-// as fast as it can but keeps at most -window changes ahead of the
-// slowest receiver (native: a full channel blocks the sender, the same
-// bound). Deliveries/s is events received / (writing + draining time).
+// Cases (-mix): all (no selector: every watcher gets every change), node
+// (watcher i watches node i: Herald with the field selector
+// spec.nodeName=node-i on an engine indexing spec.nodeName; change k is
+// for node k mod N, so for one watcher), mixed (one in four watchers
+// watches everything, the rest one node each).
 //
-//	bindings/go/test.sh --bench [-watchers 1000 -rounds 5 -round 1s]
+// Each change's payload carries its send time, its node and its sequence
+// number; a receiver records write-to-receipt latency and checks every
+// delivery (the next change it should see, its node only, versions
+// rising) and its count at the end. The writer is closed-loop in both:
+// it runs as fast as it can but no receiver may be more than -window of
+// its events behind (native: a full channel blocks the sender, the same
+// bound); or paced (-rate). Deliveries/s is events received / (writing +
+// draining time).
+//
+//	bindings/go/test.sh --bench [-mix all,node,mixed -watchers 1000 -rounds 5 -round 1s]
 package main
 
 import (
