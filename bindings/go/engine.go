@@ -205,14 +205,21 @@ func (e *Engine) Stats() (Stats, error) {
 
 // Apply applies one change at rv (above the engine's version).
 func (w *Writer) Apply(kind ChangeKind, rv uint64, o Object) error {
-	var enc encoded
+	// Herald copies the object during the call: the encoding's buffers
+	// are reused (no allocation per write once they have grown).
+	enc := encoders.Get().(*encoded)
+	enc.blob, enc.lens, enc.pairs = enc.blob[:0], enc.lens[:0], 0
 	enc.add(&o)
 	blob, lens := enc.ptrs()
 	r := C.hg_apply(C.uint64_t(w.h), C.int32_t(kind), C.uint64_t(rv), blob, lens, C.size_t(enc.pairs))
-	runtime.KeepAlive(enc.blob)
-	runtime.KeepAlive(enc.lens)
+	runtime.KeepAlive(enc)
+	if cap(enc.blob) <= 1<<16 {
+		encoders.Put(enc) // a large object's buffer is not kept
+	}
 	return check("apply", r)
 }
+
+var encoders = sync.Pool{New: func() any { return new(encoded) }}
 
 // Replace replaces the whole state with objects at rv (a list from the
 // source): watches see the difference as events. The first Replace makes

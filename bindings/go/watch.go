@@ -174,6 +174,7 @@ type watchCore struct {
 	inSet     bool  // Events started: the dispatcher and feed own receiving
 	credit    bool  // the feed waits for a batch: the dispatcher may poll
 	batches   chan batch
+	evbuf     []Event // the Events path's batch (see pollLocked)
 	out       chan Event
 	kick      chan struct{} // the feed should poll now (a stop, a close)
 	closed    chan struct{} // Close was called
@@ -341,7 +342,7 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 		e := *c.end
 		return nil, &e, nil
 	}
-	b, err := c.pollLocked(max)
+	b, err := c.pollLocked(max, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -349,7 +350,10 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 }
 
 // pollLocked polls the C watch once (c.mu held) and copies what it got.
-func (c *watchCore) pollLocked(max int) (batch, error) {
+// reuse: the events go into c.evbuf, which the next poll overwrites (the
+// Events path: the feed or the loop, whichever holds the credit, copies
+// them into the channel before its next poll); else a new slice.
+func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
 	if max <= 0 {
 		max = defaultPollBatch
 	}
@@ -374,9 +378,17 @@ func (c *watchCore) pollLocked(max int) (batch, error) {
 			keyBytes += int(evs[i].key.len)
 			payloadBytes += int(evs[i].payload.len)
 		}
-		keys := make([]byte, keyBytes)
-		payloads := make([]byte, payloadBytes)
-		b.events = make([]Event, n)
+		// One allocation: the keys, then the payloads.
+		bytes := make([]byte, keyBytes+payloadBytes)
+		keys, payloads := bytes[:keyBytes:keyBytes], bytes[keyBytes:]
+		if reuse {
+			if cap(c.evbuf) < n {
+				c.evbuf = make([]Event, n)
+			}
+			b.events = c.evbuf[:n]
+		} else {
+			b.events = make([]Event, n)
+		}
 		ko, po := 0, 0
 		for i := range evs {
 			ev := &evs[i]
@@ -474,7 +486,14 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 	// The feed keeps its Watch reachable: a consumer that holds only the
 	// channel must not have the finalizer close it under its feet.
 	defer runtime.KeepAlive(w)
-	defer close(c.out)
+	defer func() {
+		// The dispatcher sends on c.out only with credit (under c.mu):
+		// take it back before closing.
+		c.mu.Lock()
+		c.credit = false
+		c.mu.Unlock()
+		close(c.out)
+	}()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -489,7 +508,7 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			c.mu.Unlock()
 			return
 		}
-		b, err := c.pollLocked(defaultPollBatch)
+		b, err := c.pollLocked(defaultPollBatch, true)
 		if err != nil {
 			if c.end == nil {
 				c.end = &End{Reason: EndEngineFailed, Cause: err}
@@ -529,7 +548,13 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 		} else {
 			c.mu.Unlock()
 		}
+		evs := b.events
 		for _, ev := range b.events {
+			if len(c.out) < cap(c.out) {
+				// The feed is the only sender now: there is room.
+				c.out <- ev
+				continue
+			}
 			select {
 			case c.out <- ev:
 			case <-ctx.Done():
@@ -543,6 +568,7 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 				break
 			}
 		}
+		clear(evs) // c.evbuf: it holds no keys or payloads once delivered
 		if b.end != nil {
 			c.free()
 			return
@@ -598,17 +624,40 @@ func (d *dispatcher) dispatch(h uint64) {
 		c.mu.Unlock()
 		return
 	}
-	b, err := c.pollLocked(defaultPollBatch)
-	if err == nil && len(b.events) == 0 && b.end == nil {
-		c.mu.Unlock() // armed again
-		return
+	// While the consumer keeps up, deliver into its channel here, without
+	// waking the feed: poll no more than the channel has room for (only
+	// the holder of the credit sends, under c.mu, so the sends fit),
+	// until a poll finds nothing (the watch is armed again).
+	for {
+		room := cap(c.out) - len(c.out)
+		if room == 0 {
+			break
+		}
+		b, err := c.pollLocked(room, true)
+		if err != nil || b.end != nil {
+			// The feed reports it (it ends the watch).
+			c.credit = false
+			if err != nil {
+				c.mu.Unlock()
+				c.poke()
+				return
+			}
+			c.batches <- b // room: one batch at a time, only with credit
+			c.mu.Unlock()
+			return
+		}
+		if len(b.events) == 0 {
+			c.mu.Unlock() // armed again
+			return
+		}
+		for _, ev := range b.events {
+			c.out <- ev
+		}
+		clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
 	}
+	// The channel is full and the watch may hold more: the feed waits
+	// for room, then polls.
 	c.credit = false
-	if err != nil {
-		c.mu.Unlock()
-		c.poke() // the feed polls and reports it
-		return
-	}
-	c.batches <- b // room: one batch at a time, only with credit
+	c.batches <- batch{}
 	c.mu.Unlock()
 }
