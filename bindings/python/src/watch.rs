@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 use herald::{EndReason, EventKind, EventRef, WatchStopper};
 use herald_c::set::{Member, ReadySet};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
-use pyo3::prelude::*;
 use pyo3::intern;
+use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
@@ -496,7 +496,9 @@ fn is_done(fut: &Bound<'_, PyAny>) -> bool {
 /// iteration (StopAsyncIteration).
 fn resolve_future(py: Python<'_>, fut: &Bound<'_, PyAny>, raw: Option<Raw>) -> PyResult<()> {
     match raw {
-        Some(raw) => fut.call_method1(intern!(py, "set_result"), (Bound::new(py, Event { raw })?,))?,
+        Some(raw) => {
+            fut.call_method1(intern!(py, "set_result"), (Bound::new(py, Event { raw })?,))?
+        }
         None => fut.call_method1(
             intern!(py, "set_exception"),
             (py.get_type::<PyStopAsyncIteration>().call0()?,),
