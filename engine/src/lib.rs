@@ -305,7 +305,7 @@ pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
 pub use watch::{
-    EventRef, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest, WatchStopper,
+    EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest, WatchStopper,
 };
 pub use writer::Writer;
 

@@ -211,6 +211,13 @@ pub(crate) struct ReadCursor {
     chunk: Option<Arc<Chunk>>,
 }
 
+impl ReadCursor {
+    /// The chunk it holds now.
+    pub(crate) fn chunk(&self) -> Option<&Arc<Chunk>> {
+        self.chunk.as_ref()
+    }
+}
+
 impl Ring {
     fn new(physical: usize) -> Ring {
         Ring {
@@ -251,9 +258,23 @@ impl Ring {
         cursor: &'c mut ReadCursor,
         pos: u64,
     ) -> Result<&'c Record, Evicted> {
+        self.read_borrowed_keeping(cursor, pos, &mut drop)
+    }
+
+    /// [`Ring::read_borrowed`], handing the chunk the cursor lets go of
+    /// (when it loads another) to `keep` rather than dropping it: a
+    /// [`Lease`](crate::Lease) keeps what a batch lent alive without a
+    /// count per record. `drop` is the plain read (it compiles away).
+    #[inline]
+    pub(crate) fn read_borrowed_keeping<'c>(
+        &self,
+        cursor: &'c mut ReadCursor,
+        pos: u64,
+        keep: &mut impl FnMut(Arc<Chunk>),
+    ) -> Result<&'c Record, Evicted> {
         let cached = cursor.chunk.as_ref().is_some_and(|c| c.get(pos).is_some());
         if !cached {
-            self.load_chunk(cursor, pos)?;
+            self.load_chunk(cursor, pos, keep)?;
         }
         // Either branch leaves a chunk holding `pos`, set, in the cursor.
         let rec = cursor
@@ -273,13 +294,20 @@ impl Ring {
 
     /// Loads the chunk holding `pos` into the cursor.
     #[inline(never)]
-    fn load_chunk(&self, cursor: &mut ReadCursor, pos: u64) -> Result<(), Evicted> {
+    fn load_chunk(
+        &self,
+        cursor: &mut ReadCursor,
+        pos: u64,
+        keep: &mut impl FnMut(Arc<Chunk>),
+    ) -> Result<(), Evicted> {
         loop {
             let chunk = cursor.slots.cell(pos).load_full();
             if let Some(chunk) = chunk
                 && chunk.get(pos).is_some()
             {
-                cursor.chunk = Some(chunk);
+                if let Some(old) = cursor.chunk.replace(chunk) {
+                    keep(old);
+                }
                 return Ok(());
             }
             // Stale array (resized since the cursor was taken) or evicted.

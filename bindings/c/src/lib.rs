@@ -9,7 +9,9 @@
 //!   calling thread in [`herald_last_error`]. Every entry point catches
 //!   panics ([`HERALD_E_PANIC`]: a bug in Herald, reported, not a crash).
 //! - **Receiving** is a batch poll into a caller's array of borrowed views
-//!   ([`herald_watch_poll`]), valid until the next call on that watch, and
+//!   ([`herald_watch_poll`]), valid until the next call on that watch (a
+//!   [`Lease`] keeps what the batch was lent from: no copy and no count per
+//!   event), and
 //!   an `eventfd` per watch set ([`herald_watch_set_fd`]) for an
 //!   `epoll`/`io_uring`/libuv loop: readable while a watch of the set may
 //!   have something, driven by the engine's readiness wakes (an idle watch
@@ -40,9 +42,9 @@ use std::time::{Duration, Instant};
 use handles::{Kind, Registry, Stale};
 use herald::{
     Change, ChangeKind, Config, Continue, EndReason, Engine, EventKind, EventRef, FieldSelector,
-    KeyScope, LabelSelector, ListRequest, ListResponse, Object, ReadAt, ReadError, ResourceVersion,
-    ResourceVersionMatch, Visited, Watch, WatchError, WatchRequest, WatchStopper, WriteError,
-    Writer,
+    KeyScope, LabelSelector, Lease, ListRequest, ListResponse, Object, ReadAt, ReadError,
+    ResourceVersion, ResourceVersionMatch, Visited, Watch, WatchError, WatchRequest, WatchStopper,
+    WriteError, Writer,
 };
 use set::{Member, ReadySet};
 
@@ -869,20 +871,12 @@ struct WatchSlot {
     state: Mutex<WatchState>,
 }
 
-/// What keeps a batch's views alive (see [`Batch`]); its buffers are
-/// reused from call to call.
-#[derive(Debug, Default)]
-struct Views {
-    held: Vec<Object>,
-    copies: Vec<u8>,
-    fixups: Vec<(usize, usize, usize)>,
-}
-
 #[derive(Debug)]
 struct WatchState {
     watch: Watch,
-    /// What the last batch's views point into.
-    keep: Views,
+    /// What the last batch's views point into: the history chunks and
+    /// items its events were lent from (no count or copy per event).
+    lease: Lease,
     /// Its set's waker, once in a set.
     member: Option<Arc<Member>>,
     /// The end, once reached (reported again by every later call).
@@ -942,7 +936,7 @@ pub unsafe extern "C" fn herald_watch_open(
             stopper: w.stopper(),
             state: Mutex::new(WatchState {
                 watch: w,
-                keep: Views::default(),
+                lease: Lease::default(),
                 member: None,
                 end: None,
             }),
@@ -994,55 +988,22 @@ fn bytes(b: &[u8]) -> HeraldBytes {
     }
 }
 
-/// An object no larger than this (key and payload) is copied into the
-/// watch's buffer for its view; a larger one is kept by one reference
-/// count. The count is an atomic read-modify-write on a line the writer
-/// and the dispatcher touch too (one clone and one drop per delivery were
-/// half of a 1,000-watch epoll loop's time with 8-byte payloads); a copy
-/// of a few hundred bytes costs less than that and contends with no one.
-const COPY_AT_MOST: usize = 256;
-
-/// Where a batch goes: C's array, and what keeps its views alive until the
-/// watch's next call.
-struct Batch<'a> {
+/// Where a batch goes: C's array. The views point into the objects the
+/// watch's [`Lease`] keeps alive.
+struct Batch {
     out: *mut HeraldEvent,
     max: usize,
     n: usize,
-    /// Larger objects, by reference count.
-    held: &'a mut Vec<Object>,
-    /// Smaller objects' keys and payloads, copied.
-    copies: &'a mut Vec<u8>,
-    /// (event, key offset, payload offset) of the copied ones: their
-    /// pointers are set once the batch is done (the buffer may move while
-    /// it grows).
-    fixups: &'a mut Vec<(usize, usize, usize)>,
 }
 
-impl Batch<'_> {
+impl Batch {
     fn push(&mut self, ev: EventRef<'_>) {
         debug_assert!(self.n < self.max, "the engine hands out at most max events");
         if self.n >= self.max {
             return;
         }
         let (key, payload) = match ev.object() {
-            Some(o) if o.key().len() + o.payload().len() <= COPY_AT_MOST => {
-                let at = self.copies.len();
-                self.copies.extend_from_slice(o.key().as_bytes());
-                self.copies.extend_from_slice(o.payload());
-                self.fixups.push((self.n, at, at + o.key().len()));
-                // Lengths now; pointers once the buffer is final.
-                let len = |n: usize| HeraldBytes {
-                    ptr: std::ptr::null(),
-                    len: n,
-                };
-                (len(o.key().len()), len(o.payload().len()))
-            }
-            Some(o) => {
-                // The view points into the object, which this clone keeps
-                // alive until the watch's next call.
-                self.held.push(o.clone());
-                (bytes(o.key().as_bytes()), bytes(o.payload()))
-            }
+            Some(o) => (bytes(o.key().as_bytes()), bytes(o.payload())),
             None => (bytes(&[]), bytes(&[])),
         };
         let kind = match ev.kind() {
@@ -1067,25 +1028,6 @@ impl Batch<'_> {
         unsafe { self.out.add(self.n).write(event) };
         self.n += 1;
     }
-
-    /// Points the copied views into the buffer, now that it is final.
-    fn fix(&mut self) {
-        let base = self.copies.as_ptr();
-        for &(i, key_at, payload_at) in self.fixups.iter() {
-            // SAFETY: `i < n <= max`: an event this batch wrote to C's
-            // array. The offsets are within `copies` (written above), and
-            // a zero-length view stays null.
-            unsafe {
-                let ev = &mut *self.out.add(i);
-                if ev.key.len > 0 {
-                    ev.key.ptr = base.add(key_at);
-                }
-                if ev.payload.len > 0 {
-                    ev.payload.ptr = base.add(payload_at);
-                }
-            }
-        }
-    }
 }
 
 /// Receives with `receive` into C's array; reports the count and the end.
@@ -1109,26 +1051,19 @@ unsafe fn receive(
     }
     let slot = watch(watch_h)?;
     let mut st = lock(&slot.state);
-    let mut keep = std::mem::take(&mut st.keep);
-    keep.held.clear();
-    keep.copies.clear();
-    keep.fixups.clear();
+    // The last batch's views end here.
+    st.lease.clear();
     let mut batch = Batch {
         out: events,
         max,
         n: 0,
-        held: &mut keep.held,
-        copies: &mut keep.copies,
-        fixups: &mut keep.fixups,
     };
     let polled = if st.end.is_some() {
         Ok(Poll::Ready(None))
     } else {
         receive(&mut st, &mut |ev| batch.push(ev))
     };
-    batch.fix();
     let n = batch.n;
-    st.keep = keep;
     let status = match polled? {
         Poll::Ready(end) => {
             if let Some(end) = end {
@@ -1177,9 +1112,12 @@ pub unsafe extern "C" fn herald_watch_poll(
                     Some(member) => {
                         let member = member.clone();
                         let waker = member.waker();
-                        let polled =
-                            st.watch
-                                .poll_visit_batch(&mut Context::from_waker(&waker), max, f);
+                        let polled = st.watch.poll_visit_batch_leased(
+                            &mut Context::from_waker(&waker),
+                            max,
+                            &mut st.lease,
+                            f,
+                        );
                         if let Poll::Ready(Visited {
                             events: 1..,
                             end: None,
@@ -1193,7 +1131,7 @@ pub unsafe extern "C" fn herald_watch_poll(
                         }
                         polled.map(|v| v.end)
                     }
-                    None => Poll::Ready(st.watch.visit_batch(max, f).end),
+                    None => Poll::Ready(st.watch.visit_batch_leased(max, &mut st.lease, f).end),
                 })
             })
         }
@@ -1239,7 +1177,10 @@ pub unsafe extern "C" fn herald_watch_wait(
                 let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
                 let mut cx = Context::from_waker(&waker);
                 loop {
-                    if let Poll::Ready(v) = st.watch.poll_visit_batch(&mut cx, max, &mut *f) {
+                    if let Poll::Ready(v) =
+                        st.watch
+                            .poll_visit_batch_leased(&mut cx, max, &mut st.lease, &mut *f)
+                    {
                         return Ok(Poll::Ready(v.end));
                     }
                     match deadline {

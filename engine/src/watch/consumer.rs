@@ -20,7 +20,7 @@ use super::shared::{Attach, BOOKMARK, WatcherShared};
 use crate::event::{EndReason, Gone, WatchItem};
 use crate::filter::Verdict;
 use crate::object::Object;
-use crate::ring::{ReadCursor, Record, RecordKind};
+use crate::ring::{Chunk, ReadCursor, Record, RecordKind};
 use crate::rv::ResourceVersion;
 use crate::shared::Shared;
 use crate::stats::Counters;
@@ -171,10 +171,16 @@ impl Watch {
     /// and whether the general step has work (false: the queue ran dry or
     /// a parked replay reached the head, so a batch call returns at once
     /// and polling an idle watch costs a few loads).
+    /// The history chunk the cursor holds (one count), if any.
+    pub(super) fn cursor_chunk(&self) -> Option<Arc<Chunk>> {
+        self.cursor.chunk().cloned()
+    }
+
     pub(super) fn stream_batch(
         &mut self,
         max: usize,
         f: &mut impl FnMut(EventRef<'_>),
+        keep: &mut impl FnMut(Arc<Chunk>),
     ) -> (usize, bool) {
         if self.phase != Phase::Stream || self.w.is_ended() {
             return (0, true);
@@ -195,7 +201,11 @@ impl Watch {
         };
         while n < max && self.next_pos < replay_to {
             let pos = self.next_pos;
-            let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
+            let Ok(rec) = self
+                .engine
+                .ring
+                .read_borrowed_keeping(&mut self.cursor, pos, keep)
+            else {
                 return (n, true);
             };
             if rec.generation != generation || rec.kind == RecordKind::Relist {
@@ -235,7 +245,11 @@ impl Watch {
                 // Already served by a replay.
                 continue;
             }
-            let Ok(rec) = self.engine.ring.read_borrowed(&mut self.cursor, pos) else {
+            let Ok(rec) = self
+                .engine
+                .ring
+                .read_borrowed_keeping(&mut self.cursor, pos, keep)
+            else {
                 // The handle is spent: end here; the general step reports it.
                 self.lapped();
                 return (n, true);

@@ -22,7 +22,7 @@ mod stopper;
 
 pub use consumer::Watch;
 pub use item::EventRef;
-pub use recv::{RecvTimeoutError, TryRecvError, Visited};
+pub use recv::{Lease, RecvTimeoutError, TryRecvError, Visited};
 pub use request::WatchRequest;
 #[cfg(feature = "internals")]
 pub(crate) use request::WatcherSpec;

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use super::consumer::{Busy, Phase, Step, Watch};
 use super::item::{EventRef, Raw};
 use crate::event::{EndReason, WatchItem};
-use crate::sync::{Thread, park, park_timeout};
+use crate::ring::Chunk;
+use crate::sync::{Arc, Thread, park, park_timeout};
 
 /// What [`Watch::visit_batch`] did.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,6 +24,32 @@ pub struct Visited {
     /// The watch's end, if this call reached it (the terminal item; it is
     /// reported once, and the watch is finished afterwards).
     pub end: Option<EndReason>,
+}
+
+/// What a leased batch lent ([`Watch::visit_batch_leased`]): the chunks
+/// of history and the items its events were borrowed from, kept alive
+/// until [`Lease::clear`] or drop. Reuse one per watch: its buffers stay.
+#[derive(Default)]
+pub struct Lease {
+    chunks: Vec<Arc<Chunk>>,
+    raws: Vec<Raw>,
+}
+
+impl Lease {
+    /// Lets go of everything it holds (the views into it end).
+    pub fn clear(&mut self) {
+        self.chunks.clear();
+        self.raws.clear();
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("chunks", &self.chunks.len())
+            .field("items", &self.raws.len())
+            .finish()
+    }
 }
 
 /// [`Watch::try_recv`] found nothing.
@@ -149,9 +176,11 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv_batch(&mut self, out: &mut Vec<WatchItem>, max: usize) -> usize {
-        let (mut n, more) = self.stream_batch(max, &mut |ev: EventRef<'_>| {
-            out.push(WatchItem::Event(ev.to_event()));
-        });
+        let (mut n, more) = self.stream_batch(
+            max,
+            &mut |ev: EventRef<'_>| out.push(WatchItem::Event(ev.to_event())),
+            &mut drop,
+        );
         while more && n < max {
             match self.step_owned() {
                 Step::Item(item) => {
@@ -189,8 +218,65 @@ impl Watch {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn visit_batch(&mut self, max: usize, mut f: impl FnMut(EventRef<'_>)) -> Visited {
-        let (events, more) = self.stream_batch(max, &mut f);
+        self.visit(max, &mut f, None)
+    }
+
+    /// [`visit_batch`](Watch::visit_batch), keeping in `lease` what the
+    /// events were lent from (the history's chunks, the items), so that
+    /// the objects they show stay alive until the lease is cleared or
+    /// dropped: for a caller that keeps pointers into them past the
+    /// callback (a C binding's views), without a reference count per
+    /// event. Clear the lease before the next call to let go of the last
+    /// batch; what it holds keeps those chunks of history in memory.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").payload("A").build()], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// let mut lease = Lease::default();
+    /// let mut payloads: Vec<*const [u8]> = Vec::new();
+    /// while payloads.is_empty() {
+    ///     lease.clear();
+    ///     watch.visit_batch_leased(64, &mut lease, |ev| {
+    ///         payloads.extend(ev.object().map(|o| &o.payload()[..] as *const [u8]));
+    ///     });
+    /// }
+    /// // SAFETY: the lease holds what the batch lent, and is not cleared yet.
+    /// assert_eq!(unsafe { &*payloads[0] }, b"A");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn visit_batch_leased(
+        &mut self,
+        max: usize,
+        lease: &mut Lease,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Visited {
+        self.visit(max, &mut f, Some(lease))
+    }
+
+    fn visit(
+        &mut self,
+        max: usize,
+        f: &mut impl FnMut(EventRef<'_>),
+        mut lease: Option<&mut Lease>,
+    ) -> Visited {
+        // The chunk the cursor lets go of holds records lent before: into
+        // the lease (a move, no count), or dropped as a plain read does.
+        let (events, more) = self.stream_batch(max, f, &mut |chunk| {
+            if let Some(l) = lease.as_deref_mut() {
+                l.chunks.push(chunk);
+            }
+        });
         let mut visited = Visited { events, end: None };
+        if more
+            && events > 0
+            && let Some(l) = lease.as_deref_mut()
+        {
+            // The steps below read through the same cursor, which may let
+            // go of the chunk the events above came from.
+            l.chunks.extend(self.cursor_chunk());
+        }
         while more && visited.events < max {
             let raw = match self.step() {
                 Step::Item(raw) => raw,
@@ -204,6 +290,11 @@ impl Watch {
             };
             f(ev);
             visited.events += 1;
+            if let Some(l) = lease.as_deref_mut() {
+                // What it lent lives on the heap (a chunk, an object):
+                // moving the item moves none of it.
+                l.raws.push(raw);
+            }
         }
         visited
     }
@@ -242,15 +333,38 @@ impl Watch {
         max: usize,
         mut f: impl FnMut(EventRef<'_>),
     ) -> Poll<Visited> {
+        self.poll_visit(cx, max, &mut f, None)
+    }
+
+    /// [`poll_visit_batch`](Watch::poll_visit_batch) keeping what the
+    /// events were lent from in `lease` (see
+    /// [`visit_batch_leased`](Watch::visit_batch_leased)).
+    pub fn poll_visit_batch_leased(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        lease: &mut Lease,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Poll<Visited> {
+        self.poll_visit(cx, max, &mut f, Some(lease))
+    }
+
+    fn poll_visit(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        f: &mut impl FnMut(EventRef<'_>),
+        mut lease: Option<&mut Lease>,
+    ) -> Poll<Visited> {
         let ready = |w: &Watch, v: &Visited| v.events > 0 || v.end.is_some() || w.is_finished();
-        let visited = self.visit_batch(max, &mut f);
+        let visited = self.visit(max, f, lease.as_deref_mut());
         if ready(self, &visited) || max == 0 {
             return Poll::Ready(visited);
         }
         self.arm(cx.waker());
         // Look once more: whatever came before the fence is seen here, and
         // whatever comes after it wakes the waker.
-        let visited = self.visit_batch(max, &mut f);
+        let visited = self.visit(max, f, lease);
         if ready(self, &visited) {
             self.w.awake();
             return Poll::Ready(visited);
