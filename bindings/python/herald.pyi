@@ -81,24 +81,13 @@ class Object:
     def field(self, name: str) -> Optional[str]:
         """A selectable field's value, or None."""
 
-class Item:
-    """One object of a list or a get."""
+class Item(Object):
+    """One object of a list or a get: an ``Object`` and the version of its
+    last change."""
 
-    @property
-    def key(self) -> str: ...
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def labels(self) -> Dict[str, str]: ...
-    @property
-    def payload(self) -> bytes:
-        """The payload (a copy)."""
     @property
     def resource_version(self) -> int:
         """The version of the object's last change."""
-    def field(self, name: str) -> Optional[str]: ...
 
 class ListPage:
     """One page of ``Engine.list``."""

@@ -8,6 +8,7 @@ use herald::{
     Change, ChangeKind, Config, Continue, FieldSelector, KeyScope, LabelSelector, ListRequest,
     ReadAt, ResourceVersion, ResourceVersionMatch, SlowWatchers, WatchRequest,
 };
+use pyo3::PyClassInitializer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
 
@@ -113,7 +114,7 @@ fn version_match(m: Option<&str>) -> PyResult<Option<ResourceVersionMatch>> {
 
 /// An object to write (for [`Writer::replace`]; `Writer.apply` takes the
 /// same arguments directly). Immutable.
-#[pyclass(module = "herald", frozen)]
+#[pyclass(module = "herald", frozen, subclass)]
 #[derive(Debug)]
 pub(crate) struct Object {
     pub(crate) inner: herald::Object,
@@ -178,58 +179,33 @@ impl Object {
     }
 }
 
-/// One object of a list or a get, with the version of its last change.
-#[pyclass(module = "herald", frozen)]
+/// One object of a list or a get, with the version of its last change:
+/// an [`Object`] (its getters are Object's) plus `resource_version`.
+#[pyclass(module = "herald", frozen, extends = Object)]
 #[derive(Debug)]
 pub(crate) struct Item {
-    object: herald::Object,
     /// The version of the object's last change.
     #[pyo3(get)]
     resource_version: u64,
 }
 
+impl Item {
+    /// A Python `Item` for one read item.
+    fn new(py: Python<'_>, item: herald::Item) -> PyResult<Bound<'_, Item>> {
+        let init = PyClassInitializer::from(Object { inner: item.object }).add_subclass(Item {
+            resource_version: item.resource_version.get(),
+        });
+        Bound::new(py, init)
+    }
+}
+
 #[pymethods]
 impl Item {
-    /// `namespace/name`, or `name` when cluster-scoped.
-    #[getter]
-    fn key(&self) -> &str {
-        self.object.key()
-    }
-
-    /// The namespace ("" when cluster-scoped).
-    #[getter]
-    fn namespace(&self) -> &str {
-        self.object.namespace()
-    }
-
-    /// The name.
-    #[getter]
-    fn name(&self) -> &str {
-        self.object.name()
-    }
-
-    /// The labels (a new dict).
-    #[getter]
-    fn labels<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        labels_dict(py, &self.object)
-    }
-
-    /// The payload (a copy, as `bytes`).
-    #[getter]
-    fn payload<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, self.object.payload())
-    }
-
-    /// The value of a selectable field, or None.
-    fn field(&self, name: &str) -> Option<String> {
-        self.object.field(name).map(str::to_owned)
-    }
-
-    fn __repr__(&self) -> String {
+    fn __repr__(slf: PyRef<'_, Self>) -> String {
         format!(
             "Item({:?}, resource_version={})",
-            self.object.key(),
-            self.resource_version
+            slf.as_super().inner.key(),
+            slf.resource_version
         )
     }
 }
@@ -453,13 +429,9 @@ impl Engine {
         let page = py
             .allow_threads(|| engine.list(&req))
             .map_err(errors::read)?;
-        let items = page.items.into_iter().map(|i| Item {
-            object: i.object,
-            resource_version: i.resource_version.get(),
-        });
         let list = PyList::empty(py);
-        for item in items {
-            list.append(Bound::new(py, item)?)?;
+        for item in page.items {
+            list.append(Item::new(py, item)?)?;
         }
         Ok(ListPage {
             items: list.unbind(),
@@ -471,13 +443,13 @@ impl Engine {
     /// The object at `key` (`namespace/name`), or None; version rules as
     /// `list`'s, without paging.
     #[pyo3(signature = (key, resource_version=None, resource_version_match=None))]
-    fn get(
+    fn get<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         key: &str,
         resource_version: Option<u64>,
         resource_version_match: Option<&str>,
-    ) -> PyResult<Option<Item>> {
+    ) -> PyResult<Option<Bound<'py, Item>>> {
         let at = ReadAt::for_get(
             resource_version.map(ResourceVersion::new),
             version_match(resource_version_match)?,
@@ -487,10 +459,7 @@ impl Engine {
         let got = py
             .allow_threads(|| engine.get(key, at))
             .map_err(errors::read)?;
-        Ok(got.item.map(|i| Item {
-            object: i.object,
-            resource_version: i.resource_version.get(),
-        }))
+        got.item.map(|i| Item::new(py, i)).transpose()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
