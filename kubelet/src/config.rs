@@ -75,8 +75,8 @@ impl ManagerConfig {
     /// backoff, the recycling period): tests pass a
     /// [`ManualClock`](herald::ManualClock).
     #[must_use]
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
         self
     }
 
