@@ -141,7 +141,9 @@ mod tests {
     fn immutability() {
         let o = |p: &str| Object::builder("ns", "a").payload(p.to_owned()).build();
         assert!(is_immutable(&o(r#"{"immutable":true,"data":{}}"#)));
-        assert!(is_immutable(&o(r#"{"data":{"x":"y"}, "immutable" : true}"#)));
+        assert!(is_immutable(&o(
+            r#"{"data":{"x":"y"}, "immutable" : true}"#
+        )));
         assert!(!is_immutable(&o(r#"{"immutable":false}"#)));
         assert!(!is_immutable(&o(r#"{"data":{"immutable":true}}"#)));
         assert!(!is_immutable(&o(r#"not json "immutable""#)));

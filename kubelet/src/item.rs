@@ -189,9 +189,7 @@ impl Item {
                 st.last_end = Some(why);
                 if !st.stopped && !st.removed {
                     let now = self.core.config.clock.now();
-                    let at = now
-                        .checked_add(st.backoff.next_delay(now))
-                        .unwrap_or(now);
+                    let at = now.checked_add(st.backoff.next_delay(now)).unwrap_or(now);
                     st.retry_at = Some(at);
                     self.core.pump.timer(at, self);
                 }
@@ -202,10 +200,12 @@ impl Item {
             let test = &self.core.config.immutable;
             // A predicate that panics is counted, and the object taken as
             // mutable (watched): the update is applied either way.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(o))).unwrap_or_else(|_| {
-                stats.panics.fetch_add(1, Ordering::Relaxed);
-                false
-            })
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(o))).unwrap_or_else(
+                |_| {
+                    stats.panics.fetch_add(1, Ordering::Relaxed);
+                    false
+                },
+            )
         });
         st.object = object;
         if immutable {
@@ -287,7 +287,10 @@ impl Item {
             }
             let now = clock.now();
             if deadline.is_some_and(|d| now >= d) {
-                self.core.stats.sync_timeouts.fetch_add(1, Ordering::Relaxed);
+                self.core
+                    .stats
+                    .sync_timeouts
+                    .fetch_add(1, Ordering::Relaxed);
                 break Err(GetError::SyncTimeout {
                     namespace: self.namespace.to_string(),
                     name: self.name.to_string(),

@@ -211,8 +211,7 @@ impl ObjectManager {
             self.shared.add_reference(&pod.namespace, name, &pod.uid);
         }
         for name in prev.iter().flatten() {
-            self.shared
-                .delete_reference(&pod.namespace, name, &pod.uid);
+            self.shared.delete_reference(&pod.namespace, name, &pod.uid);
         }
         Ok(())
     }

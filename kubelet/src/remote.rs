@@ -53,7 +53,10 @@ impl std::fmt::Display for RemoteError {
         match self {
             RemoteError::InvalidUrl(why) => write!(f, "invalid base URL: {why}"),
             RemoteError::InvalidResource(r) => {
-                write!(f, "invalid resource {r:?}: a lower-case plural name such as secrets")
+                write!(
+                    f,
+                    "invalid resource {r:?}: a lower-case plural name such as secrets"
+                )
             }
             RemoteError::Runtime(e) => write!(f, "cannot start the HTTP runtime: {e}"),
         }
@@ -81,7 +84,11 @@ impl RemoteUpstream {
     /// (`http://127.0.0.1:8080`). Objects are decoded with `decoder` plus
     /// the field `immutable` (for
     /// [`is_immutable`](crate::is_immutable)).
-    pub fn new(base: &str, resource: &str, decoder: Decoder) -> Result<RemoteUpstream, RemoteError> {
+    pub fn new(
+        base: &str,
+        resource: &str,
+        decoder: Decoder,
+    ) -> Result<RemoteUpstream, RemoteError> {
         let base = base.trim_end_matches('/');
         let uri: Uri = base
             .parse()
@@ -92,7 +99,9 @@ impl RemoteUpstream {
             )));
         }
         if uri.path() != "/" && !uri.path().is_empty() || uri.query().is_some() {
-            return Err(RemoteError::InvalidUrl(format!("{base:?}: no path or query expected")));
+            return Err(RemoteError::InvalidUrl(format!(
+                "{base:?}: no path or query expected"
+            )));
         }
         if resource.is_empty() || !resource.bytes().all(|b| b.is_ascii_lowercase()) {
             return Err(RemoteError::InvalidResource(resource.to_owned()));
@@ -299,8 +308,8 @@ impl Reader {
         let line: Line<'_> =
             serde_json::from_slice(line).map_err(|e| format!("a malformed watch line: {e}"))?;
         let raw = line.object.get().as_bytes();
-        let meta: Meta =
-            serde_json::from_slice(raw).map_err(|e| format!("a malformed {} object: {e}", line.kind))?;
+        let meta: Meta = serde_json::from_slice(raw)
+            .map_err(|e| format!("a malformed {} object: {e}", line.kind))?;
         let object = || -> Result<Object, String> {
             let rv = meta
                 .metadata
@@ -376,10 +385,25 @@ mod tests {
              &fieldSelector=metadata.name%3Da%20b%5C%2Cc&sendInitialEvents=true\
              &resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
         );
-        assert!(r.watch_uri("", "n").unwrap().path().ends_with("/api/v1/secrets"));
-        for bad in ["", "ftp://x", "http://", "http://h/p", "http://h?q=1", "not a url"] {
+        assert!(
+            r.watch_uri("", "n")
+                .unwrap()
+                .path()
+                .ends_with("/api/v1/secrets")
+        );
+        for bad in [
+            "",
+            "ftp://x",
+            "http://",
+            "http://h/p",
+            "http://h?q=1",
+            "not a url",
+        ] {
             assert!(
-                matches!(RemoteUpstream::new(bad, "secrets", Decoder::new()), Err(RemoteError::InvalidUrl(_))),
+                matches!(
+                    RemoteUpstream::new(bad, "secrets", Decoder::new()),
+                    Err(RemoteError::InvalidUrl(_))
+                ),
                 "{bad:?}"
             );
         }
@@ -405,7 +429,8 @@ mod tests {
     #[test]
     fn lines() {
         let mut r = reader();
-        let obj = r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7"},"immutable":true}"#;
+        let obj =
+            r#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"7"},"immutable":true}"#;
         let added = format!(r#"{{"type":"ADDED","object":{obj}}}"#);
         assert_eq!(r.line(added.as_bytes()), Ok(None));
         let end = r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7","annotations":{"k8s.io/initial-events-end":"true"}}}}"#;
@@ -415,8 +440,13 @@ mod tests {
         assert_eq!((o.name(), o.field("immutable")), ("a", Some("true")));
         let del = format!(r#"{{"type":"DELETED","object":{obj}}}"#);
         assert_eq!(r.line(del.as_bytes()), Ok(Some(Update::Deleted)));
-        let err = r#"{"type":"ERROR","object":{"kind":"Status","message":"too old resource version"}}"#;
-        assert!(r.line(err.as_bytes()).unwrap_err().contains("too old resource version"));
+        let err =
+            r#"{"type":"ERROR","object":{"kind":"Status","message":"too old resource version"}}"#;
+        assert!(
+            r.line(err.as_bytes())
+                .unwrap_err()
+                .contains("too old resource version")
+        );
         // Hostile lines end the watch with a reason; none panics.
         let other = r#"{"type":"ADDED","object":{"metadata":{"name":"b","namespace":"ns","resourceVersion":"8"}}}"#;
         for bad in [

@@ -107,7 +107,10 @@ fn pod(name: &str, uid: &str, objects: &[&str]) -> PodRefs {
         namespace: "ns".into(),
         name: name.into(),
         uid: uid.into(),
-        objects: objects.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>(),
+        objects: objects
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<BTreeSet<_>>(),
     }
 }
 
@@ -119,7 +122,10 @@ fn references_are_counted_across_pods() {
     let b = pod("b", "uid-b", &["s2", "s3"]);
     f.manager.register_pod(&a).unwrap();
     f.manager.register_pod(&b).unwrap();
-    assert_eq!((f.stats().objects, f.stats().watches_open, f.stats().pods), (3, 3, 2));
+    assert_eq!(
+        (f.stats().objects, f.stats().watches_open, f.stats().pods),
+        (3, 3, 2)
+    );
     f.until("three syncs", |s| s.syncs == 3);
     for n in ["s1", "s2", "s3"] {
         assert_eq!(f.get_data(n).as_deref(), Some(n));
@@ -179,7 +185,9 @@ fn a_get_before_the_sync_waits_for_it() {
     thread::sleep(Duration::from_millis(50));
     assert!(!getter.0.is_finished(), "the get returned before any sync");
     let mut writer = f.writer;
-    writer.replace([secret("s", "v1", false)], 5.into()).unwrap();
+    writer
+        .replace([secret("s", "v1", false)], 5.into())
+        .unwrap();
     let got = getter.0.join().unwrap().unwrap().unwrap();
     assert_eq!(data(&got), "v1");
 }
@@ -235,7 +243,9 @@ fn an_immutable_object_stops_its_watch_at_first_sight() {
     let mut f = Fixture::with(vec![secret("s", "v1", true), secret("m", "m1", false)]);
     f.manager.add_reference("ns", "s", "p").unwrap();
     f.manager.add_reference("ns", "m", "p").unwrap();
-    f.until("the immutable stop", |s| s.immutable_stops == 1 && s.syncs == 2);
+    f.until("the immutable stop", |s| {
+        s.immutable_stops == 1 && s.syncs == 2
+    });
     assert_eq!(f.stats().watches_open, 1, "only the mutable one is watched");
     assert_eq!(f.get_data("s").as_deref(), Some("v1"));
 
@@ -275,7 +285,10 @@ fn an_object_made_immutable_later_stops_its_watch() {
 #[test]
 fn an_idle_watch_stops_and_the_next_get_restarts_it() {
     // Resync 1 min: idle after 5 min; the recycler runs every minute.
-    let mut f = Fixture::with(vec![secret("idle", "i1", false), secret("busy", "b1", false)]);
+    let mut f = Fixture::with(vec![
+        secret("idle", "i1", false),
+        secret("busy", "b1", false),
+    ]);
     f.manager.add_reference("ns", "idle", "p").unwrap();
     f.manager.add_reference("ns", "busy", "p").unwrap();
     assert_eq!(f.get_data("idle").as_deref(), Some("i1"));
@@ -352,7 +365,9 @@ fn an_ended_watch_is_opened_again_after_its_backoff() {
     thread::sleep(Duration::from_millis(20));
     assert_eq!(f.stats().reopens, 0);
     f.clock.advance(Duration::from_millis(1));
-    f.until("the re-open and its sync", |s| s.reopens == 1 && s.syncs == 2);
+    f.until("the re-open and its sync", |s| {
+        s.reopens == 1 && s.syncs == 2
+    });
     assert_eq!(f.get_data("s").as_deref(), Some("v2"));
     f.put(secret("s", "v3", false));
     f.until("the next change", |s| s.updates == 1);
@@ -435,7 +450,9 @@ fn a_panicking_immutability_test_is_counted_and_the_change_applied() {
         assert!(!data(o).contains("boom"), "a hostile predicate");
         false
     }));
-    f.writer.replace([secret("s", "v1", false)], 1.into()).unwrap();
+    f.writer
+        .replace([secret("s", "v1", false)], 1.into())
+        .unwrap();
     f.manager.add_reference("ns", "s", "p").unwrap();
     assert_eq!(f.get_data("s").as_deref(), Some("v1"));
     f.put(secret("s", "boom", false));
@@ -468,7 +485,11 @@ fn many_threads_at_once() {
                         .map(|k| format!("s{}", (t * 7 + round * 3 + k) % OBJECTS))
                         .collect();
                     let refs: Vec<&str> = objs.iter().map(String::as_str).collect();
-                    let p = pod(&format!("pod-{t}-{}", round % 5), &format!("u{t}-{}", round % 5), &refs);
+                    let p = pod(
+                        &format!("pod-{t}-{}", round % 5),
+                        &format!("u{t}-{}", round % 5),
+                        &refs,
+                    );
                     m.register_pod(&p).unwrap();
                     for o in &objs {
                         // Each is referenced by the pod just registered.
@@ -485,7 +506,10 @@ fn many_threads_at_once() {
     for rv in 2..300u64 {
         let i = rv as usize % OBJECTS;
         writer
-            .apply(Change::modified(secret(&format!("s{i}"), &format!("v{rv}"), false), rv.into()))
+            .apply(Change::modified(
+                secret(&format!("s{i}"), &format!("v{rv}"), false),
+                rv.into(),
+            ))
             .unwrap();
     }
     for t in threads {
@@ -498,7 +522,10 @@ fn many_threads_at_once() {
     let deadline = Instant::now() + Duration::from_secs(10);
     for i in 0..OBJECTS {
         let name = format!("s{i}");
-        let last = (2..300u64).filter(|rv| *rv as usize % OBJECTS == i).max().unwrap();
+        let last = (2..300u64)
+            .filter(|rv| *rv as usize % OBJECTS == i)
+            .max()
+            .unwrap();
         if manager.get("ns", &name).is_err() {
             continue; // not referenced at the end
         }
