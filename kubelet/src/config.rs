@@ -111,8 +111,14 @@ pub fn is_immutable(object: &Object) -> bool {
         return v == "true";
     }
     let payload = object.payload();
-    // Most objects are mutable: a byte search spares them the parse.
-    if !payload.windows(11).any(|w| w == b"\"immutable\"") {
+    // Most objects are mutable: a byte search spares them the parse (a
+    // compare of the first byte per position, the rest only on a hit).
+    const KEY: &[u8] = b"\"immutable\"";
+    let found = payload
+        .iter()
+        .enumerate()
+        .any(|(i, &b)| b == b'"' && payload[i..].starts_with(KEY));
+    if !found {
         return false;
     }
     #[derive(serde::Deserialize)]

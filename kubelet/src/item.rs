@@ -43,13 +43,14 @@ pub(crate) struct Item {
     core: Arc<Core>,
     /// In the pump's queue (or about to be).
     queued: AtomicBool,
+    /// References per pod uid (seeds/002 `refMap`), changed under the
+    /// manager's map lock: apart from `state`, so that registering pods
+    /// never waits for the pump.
+    pub(crate) refs: Mutex<HashMap<Box<str>, u32>>,
     state: Mutex<State>,
 }
 
 pub(crate) struct State {
-    /// References per pod uid (seeds/002 `refMap`), changed under the
-    /// manager's map lock.
-    pub(crate) refs: HashMap<Box<str>, u32>,
     stream: Option<ObjectStream>,
     removed: bool,
     /// The manager stopped.
@@ -75,8 +76,8 @@ impl Item {
             name: name.into(),
             core: core.clone(),
             queued: AtomicBool::new(false),
+            refs: Mutex::new(HashMap::new()),
             state: Mutex::new(State {
-                refs: HashMap::new(),
                 stream: None,
                 removed: false,
                 shut: !start,

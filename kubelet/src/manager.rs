@@ -318,7 +318,7 @@ impl Shared {
         let item = items
             .entry(object_key(namespace, name))
             .or_insert_with(|| Item::new(&self.core, namespace, name, !stopped));
-        *item.lock().refs.entry(uid.into()).or_insert(0) += 1;
+        *lock(&item.refs).entry(uid.into()).or_insert(0) += 1;
     }
 
     fn delete_reference(&self, namespace: &str, name: &str, uid: &str) {
@@ -328,14 +328,14 @@ impl Shared {
             return;
         };
         let last = {
-            let mut st = item.lock();
-            if let Some(n) = st.refs.get_mut(uid) {
+            let mut refs = lock(&item.refs);
+            if let Some(n) = refs.get_mut(uid) {
                 *n -= 1;
                 if *n == 0 {
-                    st.refs.remove(uid);
+                    refs.remove(uid);
                 }
             }
-            st.refs.is_empty()
+            refs.is_empty()
         };
         if last {
             if let Some(item) = items.remove(&key) {

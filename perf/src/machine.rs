@@ -233,7 +233,7 @@ fn schedstat_ns(path: &str) -> Option<u64> {
 }
 
 /// Every live thread of this process: tid -> (name, CPU ns so far).
-fn threads() -> HashMap<u32, (String, u64)> {
+pub(crate) fn threads() -> HashMap<u32, (String, u64)> {
     let mut out = HashMap::new();
     let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
         return out;

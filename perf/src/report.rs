@@ -199,6 +199,36 @@ pub fn table(scenario: ScenarioKind, rows: &[Row]) -> String {
                 )
             }),
         ),
+        ScenarioKind::Kubelet => (
+            "| case | system | changes absorbed/s | herald ÷ system, per round | manager µs CPU per change | get p50 / p99, start-up | get p50 / p99, churn | start-up | pods replaced/s | heap | watches open | threads | note |",
+            Box::new(|r: &Row| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+                    r.case,
+                    r.system,
+                    spread_key(r, "changes_per_s", |v| v
+                        .map_or("-".into(), |v| format!("{:.2} M", v / 1e6))),
+                    match r.ratio {
+                        _ if r.system == "herald-kubelet" => "1.0x".into(),
+                        Some(_) => ratio(r),
+                        None => "-".into(),
+                    },
+                    spread_key(r, "manager_us_per_change", fig),
+                    spread_key(r, "startup_get_p50_us", us),
+                    spread_key(r, "startup_get_p99_us", us),
+                    spread_key(r, "get_p50_us", us),
+                    spread_key(r, "get_p99_us", us),
+                    spread_key(r, "startup_s", |v| v
+                        .map_or("-".into(), |v| format!("{v:.2} s"))),
+                    spread_key(r, "pods_per_s", |v| v
+                        .map_or("-".into(), |v| format!("{v:.0}"))),
+                    spread_key(r, "heap_bytes", mb),
+                    fig(med(r, "watches_open")),
+                    fig(med(r, "threads")),
+                    note(r)
+                )
+            }),
+        ),
         ScenarioKind::EtcdFanout => unreachable!("rendered by etcd_tables"),
     };
     let _ = writeln!(out, "{head}");

@@ -58,6 +58,11 @@ pub enum SystemKind {
     /// in-process (http-fanout's baseline).
     #[serde(rename = "herald+source")]
     HeraldSource,
+    /// The kubelet's object manager on Herald (the kubelet scenario).
+    KubeletManager,
+    /// A Rust port of the reference's object cache (seeds/002): a
+    /// reflector and a store per object (the kubelet scenario).
+    KubeletReference,
 }
 
 impl SystemKind {
@@ -82,6 +87,9 @@ impl SystemKind {
     /// an etcd is found).
     pub const HTTP: [SystemKind; 2] = [SystemKind::HeraldHttp, SystemKind::HeraldSource];
 
+    /// The kubelet scenario's systems.
+    pub const KUBELET: [SystemKind; 2] = crate::kubelet::SYSTEMS;
+
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -95,6 +103,8 @@ impl SystemKind {
             SystemKind::HeraldEtcd => "herald+etcd",
             SystemKind::Etcd => "etcd",
             SystemKind::EtcdOneConnection => "etcd-one-connection",
+            SystemKind::KubeletManager => "herald-kubelet",
+            SystemKind::KubeletReference => "kubelet-reference",
         }
     }
 
@@ -104,6 +114,7 @@ impl SystemKind {
             .into_iter()
             .chain(SystemKind::ETCD)
             .chain(SystemKind::HTTP)
+            .chain(SystemKind::KUBELET)
             .find(|s| s.name() == name)
     }
 
@@ -111,7 +122,10 @@ impl SystemKind {
     pub fn is_herald(self) -> bool {
         matches!(
             self,
-            SystemKind::Herald | SystemKind::HeraldEtcd | SystemKind::HeraldHttp
+            SystemKind::Herald
+                | SystemKind::HeraldEtcd
+                | SystemKind::HeraldHttp
+                | SystemKind::KubeletManager
         )
     }
 }
@@ -138,11 +152,14 @@ pub enum ScenarioKind {
     /// Herald's HTTP front to N watch connections, against the same
     /// watchers in-process and etcd's own fan-out.
     HttpFanout,
+    /// The kubelet's object manager on Herald against a port of the
+    /// reference's (seeds/002), under kubelet-shaped churn.
+    Kubelet,
 }
 
 impl ScenarioKind {
     /// Every scenario, in suite order.
-    pub const ALL: [ScenarioKind; 8] = [
+    pub const ALL: [ScenarioKind; 9] = [
         ScenarioKind::FanoutAll,
         ScenarioKind::FanoutIndexed,
         ScenarioKind::SlowWatcherTax,
@@ -151,6 +168,7 @@ impl ScenarioKind {
         ScenarioKind::Memory,
         ScenarioKind::EtcdFanout,
         ScenarioKind::HttpFanout,
+        ScenarioKind::Kubelet,
     ];
 
     /// The name used on the command line and in tables.
@@ -164,6 +182,7 @@ impl ScenarioKind {
             ScenarioKind::Memory => "memory",
             ScenarioKind::EtcdFanout => "etcd-fanout",
             ScenarioKind::HttpFanout => "http-fanout",
+            ScenarioKind::Kubelet => "kubelet",
         }
     }
 
@@ -252,6 +271,9 @@ pub struct Profile {
     /// http-fanout paced: (connections, deliveries per second in total,
     /// seconds).
     pub http_paced: (usize, f64, f64),
+    /// kubelet: pods, Secrets, namespaces, references per pod, seconds
+    /// of churn.
+    pub kubelet: crate::kubelet::Sizes,
 }
 
 impl Profile {
@@ -291,6 +313,13 @@ impl Profile {
             http_deliveries: 20_000,
             http_cap: 4_096,
             http_paced: (20, 5_000.0, 0.3),
+            kubelet: crate::kubelet::Sizes {
+                pods: 200,
+                secrets: 100,
+                namespaces: 4,
+                refs: 5,
+                seconds: 0.2,
+            },
         }
     }
 
@@ -330,6 +359,13 @@ impl Profile {
             http_deliveries: 2_000_000,
             http_cap: 65_536,
             http_paced: (1_000, 50_000.0, 2.0),
+            kubelet: crate::kubelet::Sizes {
+                pods: 10_000,
+                secrets: 2_000,
+                namespaces: 10,
+                refs: 5,
+                seconds: 2.0,
+            },
         }
     }
 
@@ -641,6 +677,9 @@ pub fn run_system(
             };
             consume::run(&herald, spec, workload, opts)
         }
+        SystemKind::KubeletManager | SystemKind::KubeletReference => {
+            anyhow::bail!("{} runs in the kubelet scenario only", kind.name())
+        }
         SystemKind::HeraldEtcd | SystemKind::Etcd | SystemKind::EtcdOneConnection => {
             let env = opts
                 .etcd
@@ -863,7 +902,9 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection
         | SystemKind::HeraldHttp
-        | SystemKind::HeraldSource => {
+        | SystemKind::HeraldSource
+        | SystemKind::KubeletManager
+        | SystemKind::KubeletReference => {
             anyhow::bail!("the memory scenario runs the in-memory systems")
         }
     }
@@ -937,6 +978,7 @@ impl Runner<'_> {
                 ScenarioKind::Memory => 2 * s,
                 ScenarioKind::EtcdFanout => crate::etcd::planned(p, &self.etcd_systems),
                 ScenarioKind::HttpFanout => crate::http::planned(p),
+                ScenarioKind::Kubelet => p.repeat.max(1) * crate::kubelet::SYSTEMS.len(),
             })
             .sum()
     }
@@ -953,6 +995,7 @@ impl Runner<'_> {
             ScenarioKind::Memory => self.memory(&mut rows),
             ScenarioKind::EtcdFanout => crate::etcd::etcd_fanout(self, &mut rows),
             ScenarioKind::HttpFanout => crate::http::http_fanout(self, &mut rows),
+            ScenarioKind::Kubelet => crate::kubelet::kubelet(self, &mut rows),
         }
         rows
     }

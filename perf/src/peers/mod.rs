@@ -4,5 +4,6 @@ pub mod crossbeam_cacher;
 pub mod disruptor;
 pub mod event;
 pub mod herald;
+pub mod kubelet_reference;
 pub mod reference;
 pub mod tokio_broadcast;
