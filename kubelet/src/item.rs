@@ -16,18 +16,18 @@
 //! keeps it, but a `get` answers only once a sync has landed after the
 //! restart.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use herald::{Backoff, Object};
 
+use crate::config::ManagerConfig;
 use crate::error::GetError;
-use crate::pump::Core;
-use crate::upstream::{ObjectStream, Update};
+use crate::upstream::{ObjectStream, Update, Upstream};
 
 /// The most updates one object's stream yields per turn of the pump,
 /// before the others get theirs.
@@ -36,6 +36,101 @@ const POLL_BUDGET: usize = 64;
 /// A waiting thread re-checks at least this often (real time), whatever
 /// the clock does.
 pub(crate) const PARK_AT_MOST: Duration = Duration::from_secs(1);
+
+/// What every object shares: the upstream, the settings, the counters and
+/// the pump's queues. Holds no object but those queued, so nothing keeps
+/// an object alive once its watch is closed and it is unqueued.
+#[derive(Debug)]
+pub(crate) struct Core {
+    pub(crate) upstream: Box<dyn Upstream>,
+    pub(crate) config: ManagerConfig,
+    pub(crate) stats: Counters,
+    pub(crate) pump: Pump,
+}
+
+/// The counters behind [`ManagerStats`](crate::ManagerStats).
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) watches_open: AtomicUsize,
+    pub(crate) syncs: AtomicU64,
+    pub(crate) updates: AtomicU64,
+    pub(crate) watch_ends: AtomicU64,
+    pub(crate) reopens: AtomicU64,
+    pub(crate) immutable_stops: AtomicU64,
+    pub(crate) idle_stops: AtomicU64,
+    pub(crate) restarts: AtomicU64,
+    pub(crate) sync_timeouts: AtomicU64,
+    pub(crate) panics: AtomicU64,
+}
+
+/// The objects to poll, and the re-open times.
+#[derive(Debug, Default)]
+pub(crate) struct Pump {
+    queue: Mutex<Vec<Arc<Item>>>,
+    /// (when, a sequence number for ties) -> the object.
+    timers: Mutex<BTreeMap<(Instant, u64), Weak<Item>>>,
+    seq: AtomicU64,
+    thread: OnceLock<Thread>,
+    pub(crate) stopping: AtomicBool,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each critical section here is a push, a take or a split.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Pump {
+    pub(crate) fn push(&self, item: Arc<Item>) {
+        lock(&self.queue).push(item);
+        self.unpark();
+    }
+
+    pub(crate) fn timer(&self, at: Instant, item: &Arc<Item>) {
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed);
+        lock(&self.timers).insert((at, seq), Arc::downgrade(item));
+        self.unpark();
+    }
+
+    /// Names the calling thread as the pump, before its first look at the
+    /// queue.
+    pub(crate) fn attach(&self) {
+        let _ = self.thread.set(thread::current());
+    }
+
+    pub(crate) fn unpark(&self) {
+        // Set by the pump before its first look at the queue, so a push
+        // that finds no thread yet is seen by that look.
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
+
+    /// Empties the queues (the manager stopped): the objects they hold
+    /// are released.
+    pub(crate) fn clear(&self) {
+        let queued = std::mem::take(&mut *lock(&self.queue));
+        drop(queued);
+        lock(&self.timers).clear();
+    }
+
+    /// The objects queued so far, in the order they were woken.
+    pub(crate) fn take(&self) -> Vec<Arc<Item>> {
+        std::mem::take(&mut *lock(&self.queue))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        lock(&self.queue).is_empty()
+    }
+
+    /// The timers due at `now`, and the next one after them.
+    pub(crate) fn due(&self, now: Instant) -> (Vec<Weak<Item>>, Option<Instant>) {
+        let mut timers = lock(&self.timers);
+        let later = timers.split_off(&(now, u64::MAX));
+        let due = std::mem::replace(&mut *timers, later);
+        let next = timers.keys().next().map(|(at, _)| *at);
+        (due.into_values().collect(), next)
+    }
+}
 
 pub(crate) struct Item {
     pub(crate) namespace: Box<str>,
@@ -102,7 +197,7 @@ impl Item {
         item
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // Every critical section leaves the state whole: a panic in a
         // user's predicate or stream happens between updates.
         self.state.lock().unwrap_or_else(|e| e.into_inner())

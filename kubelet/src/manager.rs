@@ -13,8 +13,8 @@ use herald::Object;
 
 use crate::config::ManagerConfig;
 use crate::error::GetError;
-use crate::item::Item;
-use crate::pump::{self, Core, Counters, Pump};
+use crate::item::{Core, Counters, Item, Pump};
+use crate::pump;
 use crate::upstream::{Upstream, object_key};
 
 /// A pod as the manager sees it: who it is and the names of the objects
