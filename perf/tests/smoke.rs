@@ -77,6 +77,30 @@ fn every_scenario_runs_and_every_delivery_is_right() {
         }
     }
     assert!(stdout.contains("### http-fanout"), "{stdout}");
+    // kubelet: both object managers served every get, caught up with every
+    // change, stopped the immutable objects' watches (1 in 10 of 100) and
+    // had their heap counted.
+    for system in ["herald-kubelet", "kubelet-reference"] {
+        let mine: Vec<_> = rows
+            .iter()
+            .filter(|r| r["scenario"] == "kubelet" && r["system"] == system)
+            .collect();
+        assert_eq!(mine.len(), 1, "{system}");
+        let r = mine[0];
+        assert_eq!(r["note"], "", "{r}");
+        assert_eq!(r["violations"], 0, "{r}");
+        assert_eq!(r["watchers"], 90, "{r}");
+        for key in [
+            "changes_per_s",
+            "heap_bytes",
+            "startup_get_p99_us",
+            "get_p99_us",
+        ] {
+            let v = r["spread"][key]["median"].as_f64();
+            assert!(v.is_some_and(|v| v > 0.0), "{key}: {r}");
+        }
+    }
+    assert!(stdout.contains("### kubelet"), "{stdout}");
     // Every peer either ran cleanly (order and filters held) or says why
     // it was skipped.
     for r in rows {
