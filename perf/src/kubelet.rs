@@ -16,8 +16,9 @@
 //!    (counting allocator; the engine's share of its watches included),
 //!    and the watches open on the engine.
 //! 2. **churn**, `seconds` long: a writer thread changes mutable Secrets
-//!    flat out, while the kubelet thread replaces pods (unregisters one,
-//!    registers a new one with fresh references, gets its Secrets). Then
+//!    flat out, while the kubelet thread replaces `pods_per_s` pods a
+//!    second (unregisters one, registers a new one with fresh references,
+//!    gets its Secrets). Then
 //!    the writer stops and the run waits until the manager serves the last
 //!    value written of every Secret. Figures: changes absorbed per second
 //!    (changes / time from the first to the manager's last), the `get`
@@ -53,6 +54,9 @@ pub struct Sizes {
     pub refs: usize,
     /// Seconds of churn.
     pub seconds: f64,
+    /// Pods replaced per second during the churn (each: an unregister, a
+    /// register and a get of each of its Secrets).
+    pub pods_per_s: f64,
 }
 
 /// The longest a run waits for a manager to catch up after the churn.
@@ -296,7 +300,13 @@ fn run(system: SystemKind, sizes: &Sizes) -> anyhow::Result<Outcome> {
     let mut replaced = 0u64;
     let deadline = t0 + Duration::from_secs_f64(sizes.seconds);
     let mut generation = 1;
+    let every = Duration::from_secs_f64(1.0 / sizes.pods_per_s.max(1e-3));
+    let mut next = t0;
     while Instant::now() < deadline {
+        next += every;
+        if let Some(wait) = next.checked_duration_since(Instant::now()) {
+            std::thread::sleep(wait);
+        }
         let slot = rng.below(sizes.pods);
         kubelet.unregister(&pods[slot]);
         let p = pod(sizes, &mut rng, slot, generation);
@@ -506,6 +516,7 @@ mod tests {
             namespaces: 2,
             refs: 3,
             seconds: 0.1,
+            pods_per_s: 100.0,
         };
         assert_eq!(version_of(&secret(&sizes, 3, 42)), Some(42));
         assert!(is_immutable(&secret(&sizes, 10, 1)));
@@ -526,6 +537,7 @@ mod tests {
             namespaces: 4,
             refs: 5,
             seconds: 0.2,
+            pods_per_s: 500.0,
         };
         for system in SYSTEMS {
             let o = run(system, &sizes).unwrap();

@@ -319,6 +319,7 @@ impl Profile {
                 namespaces: 4,
                 refs: 5,
                 seconds: 0.2,
+                pods_per_s: 500.0,
             },
         }
     }
@@ -365,6 +366,7 @@ impl Profile {
                 namespaces: 10,
                 refs: 5,
                 seconds: 2.0,
+                pods_per_s: 500.0,
             },
         }
     }
