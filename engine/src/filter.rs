@@ -186,6 +186,16 @@ impl Filter {
         &self.fields
     }
 
+    /// The key scope, packed again (a watch's initial events narrow the
+    /// store's walk with it).
+    pub(crate) fn key_scope(&self) -> KeyScope {
+        match self.scope_kind {
+            ScopeKind::All => KeyScope::All,
+            ScopeKind::Exact => KeyScope::Exact(self.scope_key.clone()),
+            ScopeKind::Prefix => KeyScope::Prefix(self.scope_key.clone()),
+        }
+    }
+
     /// The shard selector (a shard route's range is read from it).
     pub(crate) fn shard(&self) -> &ShardSelector {
         &self.shard

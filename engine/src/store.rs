@@ -15,6 +15,8 @@ use std::ops::Bound;
 
 use std::sync::Arc;
 
+use crate::filter::KeyScope;
+use crate::selector::FieldSelector;
 use crate::{Object, ResourceVersion};
 
 /// The objects (persistent; clones share structure).
@@ -95,6 +97,7 @@ impl State {
     }
 
     /// Every entry, in key order.
+    #[cfg(test)]
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Stored> {
         self.objects.iter()
     }
@@ -102,6 +105,45 @@ impl State {
     /// The entries from `from` on, in key order.
     pub(crate) fn range(&self, from: Bound<&str>) -> Range<'_> {
         self.objects.range::<_, str>((from, Bound::Unbounded))
+    }
+
+    /// The entries a read or a watch's initial events look at, in key
+    /// order, after `after`: those of a list index when `fields` requires
+    /// an exact value of its field, of the key range when `scope` is one
+    /// key or a prefix, else all. The filter still decides: this only
+    /// narrows, so a per-object watch's snapshot is a look-up, not a walk
+    /// of the whole store.
+    pub(crate) fn candidates<'a>(
+        &'a self,
+        scope: &'a KeyScope,
+        fields: &'a FieldSelector,
+        after: Option<&'a str>,
+    ) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
+        let indexed = fields
+            .terms()
+            .iter()
+            .find_map(|t| Some((self.index_of(t.field())?, fields.requires_exact(t.field())?)));
+        if let Some((index, value)) = indexed {
+            return Box::new(self.iter_indexed(index, value, after));
+        }
+        let from = after.map_or(Bound::Unbounded, Bound::Excluded);
+        match scope {
+            KeyScope::All => Box::new(self.range(from)),
+            KeyScope::Exact(key) => Box::new(
+                self.get(key)
+                    .filter(|e| after.is_none_or(|a| e.object.key() > a))
+                    .into_iter(),
+            ),
+            KeyScope::Prefix(prefix) => {
+                let start = format!("{prefix}/");
+                let from = match after {
+                    Some(a) if a >= start.as_str() => Bound::Excluded(a),
+                    _ => Bound::Included(start.as_str()),
+                };
+                let range = self.range(from);
+                Box::new(range.take_while(move |e| e.object.key().starts_with(&start)))
+            }
+        }
     }
 
     /// The number of the index on `field`, if one is configured.

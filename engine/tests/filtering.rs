@@ -322,3 +322,77 @@ fn a_stream_catching_up_yields_to_its_executor() {
         "the stream held the executor for the whole scan"
     );
 }
+
+/// A watch's initial events walk only the keys its scope covers, or the
+/// list index its field selector names: the same events, in key order, as
+/// the whole store filtered (a per-object watch's snapshot is a look-up).
+#[test]
+fn initial_events_of_a_narrow_watch_are_the_filtered_store() {
+    let (engine, mut writer) = Engine::new(Config::default().list_index("spec.nodeName")).unwrap();
+    let mut objects = Vec::new();
+    for ns in ["a", "ab", "b"] {
+        for i in 0..20 {
+            objects.push(
+                Object::builder(ns, &format!("o{i:02}"))
+                    .label("even", if i % 2 == 0 { "yes" } else { "no" })
+                    .field("spec.nodeName", &format!("n{}", i % 3))
+                    .build(),
+            );
+        }
+    }
+    writer.replace(objects.clone(), 5.into()).unwrap();
+    let initial = |req: WatchRequest| -> Vec<String> {
+        let req = req
+            .send_initial_events(true)
+            .resource_version_match(ResourceVersionMatch::NotOlderThan)
+            .allow_bookmarks(true);
+        let mut w = engine.watch(req).unwrap();
+        let mut keys = Vec::new();
+        loop {
+            match w.recv_timeout(std::time::Duration::from_secs(10)) {
+                Ok(WatchItem::Event(ev)) if ev.is_initial_events_end() => return keys,
+                Ok(WatchItem::Event(ev)) => keys.push(ev.object().unwrap().key().to_owned()),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let expect = |f: &dyn Fn(&Object) -> bool| -> Vec<String> {
+        let mut keys: Vec<String> = objects
+            .iter()
+            .filter(|o| f(o))
+            .map(|o| o.key().to_owned())
+            .collect();
+        keys.sort();
+        keys
+    };
+    let exact = initial(WatchRequest::new().scope(KeyScope::exact("ab/o07")));
+    assert_eq!(exact, ["ab/o07"]);
+    let by_name = initial(
+        WatchRequest::new()
+            .scope(KeyScope::exact("a/o03"))
+            .fields("metadata.name=o03".parse().unwrap()),
+    );
+    assert_eq!(by_name, ["a/o03"]);
+    assert!(initial(WatchRequest::new().scope(KeyScope::exact("a/zz"))).is_empty());
+    // "a/" does not cover "ab/".
+    let prefix = initial(WatchRequest::new().scope(KeyScope::prefix("a")));
+    assert_eq!(prefix, expect(&|o| o.namespace() == "a"));
+    let indexed = initial(
+        WatchRequest::new()
+            .fields("spec.nodeName=n1".parse().unwrap())
+            .labels("even=yes".parse().unwrap()),
+    );
+    assert_eq!(
+        indexed,
+        expect(&|o| o.field("spec.nodeName") == Some("n1") && o.label("even") == Some("yes"))
+    );
+    let both = initial(
+        WatchRequest::new()
+            .scope(KeyScope::prefix("b"))
+            .fields("spec.nodeName=n2".parse().unwrap()),
+    );
+    assert_eq!(
+        both,
+        expect(&|o| o.namespace() == "b" && o.field("spec.nodeName") == Some("n2"))
+    );
+}

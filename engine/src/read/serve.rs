@@ -3,14 +3,13 @@
 //! its lock), how it waits for a version, and the get and the list
 //! themselves. See the module above for the rules.
 
-use std::ops::Bound;
 use std::time::Duration;
 
 use super::error::{InvalidContinue, NotReady, ReadError};
 use super::request::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel};
 use super::token::Continue;
 use crate::event::{ChangeKind, Gone, TooLargeResourceVersion};
-use crate::filter::{Filter, KeyScope};
+use crate::filter::Filter;
 use crate::object::Item;
 use crate::options::OptionsError;
 use crate::ring::{RecordKind, RecordRef};
@@ -446,7 +445,11 @@ impl Shared {
         };
         let mut items = Vec::new();
         let mut more = false;
-        for e in candidates(&read.state, req, after).filter(|e| filter.admits(&e.object)) {
+        for e in read
+            .state
+            .candidates(&req.scope, &req.fields, after)
+            .filter(|e| filter.admits(&e.object))
+        {
             if items.len() == limit {
                 more = true;
                 break;
@@ -467,45 +470,6 @@ impl Shared {
             continue_token,
             shard: (!req.shard.is_everything()).then(|| req.shard.clone()),
         })
-    }
-}
-
-/// The entries a list looks at, in key order, after `after`: those of a
-/// list index when the field selector requires an exact value of its
-/// field, of the key range when the scope is one key or a prefix, else
-/// all. The filter still decides.
-fn candidates<'a>(
-    state: &'a State,
-    req: &'a ListRequest,
-    after: Option<&'a str>,
-) -> Box<dyn Iterator<Item = &'a Stored> + 'a> {
-    let indexed = req.fields.terms().iter().find_map(|t| {
-        Some((
-            state.index_of(t.field())?,
-            req.fields.requires_exact(t.field())?,
-        ))
-    });
-    if let Some((index, value)) = indexed {
-        return Box::new(state.iter_indexed(index, value, after));
-    }
-    let from = after.map_or(Bound::Unbounded, Bound::Excluded);
-    match &req.scope {
-        KeyScope::All => Box::new(state.range(from)),
-        KeyScope::Exact(key) => Box::new(
-            state
-                .get(key)
-                .filter(|e| after.is_none_or(|a| e.object.key() > a))
-                .into_iter(),
-        ),
-        KeyScope::Prefix(prefix) => {
-            let start = format!("{prefix}/");
-            let from = match after {
-                Some(a) if a >= start.as_str() => Bound::Excluded(a),
-                _ => Bound::Included(start.as_str()),
-            };
-            let range = state.range(from);
-            Box::new(range.take_while(move |e| e.object.key().starts_with(&start)))
-        }
     }
 }
 

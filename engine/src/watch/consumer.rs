@@ -379,8 +379,9 @@ impl Watch {
                 // The store is a persistent map: the clone above is O(1) and
                 // the walk below runs outside the writer lock.
                 let filter = &self.w.spec.filter;
+                let scope = filter.key_scope();
                 let initial = store
-                    .iter()
+                    .candidates(&scope, filter.fields(), None)
                     .filter(|e| filter.admits(&e.object))
                     .map(|e| (e.object.clone(), e.rv))
                     .collect();
