@@ -96,12 +96,6 @@ impl State {
         self.objects.get(key)
     }
 
-    /// Every entry, in key order.
-    #[cfg(test)]
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &Stored> {
-        self.objects.iter()
-    }
-
     /// The entries from `from` on, in key order.
     pub(crate) fn range(&self, from: Bound<&str>) -> Range<'_> {
         self.objects.range::<_, str>((from, Bound::Unbounded))
