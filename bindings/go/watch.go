@@ -74,8 +74,10 @@ func (t EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", int32(t))
 }
 
-// Event is one event of a watch (copied out of Herald: the caller owns
-// it).
+// Event is one event of a watch, copied out of Herald into Go memory.
+// Its Payload is shared, read-only: every watch that receives the same
+// change gets the same slice (one copy per change, not per watch), as a
+// channel of pointers would share it. Do not modify it; copy it first.
 type Event struct {
 	Type            EventType
 	ResourceVersion uint64
@@ -369,18 +371,9 @@ func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
 	n := int(*buf.n)
 	var b batch
 	if n > 0 {
-		// One copy of the batch's keys and one of its payloads, into two
-		// Go buffers the events share (read-only: a key is a string over
-		// its buffer, a payload a capacity-capped slice of the other).
+		// The keys and payloads are Go copies shared with every watch that
+		// receives the same change (sharedOf: one copy per change).
 		evs := unsafe.Slice(buf.events, n)
-		keyBytes, payloadBytes := 0, 0
-		for i := range evs {
-			keyBytes += int(evs[i].key.len)
-			payloadBytes += int(evs[i].payload.len)
-		}
-		// One allocation: the keys, then the payloads.
-		bytes := make([]byte, keyBytes+payloadBytes)
-		keys, payloads := bytes[:keyBytes:keyBytes], bytes[keyBytes:]
 		if reuse {
 			if cap(c.evbuf) < n {
 				c.evbuf = make([]Event, n)
@@ -389,24 +382,15 @@ func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
 		} else {
 			b.events = make([]Event, n)
 		}
-		ko, po := 0, 0
 		for i := range evs {
 			ev := &evs[i]
-			out := &b.events[i]
-			*out = Event{
+			key, payload := sharedOf(ev)
+			b.events[i] = Event{
 				Type:             EventType(ev.kind),
 				ResourceVersion:  uint64(ev.resource_version),
+				Key:              key,
+				Payload:          payload,
 				InitialEventsEnd: ev.flags&eventInitialEnd != 0,
-			}
-			if l := int(ev.key.len); l > 0 {
-				copy(keys[ko:ko+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.key.ptr)), l))
-				out.Key = unsafe.String(&keys[ko], l)
-				ko += l
-			}
-			if l := int(ev.payload.len); l > 0 {
-				copy(payloads[po:po+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.payload.ptr)), l))
-				out.Payload = payloads[po : po+l : po+l]
-				po += l
 			}
 		}
 	}
