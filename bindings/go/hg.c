@@ -138,6 +138,10 @@ hg_res hg_watch_open(uint64_t e, int32_t scope, const char *sv, size_t svl,
 hg_res hg_watch_poll(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end) {
 	return hg_res_of(herald_watch_poll(w, evs, max, n, end));
 }
+hg_res hg_watch_poll_arming(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end,
+		bool *armed) {
+	return hg_res_of(herald_watch_poll_arming(w, evs, max, n, end, armed));
+}
 hg_res hg_watch_stop(uint64_t w) { return hg_res_of(herald_watch_stop(w)); }
 hg_res hg_watch_free(uint64_t w) { return hg_res_of(herald_watch_free(w)); }
 

@@ -20,6 +20,7 @@ hg_res hg_progress(uint64_t w, uint64_t rv);
 hg_res hg_writer_free(uint64_t w);
 hg_res hg_watch_open(uint64_t e, int32_t scope, const char *sv, size_t svl, const char *ls, size_t lsl, const char *fs, size_t fsl, uint64_t rv, uint32_t flags, uint64_t timeout_ms, uint64_t *out);
 hg_res hg_watch_poll(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end);
+hg_res hg_watch_poll_arming(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end, bool *armed);
 hg_res hg_watch_stop(uint64_t w);
 hg_res hg_watch_free(uint64_t w);
 hg_res hg_set_new(uint64_t *s, int32_t *fd);

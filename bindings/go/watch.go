@@ -187,6 +187,7 @@ type watchCore struct {
 type batch struct {
 	events []Event
 	end    *End
+	armed  bool // the poll armed the watch (pollLocked's arming)
 }
 
 // Watch opens a watch. When ctx is done the watch is stopped (its end:
@@ -344,7 +345,7 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 		e := *c.end
 		return nil, &e, nil
 	}
-	b, err := c.pollLocked(max, false)
+	b, err := c.pollLocked(max, false, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -355,7 +356,12 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 // reuse: the events go into c.evbuf, which the next poll overwrites (the
 // Events path: the feed or the loop, whichever holds the credit, copies
 // them into the channel before its next poll); else a new slice.
-func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
+//
+// arming: herald_watch_poll_arming, which arms the watch when the batch
+// drains it (then b.armed: the set reports it again once it has more, and
+// no second poll is needed); only the dispatcher, which holds the credit,
+// uses it.
+func (c *watchCore) pollLocked(max int, reuse, arming bool) (batch, error) {
 	if max <= 0 {
 		max = defaultPollBatch
 	}
@@ -364,12 +370,18 @@ func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
 	}
 	buf := pollBuffers.Get().(*pollBuffer)
 	defer pollBuffers.Put(buf)
-	r := C.hg_watch_poll(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end)
+	var r C.hg_res
+	if arming {
+		r = C.hg_watch_poll_arming(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end, buf.armed)
+	} else {
+		r = C.hg_watch_poll(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end)
+	}
 	if err := check("poll", r); err != nil {
 		return batch{}, err
 	}
 	n := int(*buf.n)
 	var b batch
+	b.armed = arming && bool(*buf.armed)
 	if n > 0 {
 		// The keys and payloads are Go copies shared with every watch that
 		// receives the same change (sharedOf: one copy per change).
@@ -412,6 +424,7 @@ type pollBuffer struct {
 	events *C.herald_event
 	n      *C.size_t
 	end    *C.herald_end
+	armed  *C.bool
 }
 
 var pollBuffers = sync.Pool{New: func() any {
@@ -419,6 +432,7 @@ var pollBuffers = sync.Pool{New: func() any {
 		events: (*C.herald_event)(C.calloc(maxPollBatchLimit, C.size_t(unsafe.Sizeof(C.herald_event{})))),
 		n:      (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0))))),
 		end:    (*C.herald_end)(C.calloc(1, C.size_t(unsafe.Sizeof(C.herald_end{})))),
+		armed:  (*C.bool)(C.calloc(1, C.size_t(unsafe.Sizeof(C.bool(false))))),
 	}
 }}
 
@@ -492,7 +506,7 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			c.mu.Unlock()
 			return
 		}
-		b, err := c.pollLocked(defaultPollBatch, true)
+		b, err := c.pollLocked(defaultPollBatch, true, false)
 		if err != nil {
 			if c.end == nil {
 				c.end = &End{Reason: EndEngineFailed, Cause: err}
@@ -617,7 +631,7 @@ func (d *dispatcher) dispatch(h uint64) {
 		if room == 0 {
 			break
 		}
-		b, err := c.pollLocked(room, true)
+		b, err := c.pollLocked(room, true, true)
 		if err != nil || b.end != nil {
 			// The feed reports it (it ends the watch).
 			c.credit = false
@@ -638,6 +652,12 @@ func (d *dispatcher) dispatch(h uint64) {
 			c.out <- ev
 		}
 		clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
+		if b.armed {
+			// Drained and armed in the same call: the set reports it
+			// again once it has more (the credit stays).
+			c.mu.Unlock()
+			return
+		}
 	}
 	// The channel is full and the watch may hold more: the feed waits
 	// for room, then polls.

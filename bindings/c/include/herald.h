@@ -385,6 +385,17 @@ herald_status herald_watch_open(herald_engine engine_h, const struct herald_watc
 // thread) or its free.
 herald_status herald_watch_poll(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out);
 
+// As [`herald_watch_poll`], and for a watch in a set, when the batch
+// drains the watch (fewer than `max` events and no end), it also arms
+// the watch in the same call, as a poll that found nothing would; then
+// `*armed_out` is true, and the set reports the watch again only once it
+// has more: no second poll is needed to arm it. Otherwise (`*armed_out`
+// false) a watch that returned events is reported ready again, as with
+// [`herald_watch_poll`]. `*armed_out` is also true when the call returns
+// [`HERALD_PENDING`] (armed, nothing), and always false for a watch in
+// no set. The views live as [`herald_watch_poll`]'s.
+herald_status herald_watch_poll_arming(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out, bool *armed_out);
+
 // As [`herald_watch_poll`], but blocks the calling thread up to
 // `timeout_ms` (`UINT64_MAX`: without limit) until there is an event or
 // the end; [`HERALD_PENDING`] when the time ran out. Not for a watch in a

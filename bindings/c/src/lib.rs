@@ -1105,37 +1105,94 @@ pub unsafe extern "C" fn herald_watch_poll(
     end_out: *mut HeraldEnd,
 ) -> HeraldStatus {
     guard(|| {
-        // SAFETY: the function's docs give receive's contract.
-        unsafe {
-            receive(watch_h, events, max, n_out, end_out, |st, f| {
-                Ok(match &st.member {
-                    Some(member) => {
-                        let member = member.clone();
-                        let waker = member.waker();
-                        let polled = st.watch.poll_visit_batch_leased(
-                            &mut Context::from_waker(&waker),
-                            max,
-                            &mut st.lease,
-                            f,
-                        );
-                        if let Poll::Ready(Visited {
+        // SAFETY: the function's docs give poll's contract.
+        unsafe { poll(watch_h, events, max, n_out, end_out, false) }.map(|(status, _)| status)
+    })
+}
+
+/// As [`herald_watch_poll`], and for a watch in a set, when the batch
+/// drains the watch (fewer than `max` events and no end), it also arms
+/// the watch in the same call, as a poll that found nothing would; then
+/// `*armed_out` is true, and the set reports the watch again only once it
+/// has more: no second poll is needed to arm it. Otherwise (`*armed_out`
+/// false) a watch that returned events is reported ready again, as with
+/// [`herald_watch_poll`]. `*armed_out` is also true when the call returns
+/// [`HERALD_PENDING`] (armed, nothing), and always false for a watch in
+/// no set. The views live as [`herald_watch_poll`]'s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn herald_watch_poll_arming(
+    watch_h: HeraldWatch,
+    events: *mut HeraldEvent,
+    max: usize,
+    n_out: *mut usize,
+    end_out: *mut HeraldEnd,
+    armed_out: *mut bool,
+) -> HeraldStatus {
+    guard(|| {
+        if armed_out.is_null() {
+            return Err(Error::null("armed_out"));
+        }
+        // SAFETY: the function's docs give poll's contract.
+        let (status, armed) = unsafe { poll(watch_h, events, max, n_out, end_out, true) }?;
+        // SAFETY: checked non-null; writable (the caller's contract).
+        unsafe { armed_out.write(armed) };
+        Ok(status)
+    })
+}
+
+/// [`herald_watch_poll`] (`arming`: [`herald_watch_poll_arming`]): the
+/// status, and whether the watch is armed.
+///
+/// # Safety
+/// As [`receive`].
+unsafe fn poll(
+    watch_h: HeraldWatch,
+    events: *mut HeraldEvent,
+    max: usize,
+    n_out: *mut usize,
+    end_out: *mut HeraldEnd,
+    arming: bool,
+) -> Result<(HeraldStatus, bool), Error> {
+    let mut armed = false;
+    // SAFETY: the caller's contract is receive's.
+    let status = unsafe {
+        receive(watch_h, events, max, n_out, end_out, |st, f| {
+            Ok(match &st.member {
+                Some(member) => {
+                    let member = member.clone();
+                    let waker = member.waker();
+                    let mut cx = Context::from_waker(&waker);
+                    let polled = if arming {
+                        st.watch
+                            .poll_visit_batch_leased_arming(&mut cx, max, &mut st.lease, f)
+                    } else {
+                        st.watch
+                            .poll_visit_batch_leased(&mut cx, max, &mut st.lease, f)
+                    };
+                    match &polled {
+                        Poll::Ready(Visited {
                             events: 1..,
                             end: None,
+                            armed: false,
                             ..
-                        }) = polled
-                        {
+                        }) => {
                             // Not armed (it had something): reported ready
                             // again, so one poll per report is enough; the
                             // next poll finds more, or arms it.
                             member.notify();
                         }
-                        polled.map(|v| v.end)
+                        Poll::Ready(Visited { armed: true, .. }) | Poll::Pending => {
+                            armed = true;
+                        }
+                        Poll::Ready(_) => {}
                     }
-                    None => Poll::Ready(st.watch.visit_batch_leased(max, &mut st.lease, f).end),
-                })
+                    polled.map(|v| v.end)
+                }
+                None => Poll::Ready(st.watch.visit_batch_leased(max, &mut st.lease, f).end),
             })
-        }
-    })
+        })
+    }?;
+    Ok((status, armed))
 }
 
 /// Wakes the thread blocked in [`herald_watch_wait`].
