@@ -182,6 +182,7 @@ type watchCore struct {
 	closed    chan struct{} // Close was called
 	closeOnce sync.Once
 	stopCtx   func() bool // the watch's context.AfterFunc
+	onFull    bool        // on the dispatcher's full list (its loop only)
 }
 
 type batch struct {
@@ -583,6 +584,9 @@ type dispatcher struct {
 	file    *os.File
 	mu      sync.Mutex
 	watches map[uint64]*watchCore
+	// full: watches whose channel the loop filled while they may hold
+	// more; the loop keeps their credit (loop's goroutine only).
+	full []*watchCore
 }
 
 var theDispatcher = &dispatcher{watches: map[uint64]*watchCore{}}
@@ -609,6 +613,10 @@ func (d *dispatcher) forget(h uint64) {
 }
 
 // dispatch polls one watch the set reported, if its feed has credit.
+// A watch whose channel it fills while the watch may hold more stays
+// with the loop (it keeps the credit), on its full list: the loop comes
+// back to it after each round of ready watches, and hands it to its
+// feed only before it waits (see loop).
 func (d *dispatcher) dispatch(h uint64) {
 	d.mu.Lock()
 	c := d.watches[h]
@@ -616,20 +624,30 @@ func (d *dispatcher) dispatch(h uint64) {
 	if c == nil {
 		return
 	}
+	if full, _ := c.deliver(); full && !c.onFull {
+		c.onFull = true
+		d.full = append(d.full, c)
+	}
+}
+
+// deliver: with the credit (the feed waits for a batch), polls the watch
+// and sends into its channel, polling no more than the channel has room
+// for (only the holder of the credit sends, under c.mu, so the sends
+// fit), until a batch drains the watch (it is armed again) or the
+// channel is full. full: the channel is full and the watch may hold
+// more; the caller keeps the credit. sent: events sent.
+func (c *watchCore) deliver() (full bool, sent int) {
 	c.mu.Lock()
 	if !c.credit || c.freed {
 		// The feed is busy; it polls when it is done.
 		c.mu.Unlock()
-		return
+		return false, 0
 	}
-	// While the consumer keeps up, deliver into its channel here, without
-	// waking the feed: poll no more than the channel has room for (only
-	// the holder of the credit sends, under c.mu, so the sends fit),
-	// until a poll finds nothing (the watch is armed again).
 	for {
 		room := cap(c.out) - len(c.out)
 		if room == 0 {
-			break
+			c.mu.Unlock()
+			return true, sent
 		}
 		b, err := c.pollLocked(room, true, true)
 		if err != nil || b.end != nil {
@@ -638,30 +656,60 @@ func (d *dispatcher) dispatch(h uint64) {
 			if err != nil {
 				c.mu.Unlock()
 				c.poke()
-				return
+				return false, sent
 			}
 			c.batches <- b // room: one batch at a time, only with credit
 			c.mu.Unlock()
-			return
+			return false, sent
 		}
 		if len(b.events) == 0 {
 			c.mu.Unlock() // armed again
-			return
+			return false, sent
 		}
 		for _, ev := range b.events {
 			c.out <- ev
 		}
+		sent += len(b.events)
 		clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
 		if b.armed {
 			// Drained and armed in the same call: the set reports it
 			// again once it has more (the credit stays).
 			c.mu.Unlock()
-			return
+			return false, sent
 		}
 	}
-	// The channel is full and the watch may hold more: the feed waits
-	// for room, then polls.
-	c.credit = false
-	c.batches <- batch{}
-	c.mu.Unlock()
+}
+
+// refill delivers to the watches on the full list again (their consumers
+// may have made room); those still full stay. It returns the events sent.
+func (d *dispatcher) refill() int {
+	sent, kept := 0, d.full[:0]
+	for _, c := range d.full {
+		full, n := c.deliver()
+		sent += n
+		if full {
+			kept = append(kept, c)
+		} else {
+			c.onFull = false
+		}
+	}
+	clear(d.full[len(kept):])
+	d.full = kept
+	return sent
+}
+
+// handOff gives the watches on the full list to their feeds, which wait
+// for room (credit back to the feed), then poll.
+func (d *dispatcher) handOff() {
+	for _, c := range d.full {
+		c.onFull = false
+		c.mu.Lock()
+		if c.credit && !c.freed {
+			c.credit = false
+			c.batches <- batch{} // room: one batch at a time, only with credit
+		}
+		c.mu.Unlock()
+	}
+	clear(d.full)
+	d.full = d.full[:0]
 }
