@@ -79,14 +79,17 @@ func (t EventType) String() string {
 // change gets the same slice (one copy per change, not per watch), as a
 // channel of pointers would share it. Do not modify it; copy it first.
 type Event struct {
-	Type            EventType
-	ResourceVersion uint64
+	Type EventType
+	// InitialEventsEnd marks the bookmark that ends the initial events.
+	// (Next to Type: the struct is 56 bytes, not 64, and each delivery
+	// copies it twice, into the channel and out.)
+	InitialEventsEnd bool
+	ResourceVersion  uint64
 	// Key is "namespace/name" (empty for a bookmark).
 	Key string
-	// Payload is the object's payload (empty for a bookmark).
+	// Payload is the object's payload (empty for a bookmark), shared
+	// and read-only (see above).
 	Payload []byte
-	// InitialEventsEnd marks the bookmark that ends the initial events.
-	InitialEventsEnd bool
 }
 
 // EndReason is why a watch ended.
@@ -369,8 +372,13 @@ func (c *watchCore) pollLocked(max int, reuse, arming bool) (batch, error) {
 	if max > maxPollBatchLimit {
 		max = maxPollBatchLimit
 	}
-	buf := pollBuffers.Get().(*pollBuffer)
-	defer pollBuffers.Put(buf)
+	var buf *pollBuffer
+	if arming {
+		buf = loopBuffer // the loop's goroutine only
+	} else {
+		buf = pollBuffers.Get().(*pollBuffer)
+		defer pollBuffers.Put(buf)
+	}
 	var r C.hg_res
 	if arming {
 		r = C.hg_watch_poll_arming(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end, buf.armed)
@@ -428,14 +436,19 @@ type pollBuffer struct {
 	armed  *C.bool
 }
 
-var pollBuffers = sync.Pool{New: func() any {
+// loopBuffer is the dispatcher loop's own (its polls are the arming ones).
+var loopBuffer = newPollBuffer()
+
+var pollBuffers = sync.Pool{New: func() any { return newPollBuffer() }}
+
+func newPollBuffer() *pollBuffer {
 	return &pollBuffer{
 		events: (*C.herald_event)(C.calloc(maxPollBatchLimit, C.size_t(unsafe.Sizeof(C.herald_event{})))),
 		n:      (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0))))),
 		end:    (*C.herald_end)(C.calloc(1, C.size_t(unsafe.Sizeof(C.herald_end{})))),
 		armed:  (*C.bool)(C.calloc(1, C.size_t(unsafe.Sizeof(C.bool(false))))),
 	}
-}}
+}
 
 // Events returns a channel of the watch's events, fed by the binding's
 // readiness loop (one goroutine per process waits on a watch set's
