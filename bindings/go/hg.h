@@ -15,6 +15,7 @@ hg_res hg_engine_free(uint64_t e);
 hg_res hg_engine_rv(uint64_t e, uint64_t *out);
 hg_res hg_engine_stats(uint64_t e, herald_stats *out);
 hg_res hg_apply(uint64_t w, int32_t kind, uint64_t rv, const uint8_t *blob, const uint64_t *lens, size_t npairs);
+hg_res hg_apply_batch(uint64_t w, const int32_t *kinds, const uint64_t *rvs, const uint8_t *blob, const uint64_t *lens, size_t n, size_t npairs, size_t *applied);
 hg_res hg_replace(uint64_t w, const uint8_t *blob, const uint64_t *lens, size_t nobj, size_t npairs, uint64_t rv);
 hg_res hg_progress(uint64_t w, uint64_t rv);
 hg_res hg_writer_free(uint64_t w);

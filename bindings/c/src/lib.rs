@@ -792,21 +792,86 @@ pub unsafe extern "C" fn herald_writer_apply(
     object_in: *const HeraldObject,
 ) -> HeraldStatus {
     guard(|| {
-        let kind = match kind {
-            HERALD_CHANGE_ADDED => ChangeKind::Added,
-            HERALD_CHANGE_MODIFIED => ChangeKind::Modified,
-            HERALD_CHANGE_DELETED => ChangeKind::Deleted,
-            other => {
-                return Err(Error::invalid(format!(
-                    "change kind {other} is not a HERALD_CHANGE_*"
-                )));
-            }
-        };
+        let kind = change_kind(kind)?;
         // SAFETY: `object_in` is null or a HeraldObject whose pointers
         // are valid (the docs).
         let o = unsafe { object(arg(object_in, "object")?) }?;
         with_writer(writer, |w| {
             Ok(w.apply(Change::new(kind, o, ResourceVersion::new(resource_version)))?)
+        })
+    })
+}
+
+/// One change of [`herald_writer_apply_batch`]: what
+/// [`herald_writer_apply`] takes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HeraldChange {
+    /// A `HERALD_CHANGE_*`.
+    pub kind: HeraldChangeKind,
+    /// Its resource version (above the previous change's).
+    pub resource_version: u64,
+    /// The object (a deletion's: its last state).
+    pub object: HeraldObject,
+}
+
+fn change_kind(kind: HeraldChangeKind) -> Result<ChangeKind, Error> {
+    match kind {
+        HERALD_CHANGE_ADDED => Ok(ChangeKind::Added),
+        HERALD_CHANGE_MODIFIED => Ok(ChangeKind::Modified),
+        HERALD_CHANGE_DELETED => Ok(ChangeKind::Deleted),
+        other => Err(Error::invalid(format!(
+            "change kind {other} is not a HERALD_CHANGE_*"
+        ))),
+    }
+}
+
+/// Applies `changes_len` changes in order, as that many
+/// [`herald_writer_apply`] calls would, in one call: the engine's
+/// dispatcher is woken once, after the last, not after each (for a source
+/// that receives changes in batches, as a reflector does from etcd). It
+/// stops at the first change refused, whose error it returns; the changes
+/// before it are applied. `*applied_out` (when not null) is how many were
+/// applied, on success and on error. Every change's kind and strings are
+/// checked before any is applied (a malformed one applies none); the
+/// engine refuses a change (out of order, a bad name, not ready) when it
+/// comes to it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn herald_writer_apply_batch(
+    writer: HeraldWriter,
+    changes: *const HeraldChange,
+    changes_len: usize,
+    applied_out: *mut usize,
+) -> HeraldStatus {
+    guard(|| {
+        if !applied_out.is_null() {
+            // SAFETY: checked non-null; writable (the docs).
+            unsafe { applied_out.write(0) };
+        }
+        // SAFETY: `changes_len` HeraldChanges at `changes` (the docs).
+        let batch = unsafe { items(changes, changes_len, "changes") }?
+            .iter()
+            .map(|c| {
+                let kind = change_kind(c.kind)?;
+                // SAFETY: each object's pointers are valid (the docs).
+                let o = unsafe { object(&c.object) }?;
+                Ok(Change::new(
+                    kind,
+                    o,
+                    ResourceVersion::new(c.resource_version),
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        with_writer(writer, |w| {
+            let (applied, result) = match w.apply_batch(batch) {
+                Ok(()) => (changes_len, Ok(())),
+                Err(e) => (e.applied, Err(e.error.into())),
+            };
+            if !applied_out.is_null() {
+                // SAFETY: checked non-null; writable (the docs).
+                unsafe { applied_out.write(applied) };
+            }
+            result
         })
     })
 }

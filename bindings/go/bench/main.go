@@ -55,6 +55,7 @@ var (
 	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
 	mix      = flag.String("mix", "all,node,mixed", "cases, comma-separated: all (every watcher gets every change), node (watcher i watches node i; each change is for one node, round robin), mixed (one in four watchers watches everything, the rest one node each)")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
+	batch    = flag.Int("batch", 1, "herald's writer applies this many changes per Writer.ApplyBatch call (1: Writer.Apply per change), as a source receiving batches would; native is unchanged (its feeder handles one change at a time either way)")
 )
 
 // filter is watcher i's filter: everything, or one node.
@@ -321,13 +322,37 @@ func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *
 	every := checkEvery(c)
 	start, cpu0 := time.Now(), cpuTime()
 	writes := 0
+	var changes []herald.Change
 	for time.Since(start) < *roundDur {
-		pace(start, writes, every, rs)
-		*rv++
-		if err := w.Apply(herald.Modified, *rv, changeObject(c, ns, writes, time.Now())); err != nil {
+		if *batch <= 1 {
+			pace(start, writes, every, rs)
+			*rv++
+			if err := w.Apply(herald.Modified, *rv, changeObject(c, ns, writes, time.Now())); err != nil {
+				return result{}, err
+			}
+			writes++
+			continue
+		}
+		// A batch: paced and held to the window as the writes one by one
+		// (the window is checked when the count crosses a multiple of
+		// `every`), then applied in one call.
+		pace(start, writes, 1<<62, rs)
+		if writes/every != (writes+*batch)/every || writes == 0 {
+			for behind(rs, writes) {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		changes = changes[:0]
+		now := time.Now()
+		for k := 0; k < *batch; k++ {
+			*rv++
+			changes = append(changes, herald.Change{Kind: herald.Modified, ResourceVersion: *rv,
+				Object: changeObject(c, ns, writes+k, now)})
+		}
+		if _, err := w.ApplyBatch(changes); err != nil {
 			return result{}, err
 		}
-		writes++
+		writes += len(changes)
 	}
 	err := waitDrained(rs, writes)
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
@@ -424,6 +449,9 @@ func main() {
 	mode := "closed loop"
 	if *rate > 0 {
 		mode = fmt.Sprintf("paced at %.0f writes/s", *rate)
+	}
+	if *batch > 1 {
+		mode += fmt.Sprintf(", herald's writer in batches of %d (Writer.ApplyBatch)", *batch)
 	}
 	fmt.Printf("fan-out to %d watchers, %d rounds of %v per system (interleaved), %s, payload %d B, window %d, GOMAXPROCS %d\n",
 		*watchers, *rounds, *roundDur, mode, *size, *window, runtime.GOMAXPROCS(0))

@@ -671,6 +671,80 @@ static void test_poll_arming(void) {
   herald_engine_free(e);
 }
 
+/* herald_writer_apply_batch: changes in order, one call; a refused
+ * change stops it (the ones before it applied, counted); a malformed one
+ * applies none. */
+static void test_apply_batch(void) {
+  herald_engine e;
+  herald_writer w;
+  EXPECT(herald_engine_new(NULL, &e, &w), HERALD_OK);
+  size_t applied = 99;
+  herald_change ch[3];
+  memset(ch, 0, sizeof ch);
+  ch[0].kind = HERALD_CHANGE_ADDED;
+  ch[0].resource_version = 2;
+  ch[0].object = pod("ns", "a", "web", "n1", "A2");
+  /* Not ready before the first list: nothing applied. */
+  EXPECT(herald_writer_apply_batch(w, ch, 1, &applied), HERALD_E_NOT_READY);
+  CHECK(applied == 0);
+  EXPECT(herald_writer_replace(w, NULL, 0, 1), HERALD_OK);
+  herald_watch_request r = watch_all(1);
+  herald_watch wt;
+  EXPECT(herald_watch_open(e, &r, &wt), HERALD_OK);
+  EXPECT(herald_writer_apply_batch(w, NULL, 0, &applied), HERALD_OK);
+  CHECK(applied == 0);
+  EXPECT(herald_writer_apply_batch(w, NULL, 1, &applied), HERALD_E_NULL);
+  ch[1].kind = HERALD_CHANGE_MODIFIED;
+  ch[1].resource_version = 3;
+  ch[1].object = pod("ns", "a", "web", "n1", "A3");
+  ch[2].kind = HERALD_CHANGE_DELETED;
+  ch[2].resource_version = 4;
+  ch[2].object = pod("ns", "a", "web", "n1", "A3");
+  EXPECT(herald_writer_apply_batch(w, ch, 3, &applied), HERALD_OK);
+  CHECK(applied == 3);
+  uint64_t rv = 0;
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 4);
+  herald_event evs[8];
+  size_t n = 0, got = 0;
+  herald_end end;
+  const char *want[3] = {"A2", "A3", "A3"};
+  for (int tries = 0; tries < 500 && got < 3; tries++) {
+    herald_status st = herald_watch_wait(wt, evs, 8, 100, &n, &end);
+    CHECK(st == HERALD_OK || st == HERALD_PENDING);
+    for (size_t j = 0; j < n && got < 3; j++, got++) {
+      CHECK(evs[j].resource_version == 2 + got);
+      CHECK((int)evs[j].kind == (got == 0   ? HERALD_EVENT_ADDED
+                                 : got == 1 ? HERALD_EVENT_MODIFIED
+                                            : HERALD_EVENT_DELETED));
+      CHECK(bytes_eq(evs[j].payload, want[got]));
+    }
+  }
+  CHECK(got == 3);
+  /* The second change is out of order: the first is applied, not the
+   * third; applied_out may be null. */
+  ch[0].kind = HERALD_CHANGE_ADDED;
+  ch[0].resource_version = 5;
+  ch[1].resource_version = 5;
+  ch[2].resource_version = 6;
+  EXPECT(herald_writer_apply_batch(w, ch, 3, &applied),
+         HERALD_E_OUT_OF_ORDER);
+  CHECK(applied == 1);
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 5);
+  /* A bad kind: none applied. */
+  ch[0].resource_version = 6;
+  ch[1].kind = 42;
+  ch[1].resource_version = 7;
+  EXPECT(herald_writer_apply_batch(w, ch, 2, NULL), HERALD_E_INVALID);
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 5);
+  herald_watch_free(wt);
+  herald_writer_free(w);
+  EXPECT(herald_writer_apply_batch(w, ch, 1, &applied), HERALD_E_HANDLE);
+  herald_engine_free(e);
+}
+
 /* A stop from another thread ends a wait blocked on the watch. */
 static void *stopper(void *arg) {
   usleep(50000);
@@ -834,6 +908,7 @@ int main(void) {
   test_threads_and_a_set();
   use_arming = 0;
   test_poll_arming();
+  test_apply_batch();
   test_stop_from_another_thread();
   test_views_small_and_large();
   test_views_survive_the_history_moving_on();
