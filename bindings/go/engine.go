@@ -221,6 +221,52 @@ func (w *Writer) Apply(kind ChangeKind, rv uint64, o Object) error {
 
 var encoders = sync.Pool{New: func() any { return new(encoded) }}
 
+// Change is one change of Writer.ApplyBatch: what Apply takes.
+type Change struct {
+	Kind            ChangeKind
+	ResourceVersion uint64
+	Object          Object
+}
+
+// ApplyBatch applies changes in order, as that many Apply calls would,
+// in one cgo call, and Herald wakes its dispatcher once, after the last,
+// not after each (for a source that receives changes in batches, as a
+// reflector does from etcd). It stops at the first change refused: it
+// returns how many were applied and that change's error. A malformed
+// change (a bad kind) applies none.
+func (w *Writer) ApplyBatch(changes []Change) (int, error) {
+	if len(changes) == 0 {
+		return 0, nil
+	}
+	b := batchEncoders.Get().(*batchEncoded)
+	enc := &b.enc
+	enc.blob, enc.lens, enc.pairs = enc.blob[:0], enc.lens[:0], 0
+	b.kinds, b.rvs = b.kinds[:0], b.rvs[:0]
+	for i := range changes {
+		ch := &changes[i]
+		enc.add(&ch.Object)
+		b.kinds = append(b.kinds, C.int32_t(ch.Kind))
+		b.rvs = append(b.rvs, C.uint64_t(ch.ResourceVersion))
+	}
+	blob, lens := enc.ptrs()
+	var applied C.size_t
+	r := C.hg_apply_batch(C.uint64_t(w.h), &b.kinds[0], &b.rvs[0], blob, lens,
+		C.size_t(len(changes)), C.size_t(enc.pairs), &applied)
+	runtime.KeepAlive(b)
+	if cap(enc.blob) <= 1<<20 {
+		batchEncoders.Put(b) // a large batch's buffers are not kept
+	}
+	return int(applied), check("apply batch", r)
+}
+
+type batchEncoded struct {
+	enc   encoded
+	kinds []C.int32_t
+	rvs   []C.uint64_t
+}
+
+var batchEncoders = sync.Pool{New: func() any { return new(batchEncoded) }}
+
 // Replace replaces the whole state with objects at rv (a list from the
 // source): watches see the difference as events. The first Replace makes
 // the engine ready.

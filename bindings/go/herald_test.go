@@ -864,3 +864,101 @@ func TestFinalizerFreesDroppedWatch(t *testing.T) {
 		t.Fatalf("%d watchers still active after GC", st.WatchersActive)
 	}
 }
+
+func TestApplyBatch(t *testing.T) {
+	e, w := newEngine(t)
+	ctx := context.Background()
+	all, err := e.Watch(ctx, WatchRequest{ResourceVersion: At(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	node, err := e.Watch(ctx, WatchRequest{ResourceVersion: At(1), FieldSelector: "spec.nodeName=n3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	chAll, chNode := all.Events(ctx), node.Events(ctx)
+	if n, err := w.ApplyBatch(nil); n != 0 || err != nil {
+		t.Fatalf("empty batch: %d, %v", n, err)
+	}
+	// 300 changes in batches of 1 to 64: adds, then modifications, then
+	// deletions of 10 objects on nodes n0..n4.
+	var changes []Change
+	rv := uint64(1)
+	for i := 0; i < 300; i++ {
+		rv++
+		kind := Modified
+		switch {
+		case i < 10:
+			kind = Added
+		case i >= 290:
+			kind = Deleted
+		}
+		k := i % 10
+		if i >= 290 {
+			k = i - 290
+		}
+		changes = append(changes, Change{kind, rv, pod("ns", fmt.Sprintf("p%d", k), "web",
+			fmt.Sprintf("n%d", k%5), fmt.Sprintf("v%d", i))})
+	}
+	for i, size := 0, 1; i < len(changes); size = size%64 + 7 {
+		j := min(i+size, len(changes))
+		n, err := w.ApplyBatch(changes[i:j])
+		if n != j-i || err != nil {
+			t.Fatalf("batch %d..%d: %d applied, %v", i, j, n, err)
+		}
+		i = j
+	}
+	got := collect(t, chAll, len(changes), 10*time.Second)
+	wantNode := 0
+	for i, ev := range got {
+		c := changes[i]
+		payload := string(c.Object.Payload)
+		if c.Kind == Deleted {
+			payload = string(changes[i-10].Object.Payload) // the last state stored
+		}
+		if ev.ResourceVersion != c.ResourceVersion || ev.Type != EventType(c.Kind) ||
+			ev.Key != "ns/"+c.Object.Name || string(ev.Payload) != payload {
+			t.Fatalf("event %d: %+v, want %+v", i, ev, c)
+		}
+		if c.Object.Fields["spec.nodeName"] == "n3" {
+			wantNode++
+		}
+	}
+	gotNode := collect(t, chNode, wantNode, 10*time.Second)
+	for _, ev := range gotNode {
+		if c := changes[ev.ResourceVersion-2]; c.Object.Fields["spec.nodeName"] != "n3" {
+			t.Fatalf("node n3's watch got %+v", ev)
+		}
+	}
+	// The same change's payload is one Go copy, shared by the watches.
+	last := gotNode[len(gotNode)-1]
+	for _, ev := range got {
+		if ev.ResourceVersion == last.ResourceVersion && &ev.Payload[0] != &last.Payload[0] {
+			t.Errorf("version %d: two copies of one payload", ev.ResourceVersion)
+		}
+	}
+	// Out of order at the third change: two applied.
+	bad := []Change{
+		{Modified, rv + 1, pod("ns", "x", "web", "n1", "x1")},
+		{Modified, rv + 2, pod("ns", "x", "web", "n1", "x2")},
+		{Modified, rv + 2, pod("ns", "x", "web", "n1", "x3")},
+		{Modified, rv + 3, pod("ns", "x", "web", "n1", "x4")},
+	}
+	bad[0].Kind = Added
+	if n, err := w.ApplyBatch(bad); n != 2 || !errors.Is(err, ErrOutOfOrder) {
+		t.Fatalf("out of order: %d applied, %v", n, err)
+	}
+	if v, _ := e.ResourceVersion(); v != rv+2 {
+		t.Fatalf("version %d, want %d", v, rv+2)
+	}
+	// A bad kind: none applied.
+	if n, err := w.ApplyBatch([]Change{{Modified, rv + 3, bad[0].Object}, {ChangeKind(9), rv + 4, bad[0].Object}}); n != 0 || !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad kind: %d applied, %v", n, err)
+	}
+	w.Close()
+	if _, err := w.ApplyBatch(bad[3:]); !errors.Is(err, ErrHandle) {
+		t.Fatalf("after close: %v", err)
+	}
+}

@@ -101,6 +101,28 @@ hg_res hg_apply(uint64_t w, int32_t kind, uint64_t rv, const uint8_t *blob,
 	return r;
 }
 
+// n changes: kinds[i], rvs[i], and object i of the blob (as hg_replace's).
+hg_res hg_apply_batch(uint64_t w, const int32_t *kinds, const uint64_t *rvs, const uint8_t *blob,
+		const uint64_t *lens, size_t n, size_t npairs, size_t *applied) {
+	herald_object *objs = n ? calloc(n, sizeof *objs) : NULL;
+	herald_change *chs = n ? calloc(n, sizeof *chs) : NULL;
+	herald_pair *pairs = npairs ? calloc(npairs, sizeof *pairs) : NULL;
+	if ((n && (!objs || !chs)) || (npairs && !pairs)) {
+		free(objs); free(chs); free(pairs);
+		*applied = 0;
+		return hg_res_of(HERALD_E_SYSTEM);
+	}
+	hg_decode(blob, lens, n, objs, pairs);
+	for (size_t i = 0; i < n; i++) {
+		chs[i].kind = kinds[i];
+		chs[i].resource_version = rvs[i];
+		chs[i].object = objs[i];
+	}
+	hg_res r = hg_res_of(herald_writer_apply_batch(w, chs, n, applied));
+	free(objs); free(chs); free(pairs);
+	return r;
+}
+
 hg_res hg_replace(uint64_t w, const uint8_t *blob, const uint64_t *lens, size_t nobj,
 		size_t npairs, uint64_t rv) {
 	herald_object *objs = nobj ? calloc(nobj, sizeof *objs) : NULL;
@@ -137,6 +159,10 @@ hg_res hg_watch_open(uint64_t e, int32_t scope, const char *sv, size_t svl,
 // are C pointers, copied by Go before the next call on the watch).
 hg_res hg_watch_poll(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end) {
 	return hg_res_of(herald_watch_poll(w, evs, max, n, end));
+}
+hg_res hg_watch_poll_arming(uint64_t w, herald_event *evs, size_t max, size_t *n, herald_end *end,
+		bool *armed) {
+	return hg_res_of(herald_watch_poll_arming(w, evs, max, n, end, armed));
 }
 hg_res hg_watch_stop(uint64_t w) { return hg_res_of(herald_watch_stop(w)); }
 hg_res hg_watch_free(uint64_t w) { return hg_res_of(herald_watch_free(w)); }

@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"os"
+	"runtime"
 	"syscall"
 	"unsafe"
 )
@@ -52,6 +53,7 @@ func (d *dispatcher) loop(rc syscall.RawConn) {
 	ready := (*C.uint64_t)(C.calloc(max, C.size_t(unsafe.Sizeof(C.uint64_t(0)))))
 	n := (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0)))))
 	hs := make([]uint64, 0, max)
+	spins := 0
 	for {
 		err := rc.Read(func(uintptr) bool {
 			for {
@@ -59,7 +61,25 @@ func (d *dispatcher) loop(rc syscall.RawConn) {
 					panic(err) // the set is never freed: a bug
 				}
 				if *n == 0 {
-					return false // wait until readable again
+					if len(d.full) == 0 {
+						return false // wait until readable again
+					}
+					// Nothing new, but full channels: let their consumers
+					// run, and refill them while they make room. When
+					// they make none for a while, hand them to their
+					// feeds (which block on the channel) and wait.
+					if d.refill() > 0 {
+						spins = 0
+						continue
+					}
+					if spins < fullSpins {
+						spins++
+						runtime.Gosched()
+						continue
+					}
+					spins = 0
+					d.handOff()
+					return false
 				}
 				hs = hs[:0]
 				for _, h := range unsafe.Slice(ready, int(*n)) {
@@ -68,6 +88,9 @@ func (d *dispatcher) loop(rc syscall.RawConn) {
 				for _, h := range hs {
 					d.dispatch(h)
 				}
+				if len(d.full) > 0 {
+					d.refill()
+				}
 			}
 		})
 		if err != nil {
@@ -75,3 +98,7 @@ func (d *dispatcher) loop(rc syscall.RawConn) {
 		}
 	}
 }
+
+// fullSpins: how many times in a row the loop yields to consumers that
+// made no room in their full channels before it hands them to their feeds.
+const fullSpins = 20

@@ -74,17 +74,22 @@ func (t EventType) String() string {
 	return fmt.Sprintf("EventType(%d)", int32(t))
 }
 
-// Event is one event of a watch (copied out of Herald: the caller owns
-// it).
+// Event is one event of a watch, copied out of Herald into Go memory.
+// Its Payload is shared, read-only: every watch that receives the same
+// change gets the same slice (one copy per change, not per watch), as a
+// channel of pointers would share it. Do not modify it; copy it first.
 type Event struct {
-	Type            EventType
-	ResourceVersion uint64
+	Type EventType
+	// InitialEventsEnd marks the bookmark that ends the initial events.
+	// (Next to Type: the struct is 56 bytes, not 64, and each delivery
+	// copies it twice, into the channel and out.)
+	InitialEventsEnd bool
+	ResourceVersion  uint64
 	// Key is "namespace/name" (empty for a bookmark).
 	Key string
-	// Payload is the object's payload (empty for a bookmark).
+	// Payload is the object's payload (empty for a bookmark), shared
+	// and read-only (see above).
 	Payload []byte
-	// InitialEventsEnd marks the bookmark that ends the initial events.
-	InitialEventsEnd bool
 }
 
 // EndReason is why a watch ended.
@@ -180,11 +185,13 @@ type watchCore struct {
 	closed    chan struct{} // Close was called
 	closeOnce sync.Once
 	stopCtx   func() bool // the watch's context.AfterFunc
+	onFull    bool        // on the dispatcher's full list (its loop only)
 }
 
 type batch struct {
 	events []Event
 	end    *End
+	armed  bool // the poll armed the watch (pollLocked's arming)
 }
 
 // Watch opens a watch. When ctx is done the watch is stopped (its end:
@@ -342,7 +349,7 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 		e := *c.end
 		return nil, &e, nil
 	}
-	b, err := c.pollLocked(max, false)
+	b, err := c.pollLocked(max, false, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,34 +360,41 @@ func (w *Watch) Poll(max int) ([]Event, *End, error) {
 // reuse: the events go into c.evbuf, which the next poll overwrites (the
 // Events path: the feed or the loop, whichever holds the credit, copies
 // them into the channel before its next poll); else a new slice.
-func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
+//
+// arming: herald_watch_poll_arming, which arms the watch when the batch
+// drains it (then b.armed: the set reports it again once it has more, and
+// no second poll is needed); only the dispatcher, which holds the credit,
+// uses it.
+func (c *watchCore) pollLocked(max int, reuse, arming bool) (batch, error) {
 	if max <= 0 {
 		max = defaultPollBatch
 	}
 	if max > maxPollBatchLimit {
 		max = maxPollBatchLimit
 	}
-	buf := pollBuffers.Get().(*pollBuffer)
-	defer pollBuffers.Put(buf)
-	r := C.hg_watch_poll(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end)
+	var buf *pollBuffer
+	if arming {
+		buf = loopBuffer // the loop's goroutine only
+	} else {
+		buf = pollBuffers.Get().(*pollBuffer)
+		defer pollBuffers.Put(buf)
+	}
+	var r C.hg_res
+	if arming {
+		r = C.hg_watch_poll_arming(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end, buf.armed)
+	} else {
+		r = C.hg_watch_poll(C.uint64_t(c.h), buf.events, C.size_t(max), buf.n, buf.end)
+	}
 	if err := check("poll", r); err != nil {
 		return batch{}, err
 	}
 	n := int(*buf.n)
 	var b batch
+	b.armed = arming && bool(*buf.armed)
 	if n > 0 {
-		// One copy of the batch's keys and one of its payloads, into two
-		// Go buffers the events share (read-only: a key is a string over
-		// its buffer, a payload a capacity-capped slice of the other).
+		// The keys and payloads are Go copies shared with every watch that
+		// receives the same change (sharedOf: one copy per change).
 		evs := unsafe.Slice(buf.events, n)
-		keyBytes, payloadBytes := 0, 0
-		for i := range evs {
-			keyBytes += int(evs[i].key.len)
-			payloadBytes += int(evs[i].payload.len)
-		}
-		// One allocation: the keys, then the payloads.
-		bytes := make([]byte, keyBytes+payloadBytes)
-		keys, payloads := bytes[:keyBytes:keyBytes], bytes[keyBytes:]
 		if reuse {
 			if cap(c.evbuf) < n {
 				c.evbuf = make([]Event, n)
@@ -389,24 +403,15 @@ func (c *watchCore) pollLocked(max int, reuse bool) (batch, error) {
 		} else {
 			b.events = make([]Event, n)
 		}
-		ko, po := 0, 0
 		for i := range evs {
 			ev := &evs[i]
-			out := &b.events[i]
-			*out = Event{
+			key, payload := sharedOf(ev)
+			b.events[i] = Event{
 				Type:             EventType(ev.kind),
 				ResourceVersion:  uint64(ev.resource_version),
+				Key:              key,
+				Payload:          payload,
 				InitialEventsEnd: ev.flags&eventInitialEnd != 0,
-			}
-			if l := int(ev.key.len); l > 0 {
-				copy(keys[ko:ko+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.key.ptr)), l))
-				out.Key = unsafe.String(&keys[ko], l)
-				ko += l
-			}
-			if l := int(ev.payload.len); l > 0 {
-				copy(payloads[po:po+l], unsafe.Slice((*byte)(unsafe.Pointer(ev.payload.ptr)), l))
-				out.Payload = payloads[po : po+l : po+l]
-				po += l
 			}
 		}
 	}
@@ -428,15 +433,22 @@ type pollBuffer struct {
 	events *C.herald_event
 	n      *C.size_t
 	end    *C.herald_end
+	armed  *C.bool
 }
 
-var pollBuffers = sync.Pool{New: func() any {
+// loopBuffer is the dispatcher loop's own (its polls are the arming ones).
+var loopBuffer = newPollBuffer()
+
+var pollBuffers = sync.Pool{New: func() any { return newPollBuffer() }}
+
+func newPollBuffer() *pollBuffer {
 	return &pollBuffer{
 		events: (*C.herald_event)(C.calloc(maxPollBatchLimit, C.size_t(unsafe.Sizeof(C.herald_event{})))),
 		n:      (*C.size_t)(C.calloc(1, C.size_t(unsafe.Sizeof(C.size_t(0))))),
 		end:    (*C.herald_end)(C.calloc(1, C.size_t(unsafe.Sizeof(C.herald_end{})))),
+		armed:  (*C.bool)(C.calloc(1, C.size_t(unsafe.Sizeof(C.bool(false))))),
 	}
-}}
+}
 
 // Events returns a channel of the watch's events, fed by the binding's
 // readiness loop (one goroutine per process waits on a watch set's
@@ -508,7 +520,7 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			c.mu.Unlock()
 			return
 		}
-		b, err := c.pollLocked(defaultPollBatch, true)
+		b, err := c.pollLocked(defaultPollBatch, true, false)
 		if err != nil {
 			if c.end == nil {
 				c.end = &End{Reason: EndEngineFailed, Cause: err}
@@ -585,6 +597,9 @@ type dispatcher struct {
 	file    *os.File
 	mu      sync.Mutex
 	watches map[uint64]*watchCore
+	// full: watches whose channel the loop filled while they may hold
+	// more; the loop keeps their credit (loop's goroutine only).
+	full []*watchCore
 }
 
 var theDispatcher = &dispatcher{watches: map[uint64]*watchCore{}}
@@ -611,6 +626,10 @@ func (d *dispatcher) forget(h uint64) {
 }
 
 // dispatch polls one watch the set reported, if its feed has credit.
+// A watch whose channel it fills while the watch may hold more stays
+// with the loop (it keeps the credit), on its full list: the loop comes
+// back to it after each round of ready watches, and hands it to its
+// feed only before it waits (see loop).
 func (d *dispatcher) dispatch(h uint64) {
 	d.mu.Lock()
 	c := d.watches[h]
@@ -618,46 +637,92 @@ func (d *dispatcher) dispatch(h uint64) {
 	if c == nil {
 		return
 	}
+	if full, _ := c.deliver(); full && !c.onFull {
+		c.onFull = true
+		d.full = append(d.full, c)
+	}
+}
+
+// deliver: with the credit (the feed waits for a batch), polls the watch
+// and sends into its channel, polling no more than the channel has room
+// for (only the holder of the credit sends, under c.mu, so the sends
+// fit), until a batch drains the watch (it is armed again) or the
+// channel is full. full: the channel is full and the watch may hold
+// more; the caller keeps the credit. sent: events sent.
+func (c *watchCore) deliver() (full bool, sent int) {
 	c.mu.Lock()
 	if !c.credit || c.freed {
 		// The feed is busy; it polls when it is done.
 		c.mu.Unlock()
-		return
+		return false, 0
 	}
-	// While the consumer keeps up, deliver into its channel here, without
-	// waking the feed: poll no more than the channel has room for (only
-	// the holder of the credit sends, under c.mu, so the sends fit),
-	// until a poll finds nothing (the watch is armed again).
 	for {
 		room := cap(c.out) - len(c.out)
 		if room == 0 {
-			break
+			c.mu.Unlock()
+			return true, sent
 		}
-		b, err := c.pollLocked(room, true)
+		b, err := c.pollLocked(room, true, true)
 		if err != nil || b.end != nil {
 			// The feed reports it (it ends the watch).
 			c.credit = false
 			if err != nil {
 				c.mu.Unlock()
 				c.poke()
-				return
+				return false, sent
 			}
 			c.batches <- b // room: one batch at a time, only with credit
 			c.mu.Unlock()
-			return
+			return false, sent
 		}
 		if len(b.events) == 0 {
 			c.mu.Unlock() // armed again
-			return
+			return false, sent
 		}
 		for _, ev := range b.events {
 			c.out <- ev
 		}
+		sent += len(b.events)
 		clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
+		if b.armed {
+			// Drained and armed in the same call: the set reports it
+			// again once it has more (the credit stays).
+			c.mu.Unlock()
+			return false, sent
+		}
 	}
-	// The channel is full and the watch may hold more: the feed waits
-	// for room, then polls.
-	c.credit = false
-	c.batches <- batch{}
-	c.mu.Unlock()
+}
+
+// refill delivers to the watches on the full list again (their consumers
+// may have made room); those still full stay. It returns the events sent.
+func (d *dispatcher) refill() int {
+	sent, kept := 0, d.full[:0]
+	for _, c := range d.full {
+		full, n := c.deliver()
+		sent += n
+		if full {
+			kept = append(kept, c)
+		} else {
+			c.onFull = false
+		}
+	}
+	clear(d.full[len(kept):])
+	d.full = kept
+	return sent
+}
+
+// handOff gives the watches on the full list to their feeds, which wait
+// for room (credit back to the feed), then poll.
+func (d *dispatcher) handOff() {
+	for _, c := range d.full {
+		c.onFull = false
+		c.mu.Lock()
+		if c.credit && !c.freed {
+			c.credit = false
+			c.batches <- batch{} // room: one batch at a time, only with credit
+		}
+		c.mu.Unlock()
+	}
+	clear(d.full)
+	d.full = d.full[:0]
 }

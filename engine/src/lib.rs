@@ -307,7 +307,7 @@ pub use stats::{Stats, Terminations};
 pub use watch::{
     EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest, WatchStopper,
 };
-pub use writer::Writer;
+pub use writer::{BatchError, Writer};
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature
 /// `internals`): thin wrappers, so the modules stay private and nothing

@@ -507,7 +507,18 @@ impl Shared {
     /// [`Gated`]. `attempt` gets the state and the dispatcher's cursor.
     pub(crate) fn write(
         &self,
+        attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
+    ) -> Result<(), WriteError> {
+        self.write_then(attempt, true)
+    }
+
+    /// [`write`](Shared::write); `wake`: wake the dispatcher after it
+    /// (a batch of writes wakes it once, after the last; a write that
+    /// waits for the dispatcher wakes it anyway).
+    pub(crate) fn write_then(
+        &self,
         mut attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
+        wake: bool,
     ) -> Result<(), WriteError> {
         loop {
             let mut st = self.lock_state();
@@ -528,7 +539,9 @@ impl Shared {
                     Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
                     Counters::set(&c.ring_len, st.ring.len() as u64);
                     drop(st);
-                    self.wake_dispatcher();
+                    if wake {
+                        self.wake_dispatcher();
+                    }
                     return Ok(());
                 }
             }

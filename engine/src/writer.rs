@@ -14,6 +14,29 @@ use crate::stats::Counters;
 use crate::store::{State, Stored};
 use crate::sync::{Arc, Ordering};
 
+/// [`Writer::apply_batch`] refused a change: the changes before it were
+/// applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BatchError {
+    /// How many changes were applied (the refused one is the next).
+    pub applied: usize,
+    /// Why it was refused.
+    pub error: WriteError,
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "change {} of the batch: {}", self.applied, self.error)
+    }
+}
+
+impl std::error::Error for BatchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
 /// Which way a re-list may move the engine's version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Relist {
@@ -64,63 +87,114 @@ impl Writer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn apply(&mut self, change: Change) -> Result<(), WriteError> {
+        self.apply_then(change, true)
+    }
+
+    /// Applies `changes` in order, as that many [`Writer::apply`] calls
+    /// would, but wakes the engine's dispatcher once, after the last, not
+    /// after each (a source that receives changes in batches, as a
+    /// reflector does from etcd, saves a wake-up per change). It stops at
+    /// the first change refused: the changes before it are applied, and
+    /// the error says how many.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let a = Object::builder("ns", "a").build();
+    /// writer.apply_batch([
+    ///     Change::added(a.clone(), 2.into()),
+    ///     Change::modified(a.clone(), 3.into()),
+    /// ])?;
+    /// assert_eq!(engine.resource_version().get(), 3);
+    /// let refused = writer.apply_batch([
+    ///     Change::modified(a.clone(), 4.into()),
+    ///     Change::modified(a, 4.into()),
+    /// ]);
+    /// assert_eq!(refused.unwrap_err().applied, 1);
+    /// assert_eq!(engine.resource_version().get(), 4);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn apply_batch(
+        &mut self,
+        changes: impl IntoIterator<Item = Change>,
+    ) -> Result<(), BatchError> {
+        let mut applied = 0;
+        let mut result = Ok(());
+        for change in changes {
+            if let Err(error) = self.apply_then(change, false) {
+                result = Err(BatchError { applied, error });
+                break;
+            }
+            applied += 1;
+        }
+        if applied > 0 {
+            self.shared.wake_dispatcher();
+        }
+        result
+    }
+
+    fn apply_then(&mut self, change: Change, wake: bool) -> Result<(), WriteError> {
         let (kind, object, rv) = change.into_parts();
         check_names(&object)?;
         let shared = &*self.shared;
-        shared.write(|st, dispatched| {
-            shared.check_ready()?;
-            if rv <= st.rv {
-                return Err(WriteError::OutOfOrder {
-                    given: rv,
-                    current: st.rv,
+        shared.write_then(
+            |st, dispatched| {
+                shared.check_ready()?;
+                if rv <= st.rv {
+                    return Err(WriteError::OutOfOrder {
+                        given: rv,
+                        current: st.rv,
+                    }
+                    .into());
                 }
-                .into());
-            }
-            let stored = st.store.get(object.key());
-            if kind == ChangeKind::Deleted && stored.is_none() {
-                // A key the cache never held: no watcher can have seen the
-                // object, so none is told of its deletion; the version
-                // moves as with progress (the reference: a deletion with no
-                // previous object passes no filter, seeds/000
-                // convertToWatchEvent).
+                let stored = st.store.get(object.key());
+                if kind == ChangeKind::Deleted && stored.is_none() {
+                    // A key the cache never held: no watcher can have seen the
+                    // object, so none is told of its deletion; the version
+                    // moves as with progress (the reference: a deletion with no
+                    // previous object passes no filter, seeds/000
+                    // convertToWatchEvent).
+                    st.rv = rv;
+                    shared.current_rv.store(rv.get(), Ordering::Release);
+                    Counters::add(&shared.counters.progress_updates, 1);
+                    return Ok(None);
+                }
+                let prev_rv = stored.map(|e| e.rv);
+                // SEMANTICS 1: a deletion's previous object is its last state.
+                let prev = stored.map(|e| e.object.clone());
+                let (_, resize) = st.ring.append(
+                    RecordKind::Change(kind),
+                    rv,
+                    Some(object.clone()),
+                    prev,
+                    prev_rv,
+                    st.generation,
+                    shared.config.clock.now(),
+                    dispatched,
+                )?;
+                match kind {
+                    ChangeKind::Deleted => {
+                        st.store.delete(object.key());
+                    }
+                    _ => {
+                        st.store.put(Stored {
+                            object: object.clone(),
+                            rv,
+                        });
+                    }
+                }
                 st.rv = rv;
+                st.since_view += 1;
+                if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
+                    shared.publish_view(st);
+                }
                 shared.current_rv.store(rv.get(), Ordering::Release);
-                Counters::add(&shared.counters.progress_updates, 1);
-                return Ok(None);
-            }
-            let prev_rv = stored.map(|e| e.rv);
-            // SEMANTICS 1: a deletion's previous object is its last state.
-            let prev = stored.map(|e| e.object.clone());
-            let (_, resize) = st.ring.append(
-                RecordKind::Change(kind),
-                rv,
-                Some(object.clone()),
-                prev,
-                prev_rv,
-                st.generation,
-                shared.config.clock.now(),
-                dispatched,
-            )?;
-            match kind {
-                ChangeKind::Deleted => {
-                    st.store.delete(object.key());
-                }
-                _ => {
-                    st.store.put(Stored {
-                        object: object.clone(),
-                        rv,
-                    });
-                }
-            }
-            st.rv = rv;
-            st.since_view += 1;
-            if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
-                shared.publish_view(st);
-            }
-            shared.current_rv.store(rv.get(), Ordering::Release);
-            Counters::add(&shared.counters.changes_received, 1);
-            Ok(resize)
-        })
+                Counters::add(&shared.counters.changes_received, 1);
+                Ok(resize)
+            },
+            wake,
+        )
     }
 
     /// Replaces the whole state (a re-list) at `rv`, which must not be older

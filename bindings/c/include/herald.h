@@ -124,6 +124,17 @@ typedef struct herald_object {
   struct herald_bytes payload;
 } herald_object;
 
+// One change of [`herald_writer_apply_batch`]: what
+// [`herald_writer_apply`] takes.
+typedef struct herald_change {
+  // A `HERALD_CHANGE_*`.
+  herald_change_kind kind;
+  // Its resource version (above the previous change's).
+  uint64_t resource_version;
+  // The object (a deletion's: its last state).
+  struct herald_object object;
+} herald_change;
+
 // What a watch or a list covers ([`HeraldWatchRequest::scope`]).
 typedef int32_t herald_scope;
 
@@ -356,6 +367,18 @@ herald_status herald_engine_stats(herald_engine engine_h, struct herald_stats *o
 // `kind` is a `HERALD_CHANGE_*`; a deletion's object is the last state.
 herald_status herald_writer_apply(herald_writer writer, herald_change_kind kind, uint64_t resource_version, const struct herald_object *object_in);
 
+// Applies `changes_len` changes in order, as that many
+// [`herald_writer_apply`] calls would, in one call: the engine's
+// dispatcher is woken once, after the last, not after each (for a source
+// that receives changes in batches, as a reflector does from etcd). It
+// stops at the first change refused, whose error it returns; the changes
+// before it are applied. `*applied_out` (when not null) is how many were
+// applied, on success and on error. Every change's kind and strings are
+// checked before any is applied (a malformed one applies none); the
+// engine refuses a change (out of order, a bad name, not ready) when it
+// comes to it.
+herald_status herald_writer_apply_batch(herald_writer writer, const struct herald_change *changes, size_t changes_len, size_t *applied_out);
+
 // Replaces the whole state with `objects_len` objects at
 // `resource_version` (a list from the source): watches see the
 // difference as events.
@@ -384,6 +407,17 @@ herald_status herald_watch_open(herald_engine engine_h, const struct herald_watc
 // The views' bytes live until the next call on this watch (from any
 // thread) or its free.
 herald_status herald_watch_poll(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out);
+
+// As [`herald_watch_poll`], and for a watch in a set, when the batch
+// drains the watch (fewer than `max` events and no end), it also arms
+// the watch in the same call, as a poll that found nothing would; then
+// `*armed_out` is true, and the set reports the watch again only once it
+// has more: no second poll is needed to arm it. Otherwise (`*armed_out`
+// false) a watch that returned events is reported ready again, as with
+// [`herald_watch_poll`]. `*armed_out` is also true when the call returns
+// [`HERALD_PENDING`] (armed, nothing), and always false for a watch in
+// no set. The views live as [`herald_watch_poll`]'s.
+herald_status herald_watch_poll_arming(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out, bool *armed_out);
 
 // As [`herald_watch_poll`], but blocks the calling thread up to
 // `timeout_ms` (`UINT64_MAX`: without limit) until there is an event or

@@ -792,21 +792,86 @@ pub unsafe extern "C" fn herald_writer_apply(
     object_in: *const HeraldObject,
 ) -> HeraldStatus {
     guard(|| {
-        let kind = match kind {
-            HERALD_CHANGE_ADDED => ChangeKind::Added,
-            HERALD_CHANGE_MODIFIED => ChangeKind::Modified,
-            HERALD_CHANGE_DELETED => ChangeKind::Deleted,
-            other => {
-                return Err(Error::invalid(format!(
-                    "change kind {other} is not a HERALD_CHANGE_*"
-                )));
-            }
-        };
+        let kind = change_kind(kind)?;
         // SAFETY: `object_in` is null or a HeraldObject whose pointers
         // are valid (the docs).
         let o = unsafe { object(arg(object_in, "object")?) }?;
         with_writer(writer, |w| {
             Ok(w.apply(Change::new(kind, o, ResourceVersion::new(resource_version)))?)
+        })
+    })
+}
+
+/// One change of [`herald_writer_apply_batch`]: what
+/// [`herald_writer_apply`] takes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HeraldChange {
+    /// A `HERALD_CHANGE_*`.
+    pub kind: HeraldChangeKind,
+    /// Its resource version (above the previous change's).
+    pub resource_version: u64,
+    /// The object (a deletion's: its last state).
+    pub object: HeraldObject,
+}
+
+fn change_kind(kind: HeraldChangeKind) -> Result<ChangeKind, Error> {
+    match kind {
+        HERALD_CHANGE_ADDED => Ok(ChangeKind::Added),
+        HERALD_CHANGE_MODIFIED => Ok(ChangeKind::Modified),
+        HERALD_CHANGE_DELETED => Ok(ChangeKind::Deleted),
+        other => Err(Error::invalid(format!(
+            "change kind {other} is not a HERALD_CHANGE_*"
+        ))),
+    }
+}
+
+/// Applies `changes_len` changes in order, as that many
+/// [`herald_writer_apply`] calls would, in one call: the engine's
+/// dispatcher is woken once, after the last, not after each (for a source
+/// that receives changes in batches, as a reflector does from etcd). It
+/// stops at the first change refused, whose error it returns; the changes
+/// before it are applied. `*applied_out` (when not null) is how many were
+/// applied, on success and on error. Every change's kind and strings are
+/// checked before any is applied (a malformed one applies none); the
+/// engine refuses a change (out of order, a bad name, not ready) when it
+/// comes to it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn herald_writer_apply_batch(
+    writer: HeraldWriter,
+    changes: *const HeraldChange,
+    changes_len: usize,
+    applied_out: *mut usize,
+) -> HeraldStatus {
+    guard(|| {
+        if !applied_out.is_null() {
+            // SAFETY: checked non-null; writable (the docs).
+            unsafe { applied_out.write(0) };
+        }
+        // SAFETY: `changes_len` HeraldChanges at `changes` (the docs).
+        let batch = unsafe { items(changes, changes_len, "changes") }?
+            .iter()
+            .map(|c| {
+                let kind = change_kind(c.kind)?;
+                // SAFETY: each object's pointers are valid (the docs).
+                let o = unsafe { object(&c.object) }?;
+                Ok(Change::new(
+                    kind,
+                    o,
+                    ResourceVersion::new(c.resource_version),
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        with_writer(writer, |w| {
+            let (applied, result) = match w.apply_batch(batch) {
+                Ok(()) => (changes_len, Ok(())),
+                Err(e) => (e.applied, Err(e.error.into())),
+            };
+            if !applied_out.is_null() {
+                // SAFETY: checked non-null; writable (the docs).
+                unsafe { applied_out.write(applied) };
+            }
+            result
         })
     })
 }
@@ -1105,37 +1170,94 @@ pub unsafe extern "C" fn herald_watch_poll(
     end_out: *mut HeraldEnd,
 ) -> HeraldStatus {
     guard(|| {
-        // SAFETY: the function's docs give receive's contract.
-        unsafe {
-            receive(watch_h, events, max, n_out, end_out, |st, f| {
-                Ok(match &st.member {
-                    Some(member) => {
-                        let member = member.clone();
-                        let waker = member.waker();
-                        let polled = st.watch.poll_visit_batch_leased(
-                            &mut Context::from_waker(&waker),
-                            max,
-                            &mut st.lease,
-                            f,
-                        );
-                        if let Poll::Ready(Visited {
+        // SAFETY: the function's docs give poll's contract.
+        unsafe { poll(watch_h, events, max, n_out, end_out, false) }.map(|(status, _)| status)
+    })
+}
+
+/// As [`herald_watch_poll`], and for a watch in a set, when the batch
+/// drains the watch (fewer than `max` events and no end), it also arms
+/// the watch in the same call, as a poll that found nothing would; then
+/// `*armed_out` is true, and the set reports the watch again only once it
+/// has more: no second poll is needed to arm it. Otherwise (`*armed_out`
+/// false) a watch that returned events is reported ready again, as with
+/// [`herald_watch_poll`]. `*armed_out` is also true when the call returns
+/// [`HERALD_PENDING`] (armed, nothing), and always false for a watch in
+/// no set. The views live as [`herald_watch_poll`]'s.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn herald_watch_poll_arming(
+    watch_h: HeraldWatch,
+    events: *mut HeraldEvent,
+    max: usize,
+    n_out: *mut usize,
+    end_out: *mut HeraldEnd,
+    armed_out: *mut bool,
+) -> HeraldStatus {
+    guard(|| {
+        if armed_out.is_null() {
+            return Err(Error::null("armed_out"));
+        }
+        // SAFETY: the function's docs give poll's contract.
+        let (status, armed) = unsafe { poll(watch_h, events, max, n_out, end_out, true) }?;
+        // SAFETY: checked non-null; writable (the caller's contract).
+        unsafe { armed_out.write(armed) };
+        Ok(status)
+    })
+}
+
+/// [`herald_watch_poll`] (`arming`: [`herald_watch_poll_arming`]): the
+/// status, and whether the watch is armed.
+///
+/// # Safety
+/// As [`receive`].
+unsafe fn poll(
+    watch_h: HeraldWatch,
+    events: *mut HeraldEvent,
+    max: usize,
+    n_out: *mut usize,
+    end_out: *mut HeraldEnd,
+    arming: bool,
+) -> Result<(HeraldStatus, bool), Error> {
+    let mut armed = false;
+    // SAFETY: the caller's contract is receive's.
+    let status = unsafe {
+        receive(watch_h, events, max, n_out, end_out, |st, f| {
+            Ok(match &st.member {
+                Some(member) => {
+                    let member = member.clone();
+                    let waker = member.waker();
+                    let mut cx = Context::from_waker(&waker);
+                    let polled = if arming {
+                        st.watch
+                            .poll_visit_batch_leased_arming(&mut cx, max, &mut st.lease, f)
+                    } else {
+                        st.watch
+                            .poll_visit_batch_leased(&mut cx, max, &mut st.lease, f)
+                    };
+                    match &polled {
+                        Poll::Ready(Visited {
                             events: 1..,
                             end: None,
+                            armed: false,
                             ..
-                        }) = polled
-                        {
+                        }) => {
                             // Not armed (it had something): reported ready
                             // again, so one poll per report is enough; the
                             // next poll finds more, or arms it.
                             member.notify();
                         }
-                        polled.map(|v| v.end)
+                        Poll::Ready(Visited { armed: true, .. }) | Poll::Pending => {
+                            armed = true;
+                        }
+                        Poll::Ready(_) => {}
                     }
-                    None => Poll::Ready(st.watch.visit_batch_leased(max, &mut st.lease, f).end),
-                })
+                    polled.map(|v| v.end)
+                }
+                None => Poll::Ready(st.watch.visit_batch_leased(max, &mut st.lease, f).end),
             })
-        }
-    })
+        })
+    }?;
+    Ok((status, armed))
 }
 
 /// Wakes the thread blocked in [`herald_watch_wait`].

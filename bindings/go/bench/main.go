@@ -38,6 +38,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	herald "github.com/herald-rs/herald/bindings/go"
@@ -54,6 +55,7 @@ var (
 	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
 	mix      = flag.String("mix", "all,node,mixed", "cases, comma-separated: all (every watcher gets every change), node (watcher i watches node i; each change is for one node, round robin), mixed (one in four watchers watches everything, the rest one node each)")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
+	batch    = flag.Int("batch", 1, "herald's writer applies this many changes per Writer.ApplyBatch call (1: Writer.Apply per change), as a source receiving batches would; native is unchanged (its feeder handles one change at a time either way)")
 )
 
 // filter is watcher i's filter: everything, or one node.
@@ -93,6 +95,17 @@ type result struct {
 	deliveries float64 // per second
 	p50, p99   time.Duration
 	writes     int
+	cpuPer     float64 // the process's CPU time (every thread, user + system) while writing and draining, per delivery, ns
+}
+
+// cpuTime is the process's CPU time so far (every thread, Herald's
+// included: user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // receiver is one watcher's counters, latency samples and checks: every
@@ -167,7 +180,7 @@ func behind(rs []receiver, writes int) bool {
 	return false
 }
 
-func summarize(rs []receiver, writes int, elapsed time.Duration) (result, error) {
+func summarize(rs []receiver, writes int, elapsed, cpu time.Duration) (result, error) {
 	var all []int64
 	total := int64(0)
 	for i := range rs {
@@ -187,7 +200,8 @@ func summarize(rs []receiver, writes int, elapsed time.Duration) (result, error)
 		}
 		return time.Duration(all[int(p*float64(len(all)-1))])
 	}
-	return result{float64(total) / elapsed.Seconds(), q(0.50), q(0.99), writes}, nil
+	return result{deliveries: float64(total) / elapsed.Seconds(), p50: q(0.50), p99: q(0.99), writes: writes,
+		cpuPer: float64(cpu) / float64(max(total, 1))}, nil
 }
 
 // payload: the send time, the change's node and its sequence number.
@@ -306,18 +320,42 @@ func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *
 		}()
 	}
 	every := checkEvery(c)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	writes := 0
+	var changes []herald.Change
 	for time.Since(start) < *roundDur {
-		pace(start, writes, every, rs)
-		*rv++
-		if err := w.Apply(herald.Modified, *rv, changeObject(c, ns, writes, time.Now())); err != nil {
+		if *batch <= 1 {
+			pace(start, writes, every, rs)
+			*rv++
+			if err := w.Apply(herald.Modified, *rv, changeObject(c, ns, writes, time.Now())); err != nil {
+				return result{}, err
+			}
+			writes++
+			continue
+		}
+		// A batch: paced and held to the window as the writes one by one
+		// (the window is checked when the count crosses a multiple of
+		// `every`), then applied in one call.
+		pace(start, writes, 1<<62, rs)
+		if writes/every != (writes+*batch)/every || writes == 0 {
+			for behind(rs, writes) {
+				time.Sleep(20 * time.Microsecond)
+			}
+		}
+		changes = changes[:0]
+		now := time.Now()
+		for k := 0; k < *batch; k++ {
+			*rv++
+			changes = append(changes, herald.Change{Kind: herald.Modified, ResourceVersion: *rv,
+				Object: changeObject(c, ns, writes+k, now)})
+		}
+		if _, err := w.ApplyBatch(changes); err != nil {
 			return result{}, err
 		}
-		writes++
+		writes += len(changes)
 	}
 	err := waitDrained(rs, writes)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	for _, wa := range ws {
 		if end := wa.End(); end != nil {
 			err = fmt.Errorf("a watch ended during the round: %v", end)
@@ -328,7 +366,7 @@ func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *
 	for _, wa := range ws {
 		wa.Close()
 	}
-	res, serr := summarize(rs, writes, elapsed)
+	res, serr := summarize(rs, writes, elapsed, cpu)
 	if err == nil {
 		err = serr
 	}
@@ -361,7 +399,7 @@ func nativeRound(c benchCase, ns names) (result, error) {
 	}
 	filters := c.filters
 	every := checkEvery(c)
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime()
 	writes := 0
 	for time.Since(start) < *roundDur {
 		pace(start, writes, every, rs)
@@ -375,12 +413,12 @@ func nativeRound(c benchCase, ns names) (result, error) {
 		writes++
 	}
 	err := waitDrained(rs, writes)
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
 	for _, ch := range chans {
 		close(ch)
 	}
 	wg.Wait()
-	res, serr := summarize(rs, writes, elapsed)
+	res, serr := summarize(rs, writes, elapsed, cpu)
 	if err == nil {
 		err = serr
 	}
@@ -411,6 +449,9 @@ func main() {
 	mode := "closed loop"
 	if *rate > 0 {
 		mode = fmt.Sprintf("paced at %.0f writes/s", *rate)
+	}
+	if *batch > 1 {
+		mode += fmt.Sprintf(", herald's writer in batches of %d (Writer.ApplyBatch)", *batch)
 	}
 	fmt.Printf("fan-out to %d watchers, %d rounds of %v per system (interleaved), %s, payload %d B, window %d, GOMAXPROCS %d\n",
 		*watchers, *rounds, *roundDur, mode, *size, *window, runtime.GOMAXPROCS(0))
@@ -476,8 +517,8 @@ func runCase(c benchCase) error {
 			if err != nil {
 				return fmt.Errorf("case %s round %d %s: %v", c.name, i+1, sys, err)
 			}
-			fmt.Printf("round %d %-6s %9.0f deliveries/s  p50 %9v  p99 %9v  (%d writes, every delivery checked)\n",
-				i+1, sys, r.deliveries, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.writes)
+			fmt.Printf("round %d %-6s %9.0f deliveries/s  p50 %9v  p99 %9v  cpu %4.0f ns/delivery  (%d writes, every delivery checked)\n",
+				i+1, sys, r.deliveries, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.cpuPer, r.writes)
 		}
 		if *only != "" {
 			continue
@@ -485,8 +526,9 @@ func runCase(c benchCase) error {
 		fmt.Printf("round %d herald/native deliveries/s ratio: %.2f\n", i+1, hr[i].deliveries/nr[i].deliveries)
 	}
 	stat := func(name string, rs []result) {
-		var d, p50, p99 []float64
+		var d, p50, p99, cpu []float64
 		for _, r := range rs {
+			cpu = append(cpu, r.cpuPer)
 			d = append(d, r.deliveries)
 			p50 = append(p50, float64(r.p50)/1e3)
 			p99 = append(p99, float64(r.p99)/1e3)
@@ -494,8 +536,9 @@ func runCase(c benchCase) error {
 		dm, dl, dh := median(d)
 		am, al, ah := median(p50)
 		bm, bl, bh := median(p99)
-		fmt.Printf("%-6s deliveries/s %.2fM [%.2f-%.2f]  p50 %.0f µs [%.0f-%.0f]  p99 %.0f µs [%.0f-%.0f]\n",
-			name, dm/1e6, dl/1e6, dh/1e6, am, al, ah, bm, bl, bh)
+		cm, cl, ch := median(cpu)
+		fmt.Printf("%-6s deliveries/s %.2fM [%.2f-%.2f]  p50 %.0f µs [%.0f-%.0f]  p99 %.0f µs [%.0f-%.0f]  cpu/delivery %.0f ns [%.0f-%.0f]\n",
+			name, dm/1e6, dl/1e6, dh/1e6, am, al, ah, bm, bl, bh, cm, cl, ch)
 	}
 	fmt.Printf("case %s, median [min-max] over rounds:\n", c.name)
 	if len(hr) > 0 {

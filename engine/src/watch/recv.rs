@@ -24,6 +24,10 @@ pub struct Visited {
     /// The watch's end, if this call reached it (the terminal item; it is
     /// reported once, and the watch is finished afterwards).
     pub end: Option<EndReason>,
+    /// The call armed the watch's waker after its events, because they
+    /// drained it ([`Watch::poll_visit_batch_leased_arming`] only): the
+    /// waker fires once it has more, so no further poll is needed.
+    pub armed: bool,
 }
 
 /// What a leased batch lent ([`Watch::visit_batch_leased`]): the chunks
@@ -268,7 +272,11 @@ impl Watch {
                 l.chunks.push(chunk);
             }
         });
-        let mut visited = Visited { events, end: None };
+        let mut visited = Visited {
+            events,
+            end: None,
+            armed: false,
+        };
         if more
             && events > 0
             && let Some(l) = lease.as_deref_mut()
@@ -347,6 +355,67 @@ impl Watch {
         mut f: impl FnMut(EventRef<'_>),
     ) -> Poll<Visited> {
         self.poll_visit(cx, max, &mut f, Some(lease))
+    }
+
+    /// [`poll_visit_batch_leased`](Watch::poll_visit_batch_leased), and
+    /// when the batch drains the watch (fewer than `max` events, no end)
+    /// it also arms `cx`'s waker before returning, as a poll that found
+    /// nothing would (register, announce, look once more: anything the
+    /// last look finds is added to the batch, and the watch is then not
+    /// armed). [`Visited::armed`] says which: when it is set, the waker
+    /// fires once the watch has more, so an event loop needs no second
+    /// poll to learn that the watch is empty and to arm it.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// use std::task::{Context, Poll, Waker};
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([], 1.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// let mut lease = Lease::default();
+    /// writer.apply(Change::added(Object::builder("ns", "a").build(), 2.into()))?;
+    /// let mut seen = 0;
+    /// let mut armed = false;
+    /// while seen == 0 {
+    ///     lease.clear();
+    ///     if let Poll::Ready(v) = watch.poll_visit_batch_leased_arming(&mut cx, 64, &mut lease, |_| seen += 1) {
+    ///         armed = v.armed;
+    ///     }
+    /// }
+    /// assert_eq!(seen, 1);
+    /// assert!(armed); // drained: its waker fires at the next change
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_visit_batch_leased_arming(
+        &mut self,
+        cx: &mut Context<'_>,
+        max: usize,
+        lease: &mut Lease,
+        mut f: impl FnMut(EventRef<'_>),
+    ) -> Poll<Visited> {
+        let mut visited = match self.poll_visit(cx, max, &mut f, Some(&mut *lease)) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(v) => v,
+        };
+        if visited.events == 0
+            || visited.events >= max
+            || visited.end.is_some()
+            || self.is_finished()
+        {
+            return Poll::Ready(visited);
+        }
+        self.arm(cx.waker());
+        // Look once more, as `poll_visit` does before it sleeps.
+        let more = self.visit(max - visited.events, &mut f, Some(lease));
+        if more.events > 0 || more.end.is_some() || self.is_finished() {
+            self.w.awake();
+            visited.events += more.events;
+            visited.end = more.end;
+        } else {
+            visited.armed = true;
+        }
+        Poll::Ready(visited)
     }
 
     fn poll_visit(

@@ -446,6 +446,10 @@ static int index_of(struct shared *s, herald_watch h) {
   return -1;
 }
 
+/* The consumers poll with herald_watch_poll_arming (stopping at an armed
+ * batch) instead of polling until HERALD_PENDING. */
+static int use_arming = 0;
+
 static void *consumer(void *arg) {
   struct shared *s = arg;
   int fd;
@@ -477,7 +481,11 @@ static void *consumer(void *arg) {
       for (;;) {
         size_t n = 0;
         herald_end end;
-        herald_status st = herald_watch_poll(ready[k], evs, 64, &n, &end);
+        bool armed = false;
+        herald_status st =
+            use_arming
+                ? herald_watch_poll_arming(ready[k], evs, 64, &n, &end, &armed)
+                : herald_watch_poll(ready[k], evs, 64, &n, &end);
         if (st == HERALD_PENDING)
           break;
         if (st != HERALD_OK || end.reason != HERALD_END_NONE) {
@@ -489,6 +497,8 @@ static void *consumer(void *arg) {
             s->errors++;
           s->next_rv[i] = evs[j].resource_version + 1;
         }
+        if (armed)
+          break; /* drained and armed: reported again when it has more */
       }
       pthread_mutex_unlock(&s->lock[i]);
     }
@@ -560,6 +570,179 @@ static void test_threads_and_a_set(void) {
   EXPECT(herald_watch_set_free(s.set), HERALD_E_HANDLE);
   herald_writer_free(s.w);
   herald_engine_free(s.e);
+}
+
+/* Waits up to 5 s for the set's descriptor to be readable. */
+static int readable(herald_watch_set set, int timeout_ms) {
+  int fd;
+  if (herald_watch_set_fd(set, &fd) != HERALD_OK)
+    return 0;
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, timeout_ms) == 1;
+}
+
+/* herald_watch_poll_arming: a batch that drains the watch arms it in the
+ * same call (the set reports it again only when it has more); a full
+ * batch does not (it is reported again at once); PENDING is armed; a
+ * watch in no set is never armed. */
+static void test_poll_arming(void) {
+  herald_engine e;
+  herald_writer w;
+  herald_watch_set set;
+  EXPECT(herald_engine_new(NULL, &e, &w), HERALD_OK);
+  EXPECT(herald_writer_replace(w, NULL, 0, 1), HERALD_OK);
+  EXPECT(herald_watch_set_new(&set), HERALD_OK);
+  herald_watch_request r = watch_all(1);
+  herald_watch wt, plain;
+  EXPECT(herald_watch_open(e, &r, &wt), HERALD_OK);
+  EXPECT(herald_watch_open(e, &r, &plain), HERALD_OK);
+  EXPECT(herald_watch_set_add(set, wt), HERALD_OK);
+  herald_watch ready[4];
+  size_t nr = 0, n = 0;
+  herald_event evs[8];
+  herald_end end;
+  bool armed = false;
+  /* Joined: reported once; nothing yet: PENDING and armed. */
+  EXPECT(herald_watch_set_ready(set, ready, 4, &nr), HERALD_OK);
+  CHECK(nr == 1 && ready[0] == wt);
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed),
+         HERALD_PENDING);
+  CHECK(n == 0 && armed);
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, NULL), HERALD_E_NULL);
+  EXPECT(herald_watch_poll_arming(wt, NULL, 8, &n, &end, &armed),
+         HERALD_E_NULL);
+
+  /* One change: one batch drains it and arms it. */
+  herald_object o = pod("ns", "a", "web", "n1", "A");
+  EXPECT(herald_writer_apply(w, HERALD_CHANGE_ADDED, 2, &o), HERALD_OK);
+  CHECK(readable(set, 5000));
+  EXPECT(herald_watch_set_ready(set, ready, 4, &nr), HERALD_OK);
+  CHECK(nr == 1 && ready[0] == wt);
+  armed = false;
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed), HERALD_OK);
+  CHECK(n == 1 && armed && evs[0].resource_version == 2 &&
+        bytes_eq(evs[0].payload, "A"));
+  /* Not reported again: nothing new. */
+  EXPECT(herald_watch_set_ready(set, ready, 4, &nr), HERALD_OK);
+  CHECK(nr == 0);
+
+  /* Three changes, a batch of two: not armed, reported again; the next
+   * batch takes the third and arms it. */
+  for (uint64_t rv = 3; rv <= 5; rv++)
+    EXPECT(herald_writer_apply(w, HERALD_CHANGE_MODIFIED, rv, &o), HERALD_OK);
+  CHECK(readable(set, 5000));
+  /* The engine's dispatcher may still be pushing: wait for all three. */
+  for (int tries = 0; tries < 500; tries++) {
+    herald_stats st;
+    herald_engine_stats(e, &st);
+    if (st.deliveries >= 4 + 4)
+      break;
+    usleep(10000);
+  }
+  EXPECT(herald_watch_set_ready(set, ready, 4, &nr), HERALD_OK);
+  CHECK(nr == 1 && ready[0] == wt);
+  armed = true;
+  EXPECT(herald_watch_poll_arming(wt, evs, 2, &n, &end, &armed), HERALD_OK);
+  CHECK(n == 2 && !armed && evs[0].resource_version == 3 &&
+        evs[1].resource_version == 4);
+  EXPECT(herald_watch_set_ready(set, ready, 4, &nr), HERALD_OK);
+  CHECK(nr == 1 && ready[0] == wt);
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed), HERALD_OK);
+  CHECK(n == 1 && armed && evs[0].resource_version == 5);
+
+  /* A watch in no set: its events, never armed. */
+  armed = true;
+  EXPECT(herald_watch_poll_arming(plain, evs, 8, &n, &end, &armed), HERALD_OK);
+  CHECK(n == 4 && !armed && evs[3].resource_version == 5);
+
+  /* The end: reported, not armed; then the same end again. */
+  EXPECT(herald_watch_stop(wt), HERALD_OK);
+  armed = true;
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed), HERALD_OK);
+  CHECK(n == 0 && !armed && end.reason == HERALD_END_STOPPED);
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed), HERALD_OK);
+  CHECK(end.reason == HERALD_END_STOPPED);
+  EXPECT(herald_watch_free(wt), HERALD_OK);
+  EXPECT(herald_watch_poll_arming(wt, evs, 8, &n, &end, &armed),
+         HERALD_E_HANDLE);
+  herald_watch_free(plain);
+  herald_watch_set_free(set);
+  herald_writer_free(w);
+  herald_engine_free(e);
+}
+
+/* herald_writer_apply_batch: changes in order, one call; a refused
+ * change stops it (the ones before it applied, counted); a malformed one
+ * applies none. */
+static void test_apply_batch(void) {
+  herald_engine e;
+  herald_writer w;
+  EXPECT(herald_engine_new(NULL, &e, &w), HERALD_OK);
+  size_t applied = 99;
+  herald_change ch[3];
+  memset(ch, 0, sizeof ch);
+  ch[0].kind = HERALD_CHANGE_ADDED;
+  ch[0].resource_version = 2;
+  ch[0].object = pod("ns", "a", "web", "n1", "A2");
+  /* Not ready before the first list: nothing applied. */
+  EXPECT(herald_writer_apply_batch(w, ch, 1, &applied), HERALD_E_NOT_READY);
+  CHECK(applied == 0);
+  EXPECT(herald_writer_replace(w, NULL, 0, 1), HERALD_OK);
+  herald_watch_request r = watch_all(1);
+  herald_watch wt;
+  EXPECT(herald_watch_open(e, &r, &wt), HERALD_OK);
+  EXPECT(herald_writer_apply_batch(w, NULL, 0, &applied), HERALD_OK);
+  CHECK(applied == 0);
+  EXPECT(herald_writer_apply_batch(w, NULL, 1, &applied), HERALD_E_NULL);
+  ch[1].kind = HERALD_CHANGE_MODIFIED;
+  ch[1].resource_version = 3;
+  ch[1].object = pod("ns", "a", "web", "n1", "A3");
+  ch[2].kind = HERALD_CHANGE_DELETED;
+  ch[2].resource_version = 4;
+  ch[2].object = pod("ns", "a", "web", "n1", "A3");
+  EXPECT(herald_writer_apply_batch(w, ch, 3, &applied), HERALD_OK);
+  CHECK(applied == 3);
+  uint64_t rv = 0;
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 4);
+  herald_event evs[8];
+  size_t n = 0, got = 0;
+  herald_end end;
+  const char *want[3] = {"A2", "A3", "A3"};
+  for (int tries = 0; tries < 500 && got < 3; tries++) {
+    herald_status st = herald_watch_wait(wt, evs, 8, 100, &n, &end);
+    CHECK(st == HERALD_OK || st == HERALD_PENDING);
+    for (size_t j = 0; j < n && got < 3; j++, got++) {
+      CHECK(evs[j].resource_version == 2 + got);
+      CHECK((int)evs[j].kind == (got == 0   ? HERALD_EVENT_ADDED
+                                 : got == 1 ? HERALD_EVENT_MODIFIED
+                                            : HERALD_EVENT_DELETED));
+      CHECK(bytes_eq(evs[j].payload, want[got]));
+    }
+  }
+  CHECK(got == 3);
+  /* The second change is out of order: the first is applied, not the
+   * third; applied_out may be null. */
+  ch[0].kind = HERALD_CHANGE_ADDED;
+  ch[0].resource_version = 5;
+  ch[1].resource_version = 5;
+  ch[2].resource_version = 6;
+  EXPECT(herald_writer_apply_batch(w, ch, 3, &applied),
+         HERALD_E_OUT_OF_ORDER);
+  CHECK(applied == 1);
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 5);
+  /* A bad kind: none applied. */
+  ch[0].resource_version = 6;
+  ch[1].kind = 42;
+  ch[1].resource_version = 7;
+  EXPECT(herald_writer_apply_batch(w, ch, 2, NULL), HERALD_E_INVALID);
+  EXPECT(herald_engine_resource_version(e, &rv), HERALD_OK);
+  CHECK(rv == 5);
+  herald_watch_free(wt);
+  herald_writer_free(w);
+  EXPECT(herald_writer_apply_batch(w, ch, 1, &applied), HERALD_E_HANDLE);
+  herald_engine_free(e);
 }
 
 /* A stop from another thread ends a wait blocked on the watch. */
@@ -721,6 +904,11 @@ int main(void) {
   test_gone();
   test_hostile_arguments();
   test_threads_and_a_set();
+  use_arming = 1;
+  test_threads_and_a_set();
+  use_arming = 0;
+  test_poll_arming();
+  test_apply_batch();
   test_stop_from_another_thread();
   test_views_small_and_large();
   test_views_survive_the_history_moving_on();
