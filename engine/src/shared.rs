@@ -507,6 +507,18 @@ impl Shared {
     /// [`Gated`]. `attempt` gets the state and the dispatcher's cursor.
     pub(crate) fn write(
         &self,
+        attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
+    ) -> Result<(), WriteError> {
+        self.write_quiet(attempt)?;
+        self.wake_dispatcher();
+        Ok(())
+    }
+
+    /// [`Shared::write`] without the dispatcher's wake, which the caller
+    /// then owes (or does the dispatcher's work itself: see
+    /// `Writer::dispatch`).
+    pub(crate) fn write_quiet(
+        &self,
         mut attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
     ) -> Result<(), WriteError> {
         loop {
@@ -527,8 +539,6 @@ impl Shared {
                     }
                     Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
                     Counters::set(&c.ring_len, st.ring.len() as u64);
-                    drop(st);
-                    self.wake_dispatcher();
                     return Ok(());
                 }
             }

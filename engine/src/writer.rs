@@ -3,6 +3,7 @@
 //! (`Shared::write`), which waits for the dispatcher only when the ring is
 //! full of undispatched changes.
 
+use crate::dispatch::Slot;
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
@@ -29,11 +30,23 @@ enum Relist {
 #[derive(Debug)]
 pub struct Writer {
     shared: Arc<Shared>,
+    /// The dispatcher's state, to fan changes out on this thread
+    /// ([`Config::inline_dispatch`](crate::Config::inline_dispatch)).
+    inline: Option<Slot>,
 }
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Shared>) -> Writer {
-        Writer { shared }
+    pub(crate) fn new(shared: Arc<Shared>, inline: Option<Slot>) -> Writer {
+        Writer { shared, inline }
+    }
+
+    /// After a change is in the ring: fans it out here if inline dispatch
+    /// is on and the dispatcher's state is free, else (or if something is
+    /// left for it) wakes the dispatcher.
+    fn dispatch(&self) {
+        if !self.inline.as_ref().is_some_and(Slot::dispatch_inline) {
+            self.shared.wake_dispatcher();
+        }
     }
 
     /// Applies one change. Its resource version must be greater than the
@@ -67,7 +80,7 @@ impl Writer {
         let (kind, object, rv) = change.into_parts();
         check_names(&object)?;
         let shared = &*self.shared;
-        shared.write(|st, dispatched| {
+        shared.write_quiet(|st, dispatched| {
             shared.check_ready()?;
             if rv <= st.rv {
                 return Err(WriteError::OutOfOrder {
@@ -120,7 +133,9 @@ impl Writer {
             shared.current_rv.store(rv.get(), Ordering::Release);
             Counters::add(&shared.counters.changes_received, 1);
             Ok(resize)
-        })
+        })?;
+        self.dispatch();
+        Ok(())
     }
 
     /// Replaces the whole state (a re-list) at `rv`, which must not be older
