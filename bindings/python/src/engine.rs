@@ -242,7 +242,8 @@ impl ListPage {
 }
 
 /// A watch cache for one resource type. Create it with
-/// `Engine(indexed_fields=None, history=None, too_large_timeout=None)`,
+/// `Engine(indexed_fields=None, history=None, too_large_timeout=None,
+/// slow_watchers="park", inline_dispatch=True)`,
 /// take its one writer with `writer()`. Thread-safe: every method may be
 /// called from any thread at once; reads release the GIL while they wait.
 #[pyclass(module = "herald", frozen)]
