@@ -205,13 +205,18 @@ class Engine:
         history: Optional[Tuple[int, int]] = None,
         too_large_timeout: Optional[float] = None,
         slow_watchers: Literal["park", "time_budget"] = "park",
+        inline_dispatch: bool = True,
     ) -> None:
         """``indexed_fields``: fields to route watches by (``spec.nodeName``);
         ``history``: (lower, upper) bounds of the changes kept;
         ``too_large_timeout``: seconds to wait for a version not reached yet
         (default 3); ``slow_watchers``: "park" (a slow watcher is parked and
         resumed from history, ending "gone" only if its next change left it)
-        or "time_budget" (Kubernetes': it ends "too_slow")."""
+        or "time_budget" (Kubernetes': it ends "too_slow");
+        ``inline_dispatch`` (under "park"): ``Writer.apply`` fans its change
+        out on the caller's thread when the engine's dispatcher is idle, so
+        a writer on an event loop wakes its watches without a hop through
+        the dispatcher thread (False: the dispatcher thread always does)."""
     def writer(self) -> Writer:
         """The engine's one writer (once; again: InvalidArgument)."""
     def stop(self) -> None:

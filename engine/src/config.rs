@@ -33,6 +33,7 @@ pub struct Config {
     pub(crate) slow_watchers: SlowWatchers,
     pub(crate) spill_limit: usize,
     pub(crate) spill_budget: u64,
+    pub(crate) inline_dispatch: bool,
     pub(crate) clock: std::sync::Arc<dyn Clock>,
 }
 
@@ -56,6 +57,7 @@ impl Default for Config {
             slow_watchers: SlowWatchers::default(),
             spill_limit: DEFAULT_SPILL_LIMIT,
             spill_budget: DEFAULT_SPILL_BUDGET,
+            inline_dispatch: false,
             clock: std::sync::Arc::new(SystemClock),
         }
     }
@@ -213,6 +215,25 @@ impl Config {
     /// min); one also comes 2 s before its deadline.
     pub fn bookmark_frequency(mut self, every: Duration) -> Self {
         self.bookmark_frequency = every;
+        self
+    }
+
+    /// Whether [`Writer::apply`](crate::Writer::apply) fans its change out
+    /// itself, on the caller's thread, when the dispatcher is idle
+    /// (default false: the dispatcher thread does, woken by the write).
+    ///
+    /// The watchers' wakes then come from the writer's thread, with no
+    /// hop through the dispatcher thread: a writer and its consumers on
+    /// one event loop (Python's asyncio) wake them without another thread
+    /// having to be scheduled, which on a loaded machine is the tail of
+    /// the latency. The writer pays the fan-out (a filter per candidate
+    /// watcher, a wake per sleeping one); it never waits for it: when the
+    /// dispatcher thread is busy, the change is left to it, as without
+    /// this. Only under [`SlowWatchers::Park`] (the time budget's rounds
+    /// wait for slow watchers, which a writer must not); re-lists and
+    /// progress always go through the dispatcher thread.
+    pub fn inline_dispatch(mut self, on: bool) -> Self {
+        self.inline_dispatch = on;
         self
     }
 

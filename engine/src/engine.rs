@@ -47,6 +47,9 @@ fn stop(shared: &Shared, dispatcher: &Mutex<Option<JoinHandle<()>>>) {
         .dispatcher
         .get()
         .is_some_and(|t| t.id() == crate::sync::current().id())
+        // Nor a waker run by an inline dispatch, which holds the state the
+        // dispatcher thread may be waiting for.
+        || dispatch::in_inline_dispatch()
     {
         return;
     }
@@ -74,8 +77,10 @@ impl Engine {
         config.validate()?;
         let shared = Arc::new(Shared::new(config));
         let for_thread = shared.clone();
+        let slot = dispatch::Slot::default();
+        let thread_slot = slot.clone();
         let join = crate::sync::spawn("herald-dispatch".into(), move || {
-            dispatch::run(for_thread);
+            dispatch::run(for_thread, thread_slot);
         })
         .map_err(ConfigError::Spawn)?;
         // Set before anyone else holds the engine: no wake can be lost.
@@ -86,7 +91,10 @@ impl Engine {
                 dispatcher: Mutex::new(Some(join)),
             }),
         };
-        Ok((engine, Writer::new(shared)))
+        // Inline dispatch never waits, which the time budget's rounds do.
+        let inline = shared.config.inline_dispatch
+            && shared.config.slow_watchers == crate::config::SlowWatchers::Park;
+        Ok((engine, Writer::new(shared, inline.then_some(slot))))
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {

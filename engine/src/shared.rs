@@ -509,16 +509,17 @@ impl Shared {
         &self,
         attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
     ) -> Result<(), WriteError> {
-        self.write_then(attempt, true)
+        self.write_quiet(attempt)?;
+        self.wake_dispatcher();
+        Ok(())
     }
 
-    /// [`write`](Shared::write); `wake`: wake the dispatcher after it
-    /// (a batch of writes wakes it once, after the last; a write that
-    /// waits for the dispatcher wakes it anyway).
-    pub(crate) fn write_then(
+    /// [`Shared::write`] without the dispatcher's wake, which the caller
+    /// then owes (or does the dispatcher's work itself: see
+    /// `Writer::dispatch`).
+    pub(crate) fn write_quiet(
         &self,
         mut attempt: impl FnMut(&mut WriterState, u64) -> Result<Option<Resize>, Attempt>,
-        wake: bool,
     ) -> Result<(), WriteError> {
         loop {
             let mut st = self.lock_state();
@@ -538,10 +539,6 @@ impl Shared {
                     }
                     Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
                     Counters::set(&c.ring_len, st.ring.len() as u64);
-                    drop(st);
-                    if wake {
-                        self.wake_dispatcher();
-                    }
                     return Ok(());
                 }
             }

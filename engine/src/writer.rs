@@ -3,6 +3,7 @@
 //! (`Shared::write`), which waits for the dispatcher only when the ring is
 //! full of undispatched changes.
 
+use crate::dispatch::Slot;
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
@@ -52,11 +53,23 @@ enum Relist {
 #[derive(Debug)]
 pub struct Writer {
     shared: Arc<Shared>,
+    /// The dispatcher's state, to fan changes out on this thread
+    /// ([`Config::inline_dispatch`](crate::Config::inline_dispatch)).
+    inline: Option<Slot>,
 }
 
 impl Writer {
-    pub(crate) fn new(shared: Arc<Shared>) -> Writer {
-        Writer { shared }
+    pub(crate) fn new(shared: Arc<Shared>, inline: Option<Slot>) -> Writer {
+        Writer { shared, inline }
+    }
+
+    /// After a change is in the ring: fans it out here if inline dispatch
+    /// is on and the dispatcher's state is free, else (or if something is
+    /// left for it) wakes the dispatcher.
+    fn dispatch(&self) {
+        if !self.inline.as_ref().is_some_and(Slot::dispatch_inline) {
+            self.shared.wake_dispatcher();
+        }
     }
 
     /// Applies one change. Its resource version must be greater than the
@@ -91,8 +104,9 @@ impl Writer {
     }
 
     /// Applies `changes` in order, as that many [`Writer::apply`] calls
-    /// would, but wakes the engine's dispatcher once, after the last, not
-    /// after each (a source that receives changes in batches, as a
+    /// would, but wakes the engine's dispatcher once (or, with
+    /// [`Config::inline_dispatch`](crate::Config::inline_dispatch), fans
+    /// out once), after the last, not after each (a source that receives changes in batches, as a
     /// reflector does from etcd, saves a wake-up per change). It stops at
     /// the first change refused: the changes before it are applied, and
     /// the error says how many.
@@ -129,7 +143,7 @@ impl Writer {
             applied += 1;
         }
         if applied > 0 {
-            self.shared.wake_dispatcher();
+            self.dispatch();
         }
         result
     }
@@ -138,63 +152,64 @@ impl Writer {
         let (kind, object, rv) = change.into_parts();
         check_names(&object)?;
         let shared = &*self.shared;
-        shared.write_then(
-            |st, dispatched| {
-                shared.check_ready()?;
-                if rv <= st.rv {
-                    return Err(WriteError::OutOfOrder {
-                        given: rv,
-                        current: st.rv,
-                    }
-                    .into());
+        shared.write_quiet(|st, dispatched| {
+            shared.check_ready()?;
+            if rv <= st.rv {
+                return Err(WriteError::OutOfOrder {
+                    given: rv,
+                    current: st.rv,
                 }
-                let stored = st.store.get(object.key());
-                if kind == ChangeKind::Deleted && stored.is_none() {
-                    // A key the cache never held: no watcher can have seen the
-                    // object, so none is told of its deletion; the version
-                    // moves as with progress (the reference: a deletion with no
-                    // previous object passes no filter, seeds/000
-                    // convertToWatchEvent).
-                    st.rv = rv;
-                    shared.current_rv.store(rv.get(), Ordering::Release);
-                    Counters::add(&shared.counters.progress_updates, 1);
-                    return Ok(None);
-                }
-                let prev_rv = stored.map(|e| e.rv);
-                // SEMANTICS 1: a deletion's previous object is its last state.
-                let prev = stored.map(|e| e.object.clone());
-                let (_, resize) = st.ring.append(
-                    RecordKind::Change(kind),
-                    rv,
-                    Some(object.clone()),
-                    prev,
-                    prev_rv,
-                    st.generation,
-                    shared.config.clock.now(),
-                    dispatched,
-                )?;
-                match kind {
-                    ChangeKind::Deleted => {
-                        st.store.delete(object.key());
-                    }
-                    _ => {
-                        st.store.put(Stored {
-                            object: object.clone(),
-                            rv,
-                        });
-                    }
-                }
+                .into());
+            }
+            let stored = st.store.get(object.key());
+            if kind == ChangeKind::Deleted && stored.is_none() {
+                // A key the cache never held: no watcher can have seen the
+                // object, so none is told of its deletion; the version
+                // moves as with progress (the reference: a deletion with no
+                // previous object passes no filter, seeds/000
+                // convertToWatchEvent).
                 st.rv = rv;
-                st.since_view += 1;
-                if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
-                    shared.publish_view(st);
-                }
                 shared.current_rv.store(rv.get(), Ordering::Release);
-                Counters::add(&shared.counters.changes_received, 1);
-                Ok(resize)
-            },
-            wake,
-        )
+                Counters::add(&shared.counters.progress_updates, 1);
+                return Ok(None);
+            }
+            let prev_rv = stored.map(|e| e.rv);
+            // SEMANTICS 1: a deletion's previous object is its last state.
+            let prev = stored.map(|e| e.object.clone());
+            let (_, resize) = st.ring.append(
+                RecordKind::Change(kind),
+                rv,
+                Some(object.clone()),
+                prev,
+                prev_rv,
+                st.generation,
+                shared.config.clock.now(),
+                dispatched,
+            )?;
+            match kind {
+                ChangeKind::Deleted => {
+                    st.store.delete(object.key());
+                }
+                _ => {
+                    st.store.put(Stored {
+                        object: object.clone(),
+                        rv,
+                    });
+                }
+            }
+            st.rv = rv;
+            st.since_view += 1;
+            if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
+                shared.publish_view(st);
+            }
+            shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&shared.counters.changes_received, 1);
+            Ok(resize)
+        })?;
+        if wake {
+            self.dispatch();
+        }
+        Ok(())
     }
 
     /// Replaces the whole state (a re-list) at `rv`, which must not be older

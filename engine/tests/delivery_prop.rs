@@ -161,9 +161,14 @@ impl Watcher {
     }
 }
 
+/// Cases made so far: every other one runs with inline dispatch.
+static CASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let inline = CASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 2 == 1;
     let (engine, mut writer) = Engine::new(
         Config::default()
+            .inline_dispatch(inline)
             .index("spec.nodeName")
             .history_bounds(4, 100_000)
             .too_large_timeout(Duration::from_secs(600)),

@@ -80,9 +80,16 @@ const TOO_LARGE: Duration = Duration::from_secs(3);
 /// Liveness limit for every wait (never a timing assertion).
 const LIVENESS: Duration = Duration::from_secs(20);
 
+/// Cases made so far: every other one runs with inline dispatch (the
+/// writer fans its changes out itself when the dispatcher is idle), which
+/// the model must not be able to tell from the dispatcher thread's.
+static CASES: AtomicU64 = AtomicU64::new(0);
+
 /// The engine configuration the model describes.
 fn config(clock: &ManualClock) -> Config {
+    let inline = CASES.fetch_add(1, Ordering::Relaxed) % 2 == 1;
     Config::default()
+        .inline_dispatch(inline)
         .index("spec.nodeName")
         .history_bounds(RING, RING)
         .history_window(Duration::from_secs(1 << 20))

@@ -371,3 +371,43 @@ fn a_gated_writer_is_woken() {
         assert_eq!(engine.resource_version().get(), 4);
     });
 }
+
+/// Inline dispatch: the writer fans its changes out itself when it finds
+/// the dispatcher's state free, else leaves them to the dispatcher thread
+/// and wakes it. Whichever interleaving (the thread in a turn, parked, or
+/// waiting for the state the writer holds), a sleeping follower gets both
+/// changes.
+#[test]
+fn changes_reach_a_sleeping_consumer_inline() {
+    model(|| {
+        let (engine, mut writer) = engine(Config::default().inline_dispatch(true));
+        let mut w = engine
+            .watch(WatchRequest::new().resource_version(Some(1.into())))
+            .unwrap();
+        let consumer = thread::spawn(move || {
+            let (events, end) = recv(&mut w, 2);
+            assert_eq!(end, None);
+            assert_eq!(events, [(EventKind::Added, 2), (EventKind::Added, 3)]);
+        });
+        writer
+            .apply(Change::added(pod("a", "n1"), 2.into()))
+            .unwrap();
+        writer
+            .apply(Change::added(pod("b", "n1"), 3.into()))
+            .unwrap();
+        consumer.join().unwrap();
+        drop(engine);
+    });
+}
+
+/// Inline dispatch with queues of one: pushes, parks and resumes split
+/// between the writer and the dispatcher thread lose and repeat nothing.
+#[test]
+fn park_and_resume_lose_and_repeat_nothing_inline() {
+    model(|| {
+        three_in_order(
+            Config::default().spill_limit(0).inline_dispatch(true),
+            WatchRequest::new().scope(KeyScope::prefix("ns")),
+        );
+    });
+}

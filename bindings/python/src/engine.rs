@@ -242,7 +242,8 @@ impl ListPage {
 }
 
 /// A watch cache for one resource type. Create it with
-/// `Engine(indexed_fields=None, history=None, too_large_timeout=None)`,
+/// `Engine(indexed_fields=None, history=None, too_large_timeout=None,
+/// slow_watchers="park", inline_dispatch=True)`,
 /// take its one writer with `writer()`. Thread-safe: every method may be
 /// called from any thread at once; reads release the GIL while they wait.
 #[pyclass(module = "herald", frozen)]
@@ -261,14 +262,18 @@ impl Engine {
     /// or read waits for a version the cache has not reached (default 3);
     /// `slow_watchers`: "park" (the default: a slow watcher is parked and
     /// resumed from history) or "time_budget" (the reference's: it ends
-    /// with "too_slow").
+    /// with "too_slow"); `inline_dispatch` (default True, under "park"):
+    /// `Writer.apply` fans its change out on the caller's thread when the
+    /// engine's dispatcher is idle, so a writer on an event loop wakes
+    /// that loop's watches without a hop through the dispatcher thread.
     #[new]
-    #[pyo3(signature = (indexed_fields=None, history=None, too_large_timeout=None, slow_watchers="park"))]
+    #[pyo3(signature = (indexed_fields=None, history=None, too_large_timeout=None, slow_watchers="park", inline_dispatch=true))]
     fn new(
         indexed_fields: Option<Vec<String>>,
         history: Option<(usize, usize)>,
         too_large_timeout: Option<f64>,
         slow_watchers: &str,
+        inline_dispatch: bool,
     ) -> PyResult<Engine> {
         let mut c = Config::default().slow_watchers(match slow_watchers {
             "park" => SlowWatchers::Park,
@@ -279,6 +284,7 @@ impl Engine {
                 )));
             }
         });
+        c = c.inline_dispatch(inline_dispatch);
         for f in indexed_fields.iter().flatten() {
             c = c.index(f);
         }

@@ -7,7 +7,7 @@
 //!   GIL while it waits, an asyncio async iterator driven by the engine's
 //!   readiness wakes (one [`ReadySet`](herald_c::set::ReadySet) per event
 //!   loop, read by the loop's `add_reader` callback: no thread per watch,
-//!   and the engine's dispatcher never takes the GIL), and a batch `poll`.
+//!   and no wake takes the GIL), and a batch `poll`.
 //! - Every Rust error becomes a typed exception under `HeraldError`
 //!   (`errors.rs`); no call panics on any input.
 

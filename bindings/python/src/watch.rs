@@ -8,7 +8,8 @@
 //! registered with `loop.add_reader`. A watch awaited with nothing ready
 //! joins the set once (its waker is the set's [`Member`]), stores the
 //! asyncio future its `__anext__` returned, and is armed by
-//! `poll_visit_batch`. The engine's dispatcher wakes the member, which
+//! `poll_visit_batch`. The engine wakes the member (from `Writer.apply`'s
+//! thread with inline dispatch, else from its dispatcher thread), which
 //! only queues it and writes the eventfd (no GIL); the loop then calls
 //! [`Reactor::on_ready`], which polls the woken watches and resolves
 //! their futures. A watch with events buffered answers `__anext__` with

@@ -487,6 +487,45 @@ def test_many_asyncio_tasks_on_many_watches(ew):
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("inline", [True, False])
+def test_a_writer_on_the_loop_with_and_without_inline_dispatch(inline):
+    # inline_dispatch (the default): apply wakes the loop's watches from
+    # the loop's own thread; False: the engine's dispatcher thread does.
+    # Each watch gets exactly its changes, in order, either way.
+    engine = herald.Engine(indexed_fields=["spec.nodeName"], inline_dispatch=inline)
+    writer = engine.writer()
+    nodes, n_changes = 20, 400
+    writer.replace([herald.Object("ns", f"o{i}", None, {"spec.nodeName": f"n{i}"}) for i in range(nodes)], 1)
+
+    async def main():
+        watches = [engine.watch(resource_version=1, field_selector=f"spec.nodeName=n{i}") for i in range(nodes)]
+        watches.append(engine.watch(resource_version=1))
+
+        async def consume(w, want):
+            got = []
+            async for ev in w:
+                got.append(ev.resource_version)
+                if len(got) == want:
+                    break
+            return got
+
+        wants = [n_changes // nodes] * nodes + [n_changes]
+        tasks = [asyncio.create_task(consume(w, n)) for w, n in zip(watches, wants)]
+        await asyncio.sleep(0.01)
+        for k in range(n_changes):
+            i = k % nodes
+            writer.apply("MODIFIED", k + 2, "ns", f"o{i}", None, {"spec.nodeName": f"n{i}"})
+            if k % 7 == 0:
+                await asyncio.sleep(0)
+        results = await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        for i in range(nodes):
+            assert results[i] == [k + 2 for k in range(n_changes) if k % nodes == i]
+        assert results[nodes] == list(range(2, n_changes + 2))
+
+    asyncio.run(main())
+    engine.stop()
+
+
 def test_async_iteration_ends_with_a_reason(ew):
     engine, writer = ew
 

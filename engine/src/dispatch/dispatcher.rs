@@ -15,7 +15,7 @@ use crate::ring::{ReadCursor, RecordKind};
 use crate::rv::ResourceVersion;
 use crate::shared::{Request, Shared};
 use crate::stats::Counters;
-use crate::sync::{Arc, Ordering, fence};
+use crate::sync::{Arc, Mutex, MutexGuard, Ordering, fence};
 use crate::wakes::Wakes;
 
 use super::held::{Deadline, DeadlineKind, RvWaiter, place, retain_heap, shrink};
@@ -44,27 +44,135 @@ const IDLE: Duration = Duration::from_secs(3600);
 /// enqueued histogram.
 const SAMPLE_MASK: u64 = 7;
 
+/// The dispatcher's state, shared by its thread and (with
+/// [`Config::inline_dispatch`](crate::Config::inline_dispatch)) the
+/// writer, which fans its own changes out when it finds the state free
+/// ([`Slot::dispatch_inline`]). The thread holds the lock for one turn of
+/// its loop and parks without it; it empties the slot when it exits.
+#[derive(Clone)]
+pub(crate) struct Slot(Arc<Mutex<Option<Dispatcher>>>);
+
+impl Default for Slot {
+    fn default() -> Slot {
+        Slot(Arc::new(Mutex::new(None)))
+    }
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Slot")
+    }
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, Option<Dispatcher>> {
+        // A panic in a turn is caught and ends the engine (see `run`);
+        // the state is only used to shut down after it.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writer, after appending a change: fans out what the ring holds
+    /// beyond the dispatcher's cursor (one batch) on the calling thread, if
+    /// the dispatcher's state is free. Returns whether the dispatcher
+    /// thread has nothing left to do for it (false: wake it, as without
+    /// inline dispatch). Never waits: a thread in its turn keeps the
+    /// change, and its wake.
+    pub(crate) fn dispatch_inline(&self) -> bool {
+        let Ok(mut guard) = self.0.try_lock() else {
+            return false;
+        };
+        let Some(d) = guard.as_mut() else {
+            return false;
+        };
+        if d.shared.is_stopping() {
+            return false;
+        }
+        INLINE.with(|f| f.set(true));
+        let done = catch_unwind(AssertUnwindSafe(|| d.inline()));
+        INLINE.with(|f| f.set(false));
+        match done {
+            Ok(done) => done,
+            Err(panic) => {
+                // As a panic in the thread: the engine fails and stops;
+                // the thread ends every watch with `EngineFailed`.
+                let _ = d.shared.failure.set(panic_message(panic.as_ref()));
+                d.shared.request_stop();
+                false
+            }
+        }
+    }
+}
+
+std::thread_local! {
+    /// Set while this thread dispatches inline: a waker that stops the
+    /// engine from here must not wait for the dispatcher thread, which may
+    /// be waiting for the state this thread holds.
+    static INLINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is dispatching inline (a waker run by
+/// [`Slot::dispatch_inline`]).
+pub(crate) fn in_inline_dispatch() -> bool {
+    INLINE.with(std::cell::Cell::get)
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the dispatcher panicked".to_owned())
+}
+
+/// What one turn of the dispatcher's loop leaves to do.
+enum Turn {
+    /// Another turn at once.
+    Again,
+    /// Park until then (or a wake).
+    Park(Instant),
+    /// The engine stopped: every watch has its end.
+    Exit,
+}
+
 /// The dispatcher's thread. A panic inside it (a bug, or user code it
 /// calls, such as a [`Clock`]) is caught: the engine records it
 /// ([`Engine::failure`](crate::Engine::failure)), stops, and ends every
 /// watch with [`EndReason::EngineFailed`], so no receiver, writer or
 /// `stop` is left waiting for a thread that is gone.
-pub(crate) fn run(shared: Arc<Shared>) {
-    let mut d = Dispatcher::new(shared);
-    let Err(panic) = catch_unwind(AssertUnwindSafe(|| d.run())) else {
-        return;
-    };
-    let message = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "the dispatcher panicked".to_owned());
-    let _ = d.shared.failure.set(message);
-    d.shared.request_stop();
-    // Ending watches calls no user code (no clock); should it fail all the
-    // same, the engine is already stopped and the control channel closed
-    // first, so nothing new waits on this thread.
-    let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
+pub(crate) fn run(shared: Arc<Shared>, slot: Slot) {
+    let clock = shared.config.clock.clone();
+    *slot.lock() = Some(Dispatcher::new(shared.clone()));
+    let turns = catch_unwind(AssertUnwindSafe(|| {
+        loop {
+            // The lock is held for one turn, never while parked.
+            let turn = match slot.lock().as_mut() {
+                Some(d) => d.turn(),
+                None => Turn::Exit,
+            };
+            match turn {
+                Turn::Again => {}
+                // The park token makes this race-free: a writer's
+                // `unpark` after the turn's checks (or while the writer
+                // held the state) makes the park return at once; a manual
+                // clock unparks us when it moves.
+                Turn::Park(at) => clock.park_until(at, IDLE),
+                Turn::Exit => break,
+            }
+        }
+    }));
+    let mut guard = slot.lock();
+    if let Err(panic) = turns {
+        let _ = shared.failure.set(panic_message(panic.as_ref()));
+        shared.request_stop();
+        // Ending watches calls no user code (no clock); should it fail all
+        // the same, the engine is already stopped and the control channel
+        // closed first, so nothing new waits on this thread.
+        if let Some(d) = guard.as_mut() {
+            let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
+        }
+    }
+    // Gone with the thread: a writer finds nothing to dispatch.
+    *guard = None;
 }
 
 struct Dispatcher {
@@ -160,60 +268,80 @@ impl Dispatcher {
         }
     }
 
-    fn run(&mut self) {
-        loop {
-            if self.shared.is_stopping() {
-                self.shutdown(EndReason::EngineStopped);
-                return;
-            }
-            // Acquire: pairs with the Release in `send_control`; the list
-            // itself is read under the control lock.
-            if self.shared.control_pending.swap(false, Ordering::Acquire) {
-                let taken = std::mem::take(&mut self.shared.lock_control().requests);
-                self.backlog.extend(taken);
-            }
-            let now = self.clock.now();
-            if !self.backlog.is_empty() {
-                self.apply_control(now);
-            }
-            self.admit_waiters(now);
-            self.expire_deadlines(now);
-            self.sweep_if_due();
-            self.publish_routes_if_dirty();
-            self.update_gauges();
-            let head = self.shared.ring.head();
-            if self.next_tick.is_some_and(|t| now >= t) {
-                // Catch up first, so a bookmark carries what the watchers
-                // (followers read the ring themselves) have already been
-                // served, not a version behind it.
-                while self.cursor < head {
-                    self.dispatch_batch(head.min(self.cursor + BATCH));
-                }
-                self.tick(now);
-            }
-            if self.cursor < head {
-                self.dispatch_batch(head.min(self.cursor + BATCH));
-                continue;
-            }
-            if !self.backlog.is_empty() || self.readmit {
-                continue;
-            }
-            // Looked at once more right before the park: a wait for a full
-            // queue in the tick's catch-up above (time-budget policy) may
-            // have consumed the park token of a stop, a change or a
-            // request that came after the checks at the top.
-            if self.shared.is_stopping()
-                || self.cursor < self.shared.ring.head()
-                || self.shared.control_pending.load(Ordering::Acquire)
-            {
-                continue;
-            }
-            // The park token makes this race-free: a writer's `unpark`
-            // after the checks above makes the park return at once; a
-            // manual clock unparks us when it moves.
-            let wake_at = self.wake_at().or_else(|| later(now, IDLE)).unwrap_or(now);
-            self.clock.park_until(wake_at, IDLE);
+    /// One turn of the loop: control requests, waits, a batch of changes.
+    fn turn(&mut self) -> Turn {
+        if self.shared.is_stopping() {
+            // A panic in an inline dispatch failed the engine.
+            let reason = if self.shared.failure.get().is_some() {
+                EndReason::EngineFailed
+            } else {
+                EndReason::EngineStopped
+            };
+            self.shutdown(reason);
+            return Turn::Exit;
         }
+        // Acquire: pairs with the Release in `send_control`; the list
+        // itself is read under the control lock.
+        if self.shared.control_pending.swap(false, Ordering::Acquire) {
+            let taken = std::mem::take(&mut self.shared.lock_control().requests);
+            self.backlog.extend(taken);
+        }
+        let now = self.clock.now();
+        if !self.backlog.is_empty() {
+            self.apply_control(now);
+        }
+        self.admit_waiters(now);
+        self.expire_deadlines(now);
+        self.sweep_if_due();
+        self.publish_routes_if_dirty();
+        self.update_gauges();
+        let head = self.shared.ring.head();
+        if self.next_tick.is_some_and(|t| now >= t) {
+            // Catch up first, so a bookmark carries what the watchers
+            // (followers read the ring themselves) have already been
+            // served, not a version behind it.
+            while self.cursor < head {
+                self.dispatch_batch(head.min(self.cursor + BATCH));
+            }
+            self.tick(now);
+        }
+        if self.cursor < head {
+            self.dispatch_batch(head.min(self.cursor + BATCH));
+            return Turn::Again;
+        }
+        if !self.backlog.is_empty() || self.readmit {
+            return Turn::Again;
+        }
+        // Looked at once more right before the park: a wait for a full
+        // queue in the tick's catch-up above (time-budget policy) may
+        // have consumed the park token of a stop, a change or a
+        // request that came after the checks at the top.
+        if self.shared.is_stopping()
+            || self.cursor < self.shared.ring.head()
+            || self.shared.control_pending.load(Ordering::Acquire)
+        {
+            return Turn::Again;
+        }
+        Turn::Park(self.wake_at().or_else(|| later(now, IDLE)).unwrap_or(now))
+    }
+
+    /// The writer's inline dispatch ([`Slot::dispatch_inline`]): one batch
+    /// from the cursor, then whether the thread has nothing left to do
+    /// that the write could have caused (more changes, a re-list's
+    /// re-admissions, a watch waiting for the version just reached).
+    fn inline(&mut self) -> bool {
+        let head = self.shared.ring.head();
+        if self.cursor < head {
+            self.dispatch_batch(head.min(self.cursor + BATCH));
+        }
+        let current = self.reached();
+        self.cursor >= self.shared.ring.head()
+            && !self.readmit
+            && self.backlog.is_empty()
+            && self
+                .waiting_rv
+                .peek()
+                .is_none_or(|Reverse(r)| r.need > current)
     }
 
     /// The next time something is due: the tick, a deadline, the end of a

@@ -21,6 +21,13 @@
 //! dispatcher only wakes those that sleep, once per batch
 //! (`watch/shared.rs`, Following).
 //!
+//! With [`Config::inline_dispatch`](crate::Config::inline_dispatch) the
+//! dispatcher's state sits behind a lock its thread holds for one turn of
+//! its loop: the writer, after a change, takes it when free and runs one
+//! batch itself (`Slot::dispatch_inline`), waking the thread only for
+//! what remains; a write then wakes its watchers from the writer's own
+//! thread.
+//!
 //! Registration happens between batches: a watcher becomes live at the
 //! cursor; the watcher replays anything older from the ring by itself, so
 //! the dispatcher never does per-watcher catch-up work.
@@ -66,4 +73,4 @@
 mod dispatcher;
 mod held;
 
-pub(crate) use dispatcher::run;
+pub(crate) use dispatcher::{Slot, in_inline_dispatch, run};
