@@ -77,7 +77,10 @@ impl Engine {
         config.validate()?;
         let shared = Arc::new(Shared::new(config));
         let for_thread = shared.clone();
-        let slot = dispatch::Slot::default();
+        // Inline dispatch never waits, which the time budget's rounds do.
+        let inline = shared.config.inline_dispatch
+            && shared.config.slow_watchers == crate::config::SlowWatchers::Park;
+        let slot = inline.then(dispatch::Slot::default);
         let thread_slot = slot.clone();
         let join = crate::sync::spawn("herald-dispatch".into(), move || {
             dispatch::run(for_thread, thread_slot);
@@ -91,10 +94,7 @@ impl Engine {
                 dispatcher: Mutex::new(Some(join)),
             }),
         };
-        // Inline dispatch never waits, which the time budget's rounds do.
-        let inline = shared.config.inline_dispatch
-            && shared.config.slow_watchers == crate::config::SlowWatchers::Park;
-        Ok((engine, Writer::new(shared, inline.then_some(slot))))
+        Ok((engine, Writer::new(shared, slot)))
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {

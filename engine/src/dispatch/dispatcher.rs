@@ -139,15 +139,21 @@ enum Turn {
 /// ([`Engine::failure`](crate::Engine::failure)), stops, and ends every
 /// watch with [`EndReason::EngineFailed`], so no receiver, writer or
 /// `stop` is left waiting for a thread that is gone.
-pub(crate) fn run(shared: Arc<Shared>, slot: Slot) {
+pub(crate) fn run(shared: Arc<Shared>, slot: Option<Slot>) {
     let clock = shared.config.clock.clone();
-    *slot.lock() = Some(Dispatcher::new(shared.clone()));
+    // Without inline dispatch no one else ever takes the state: the thread
+    // owns it and takes no lock per turn.
+    let mut own = None;
+    match &slot {
+        Some(slot) => *slot.lock() = Some(Dispatcher::new(shared.clone())),
+        None => own = Some(Dispatcher::new(shared.clone())),
+    }
     let turns = catch_unwind(AssertUnwindSafe(|| {
         loop {
             // The lock is held for one turn, never while parked.
-            let turn = match slot.lock().as_mut() {
-                Some(d) => d.turn(),
-                None => Turn::Exit,
+            let turn = match &slot {
+                Some(slot) => slot.lock().as_mut().map_or(Turn::Exit, Dispatcher::turn),
+                None => own.as_mut().map_or(Turn::Exit, Dispatcher::turn),
             };
             match turn {
                 Turn::Again => {}
@@ -160,19 +166,23 @@ pub(crate) fn run(shared: Arc<Shared>, slot: Slot) {
             }
         }
     }));
-    let mut guard = slot.lock();
+    let mut guard = slot.as_ref().map(Slot::lock);
+    let state = match &mut guard {
+        Some(guard) => &mut **guard,
+        None => &mut own,
+    };
     if let Err(panic) = turns {
         let _ = shared.failure.set(panic_message(panic.as_ref()));
         shared.request_stop();
         // Ending watches calls no user code (no clock); should it fail all
         // the same, the engine is already stopped and the control channel
         // closed first, so nothing new waits on this thread.
-        if let Some(d) = guard.as_mut() {
+        if let Some(d) = state.as_mut() {
             let _ = catch_unwind(AssertUnwindSafe(|| d.shutdown(EndReason::EngineFailed)));
         }
     }
     // Gone with the thread: a writer finds nothing to dispatch.
-    *guard = None;
+    *state = None;
 }
 
 struct Dispatcher {
