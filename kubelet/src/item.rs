@@ -48,7 +48,8 @@ pub(crate) struct Core {
     pub(crate) pump: Pump,
 }
 
-/// The counters behind [`ManagerStats`](crate::ManagerStats).
+/// The counters behind [`ManagerStats`](crate::ManagerStats): statistics
+/// only, read and written `Relaxed` (nothing is ordered by them).
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
     pub(crate) watches_open: AtomicUsize,

@@ -289,11 +289,16 @@ impl ObjectManager {
         let shared = &self.shared;
         {
             let items = write(&shared.items);
+            // Under the map's write lock, which `add_reference` reads it
+            // under too: the lock orders them, the atomic only lets `stats`
+            // and others read it without the lock.
             shared.stopped.store(true, Ordering::Release);
             for item in items.values() {
                 item.shut();
             }
         }
+        // Release: pairs with the pump's Acquire load; the unpark below
+        // makes it look.
         shared.core.pump.stopping.store(true, Ordering::Release);
         shared.core.pump.unpark();
         if let Some(handle) = lock(&self.pump).take() {
