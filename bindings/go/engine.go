@@ -84,6 +84,9 @@ const (
 	maxPollBatchLimit = 4096
 )
 
+// HERALD_ENGINE_INLINE_DISPATCH (herald_engine_new_flags).
+const engineInlineDispatch = 1
+
 func versionFlags(v Version, m Match) (uint64, uint32) {
 	var flags uint32
 	if v.set {
@@ -102,8 +105,9 @@ func versionFlags(v Version, m Match) (uint64, uint32) {
 type Option func(*config)
 
 type config struct {
-	indexed      []string
-	lower, upper int
+	indexed        []string
+	lower, upper   int
+	inlineDispatch bool
 }
 
 // WithHistory bounds the history (the changes kept for watches from a
@@ -117,6 +121,20 @@ func WithHistory(lower, upper int) Option {
 // watcher whose field selector pins one is found by value, not scanned.
 func WithIndexedFields(fields ...string) Option {
 	return func(c *config) { c.indexed = append(c.indexed, fields...) }
+}
+
+// WithInlineDispatch sets whether the writer (Writer.Apply,
+// Writer.ApplyBatch) fans each change out to the watches itself, on its
+// own thread, when the engine's dispatcher thread is idle, waking that
+// thread only when work remains (the engine's Config::inline_dispatch,
+// the C ABI's HERALD_ENGINE_INLINE_DISPATCH). Off, each write wakes the
+// dispatcher thread (a futex wake-up), which fans the change out. On,
+// the writer pays the fan-out (a filter per candidate watch, a wake-up
+// per sleeping one) but never waits for it: a change the dispatcher
+// thread is busy with is left to it. The default is off: see README.md,
+// Performance, for the measurements behind it.
+func WithInlineDispatch(on bool) Option {
+	return func(c *config) { c.inlineDispatch = on }
 }
 
 // Engine is Herald's cache, its readers and watchers. Safe for
@@ -151,9 +169,13 @@ func NewEngine(opts ...Option) (*Engine, *Writer, error) {
 	}
 	blob = append(blob, 0)
 	lens = append(lens, 0)
+	var flags uint32
+	if cfg.inlineDispatch {
+		flags |= engineInlineDispatch
+	}
 	var e, w C.uint64_t
 	r := C.hg_engine_new((*C.char)(unsafe.Pointer(&blob[0])), (*C.uint64_t)(unsafe.Pointer(&lens[0])),
-		C.size_t(len(cfg.indexed)), C.size_t(cfg.lower), C.size_t(cfg.upper), &e, &w)
+		C.size_t(len(cfg.indexed)), C.size_t(cfg.lower), C.size_t(cfg.upper), C.uint32_t(flags), &e, &w)
 	if err := check("new engine", r); err != nil {
 		return nil, nil, err
 	}

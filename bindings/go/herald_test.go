@@ -577,8 +577,110 @@ func TestBadInput(t *testing.T) {
 
 // Many goroutines at once: watches opened, consumed and closed from many
 // goroutines while the writer writes and others list and get.
-func TestManyGoroutines(t *testing.T) {
-	e, w := newEngine(t, WithIndexedFields("spec.nodeName"))
+func TestManyGoroutines(t *testing.T) { manyGoroutines(t) }
+
+// The same with inline dispatch (the writer's goroutine fans out when the
+// engine's dispatcher thread is idle): each watcher still gets exactly
+// its node's changes, in order; and with batches, watchers of every
+// change, by Events and by Poll, get every change in order.
+func TestInlineDispatch(t *testing.T) {
+	t.Run("many goroutines", func(t *testing.T) { manyGoroutines(t, WithInlineDispatch(true)) })
+	t.Run("batches", func(t *testing.T) {
+		e, w := newEngine(t, WithInlineDispatch(true))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const watchers, changes = 50, 3000
+		var done sync.WaitGroup
+		errs := make(chan error, watchers+1)
+		for i := 0; i < watchers; i++ {
+			wa, err := e.Watch(ctx, WatchRequest{ResourceVersion: At(1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wa.Close()
+			done.Add(1)
+			go func(i int) {
+				defer done.Done()
+				next := uint64(2)
+				check := func(ev Event) bool {
+					if ev.Type == EventBookmark {
+						return true
+					}
+					if ev.ResourceVersion != next {
+						errs <- fmt.Errorf("watcher %d: version %d, want %d", i, ev.ResourceVersion, next)
+						return false
+					}
+					next++
+					return next < 2+changes
+				}
+				if i%2 == 0 {
+					for ev := range wa.Events(ctx) {
+						if !check(ev) {
+							return
+						}
+					}
+					return
+				}
+				deadline := time.Now().Add(60 * time.Second)
+				for {
+					evs, end, err := wa.Poll(64)
+					if err != nil || end != nil {
+						errs <- fmt.Errorf("watcher %d: poll: %v, end %v", i, err, end)
+						return
+					}
+					if len(evs) == 0 {
+						if time.Now().After(deadline) {
+							errs <- fmt.Errorf("watcher %d: stuck at %d", i, next)
+							return
+						}
+						time.Sleep(time.Millisecond)
+					}
+					for _, ev := range evs {
+						if !check(ev) {
+							return
+						}
+					}
+				}
+			}(i)
+		}
+		rv := uint64(2)
+		for rv < 2+changes {
+			if (rv/100)%2 == 0 {
+				kind := Modified
+				if rv == 2 {
+					kind = Added
+				}
+				if err := w.Apply(kind, rv, pod("ns", "a", "web", "n1", fmt.Sprint(rv))); err != nil {
+					t.Fatal(err)
+				}
+				rv++
+				continue
+			}
+			var batch []Change
+			for j := 0; j < 10; j++ {
+				batch = append(batch, Change{Kind: Modified, ResourceVersion: rv, Object: pod("ns", "a", "web", "n1", fmt.Sprint(rv))})
+				rv++
+			}
+			if n, err := w.ApplyBatch(batch); err != nil || n != len(batch) {
+				t.Fatalf("ApplyBatch: %d, %v", n, err)
+			}
+		}
+		finished := make(chan struct{})
+		go func() { done.Wait(); close(finished) }()
+		select {
+		case <-finished:
+		case <-time.After(60 * time.Second):
+			t.Fatal("watchers did not finish")
+		}
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+func manyGoroutines(t *testing.T, opts ...Option) {
+	e, w := newEngine(t, append([]Option{WithIndexedFields("spec.nodeName")}, opts...)...)
 	const (
 		watchers = 200
 		changes  = 2000

@@ -58,7 +58,7 @@ static void hg_decode(const uint8_t *blob, const uint64_t *lens, size_t nobj,
 }
 
 hg_res hg_engine_new(const char *fields_blob, const uint64_t *field_lens, size_t nfields,
-		size_t lower, size_t upper, uint64_t *e, uint64_t *w) {
+		size_t lower, size_t upper, uint32_t flags, uint64_t *e, uint64_t *w) {
 	herald_config cfg;
 	memset(&cfg, 0, sizeof cfg);
 	herald_str *fs = NULL;
@@ -75,7 +75,7 @@ hg_res hg_engine_new(const char *fields_blob, const uint64_t *field_lens, size_t
 	cfg.indexed_fields_len = nfields;
 	cfg.history_lower = lower;
 	cfg.history_upper = upper;
-	hg_res r = hg_res_of(herald_engine_new(&cfg, e, w));
+	hg_res r = hg_res_of(herald_engine_new_flags(&cfg, flags, e, w));
 	free(fs);
 	return r;
 }

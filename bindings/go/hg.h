@@ -9,7 +9,7 @@ typedef struct {
 	char *msg;
 } hg_res;
 
-hg_res hg_engine_new(const char *fields_blob, const uint64_t *field_lens, size_t nfields, size_t lower, size_t upper, uint64_t *e, uint64_t *w);
+hg_res hg_engine_new(const char *fields_blob, const uint64_t *field_lens, size_t nfields, size_t lower, size_t upper, uint32_t flags, uint64_t *e, uint64_t *w);
 hg_res hg_engine_stop(uint64_t e);
 hg_res hg_engine_free(uint64_t e);
 hg_res hg_engine_rv(uint64_t e, uint64_t *out);

@@ -12,6 +12,17 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+// [`herald_engine_new_flags`]: the writer fans each change out on its own
+// thread when the engine's dispatcher thread is idle (the engine's
+// `Config::inline_dispatch`), waking that thread only when work remains.
+// Without it (the default), each write wakes the dispatcher thread (a
+// futex wake-up), which fans the change out. With it, the watchers'
+// wake-ups come from the writer's thread, with no hop through another
+// thread; the writer pays the fan-out (a filter per candidate watcher,
+// a wake-up per sleeping one), but never waits for it: a change the
+// dispatcher thread is busy with is left to it, as without the flag.
+#define HERALD_ENGINE_INLINE_DISPATCH 1
+
 // [`HeraldWatchRequest::flags`] and [`HeraldListRequest::flags`]:
 // `resource_version` is set (else: unset, Kubernetes' `""`).
 #define HERALD_HAS_RESOURCE_VERSION 1
@@ -346,8 +357,16 @@ extern "C" {
 size_t herald_last_error(char *buf, size_t len);
 
 // Creates an engine and its one writer. `config` may be null (the
-// defaults).
+// defaults). As [`herald_engine_new_flags`] with no flags.
 herald_status herald_engine_new(const struct herald_config *config, herald_engine *engine_out, herald_writer *writer_out);
+
+// Creates an engine and its one writer, as [`herald_engine_new`], with
+// `HERALD_ENGINE_*` flags ([`HERALD_ENGINE_INLINE_DISPATCH`]); 0 is
+// [`herald_engine_new`]. An unknown flag is [`HERALD_E_INVALID`].
+// (A function of its own, not a field of [`HeraldConfig`]: that struct
+// is not versioned, and a caller built against a header without the
+// field would pass a shorter one.)
+herald_status herald_engine_new_flags(const struct herald_config *config, uint32_t flags, herald_engine *engine_out, herald_writer *writer_out);
 
 // Stops the engine: watches end with [`HERALD_END_ENGINE_STOPPED`],
 // writes fail with [`HERALD_E_STOPPED`]. The handle stays valid.

@@ -174,6 +174,17 @@ pub struct HeraldConfig {
     pub history_upper: usize,
 }
 
+/// [`herald_engine_new_flags`]: the writer fans each change out on its own
+/// thread when the engine's dispatcher thread is idle (the engine's
+/// `Config::inline_dispatch`), waking that thread only when work remains.
+/// Without it (the default), each write wakes the dispatcher thread (a
+/// futex wake-up), which fans the change out. With it, the watchers'
+/// wake-ups come from the writer's thread, with no hop through another
+/// thread; the writer pays the fan-out (a filter per candidate watcher,
+/// a wake-up per sleeping one), but never waits for it: a change the
+/// dispatcher thread is busy with is left to it, as without the flag.
+pub const HERALD_ENGINE_INLINE_DISPATCH: u32 = 1;
+
 /// The kind of a write ([`herald_writer_apply`]).
 pub type HeraldChangeKind = i32;
 /// A new object.
@@ -671,10 +682,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 const DEFAULT_HISTORY_LOWER: usize = 100;
 
 /// Creates an engine and its one writer. `config` may be null (the
-/// defaults).
+/// defaults). As [`herald_engine_new_flags`] with no flags.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn herald_engine_new(
     config: *const HeraldConfig,
+    engine_out: *mut HeraldEngine,
+    writer_out: *mut HeraldWriter,
+) -> HeraldStatus {
+    // SAFETY: the same contract.
+    unsafe { herald_engine_new_flags(config, 0, engine_out, writer_out) }
+}
+
+/// The flags [`herald_engine_new_flags`] knows.
+const KNOWN_ENGINE_FLAGS: u32 = HERALD_ENGINE_INLINE_DISPATCH;
+
+/// Creates an engine and its one writer, as [`herald_engine_new`], with
+/// `HERALD_ENGINE_*` flags ([`HERALD_ENGINE_INLINE_DISPATCH`]); 0 is
+/// [`herald_engine_new`]. An unknown flag is [`HERALD_E_INVALID`].
+/// (A function of its own, not a field of [`HeraldConfig`]: that struct
+/// is not versioned, and a caller built against a header without the
+/// field would pass a shorter one.)
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn herald_engine_new_flags(
+    config: *const HeraldConfig,
+    flags: u32,
     engine_out: *mut HeraldEngine,
     writer_out: *mut HeraldWriter,
 ) -> HeraldStatus {
@@ -682,7 +713,13 @@ pub unsafe extern "C" fn herald_engine_new(
         if engine_out.is_null() || writer_out.is_null() {
             return Err(Error::null("engine_out or writer_out"));
         }
-        let mut c = Config::default();
+        if flags & !KNOWN_ENGINE_FLAGS != 0 {
+            return Err(Error::invalid(format!(
+                "unknown engine flags {:#x}",
+                flags & !KNOWN_ENGINE_FLAGS
+            )));
+        }
+        let mut c = Config::default().inline_dispatch(flags & HERALD_ENGINE_INLINE_DISPATCH != 0);
         // SAFETY: `config` is null or a HeraldConfig (the docs).
         if let Some(cfg) = unsafe { config.as_ref() } {
             // SAFETY: its array holds `indexed_fields_len` strings.

@@ -55,6 +55,7 @@ var (
 	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
 	mix      = flag.String("mix", "all,node,mixed", "cases, comma-separated: all (every watcher gets every change), node (watcher i watches node i; each change is for one node, round robin), mixed (one in four watchers watches everything, the rest one node each)")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
+	inline   = flag.Bool("inline", false, "herald's engine with WithInlineDispatch(true) (the writer fans out when the dispatcher thread is idle)")
 	batch    = flag.Int("batch", 1, "herald's writer applies this many changes per Writer.ApplyBatch call (1: Writer.Apply per change), as a source receiving batches would; native is unchanged (its feeder handles one change at a time either way)")
 )
 
@@ -472,6 +473,7 @@ func runCase(c benchCase) error {
 	if c.indexed {
 		opts = append(opts, herald.WithIndexedFields("spec.nodeName"))
 	}
+	opts = append(opts, herald.WithInlineDispatch(*inline))
 	e, w, err := herald.NewEngine(opts...)
 	if err != nil {
 		return err

@@ -745,6 +745,142 @@ static void test_apply_batch(void) {
   herald_engine_free(e);
 }
 
+/* herald_engine_new_flags: unknown flags refused; with
+ * HERALD_ENGINE_INLINE_DISPATCH, every watch (indexed, unindexed, in a
+ * set, blocked in a wait on another thread) gets exactly its changes, in
+ * order, written one by one and in batches. */
+#define INLINE_CHANGES 3000
+struct inline_reader {
+  herald_watch wt;
+  uint64_t got, last_rv;
+  int bad;
+};
+
+static void *inline_read(void *arg) {
+  struct inline_reader *rd = arg;
+  herald_event evs[64];
+  size_t n;
+  herald_end end;
+  for (int idle = 0; rd->got < INLINE_CHANGES && idle < 500;) {
+    herald_status st = herald_watch_wait(rd->wt, evs, 64, 20, &n, &end);
+    if (st != HERALD_OK && st != HERALD_PENDING) {
+      rd->bad++;
+      break;
+    }
+    idle = n ? 0 : idle + 1;
+    for (size_t j = 0; j < n; j++, rd->got++) {
+      if (evs[j].resource_version != rd->last_rv + 1)
+        rd->bad++;
+      rd->last_rv = evs[j].resource_version;
+    }
+  }
+  return NULL;
+}
+
+static void test_inline_dispatch(void) {
+  herald_engine e;
+  herald_writer w;
+  EXPECT(herald_engine_new_flags(NULL, 2, &e, &w), HERALD_E_INVALID);
+  last_error_contains("unknown engine flags");
+  EXPECT(herald_engine_new_flags(NULL, HERALD_ENGINE_INLINE_DISPATCH, NULL,
+                                 &w),
+         HERALD_E_NULL);
+  herald_str indexed[1] = {S("spec.nodeName")};
+  herald_config cfg = {indexed, 1, 0, 0};
+  EXPECT(herald_engine_new_flags(&cfg, HERALD_ENGINE_INLINE_DISPATCH, &e, &w),
+         HERALD_OK);
+  EXPECT(herald_writer_replace(w, NULL, 0, 1), HERALD_OK);
+  herald_watch_request r = watch_all(1);
+  struct inline_reader rd = {0, 0, 1, 0};
+  EXPECT(herald_watch_open(e, &r, &rd.wt), HERALD_OK);
+  r.field_selector = S("spec.nodeName=n1"); /* indexed: one change in 3 */
+  herald_watch node, in_set;
+  EXPECT(herald_watch_open(e, &r, &node), HERALD_OK);
+  r.field_selector = S("");
+  herald_watch_set set;
+  EXPECT(herald_watch_set_new(&set), HERALD_OK);
+  EXPECT(herald_watch_open(e, &r, &in_set), HERALD_OK);
+  EXPECT(herald_watch_set_add(set, in_set), HERALD_OK);
+  pthread_t t;
+  pthread_create(&t, NULL, inline_read, &rd);
+  const char *nodes[3] = {"n1", "n2", "n3"};
+  herald_change ch[10];
+  uint64_t rv = 2;
+  while (rv < 2 + INLINE_CHANGES) {
+    if ((rv / 100) % 2 == 0) { /* one by one */
+      /* One object per node (none moves out of the n1 watch's filter). */
+      herald_object o = pod("ns", nodes[rv % 3], "web", nodes[rv % 3], "x");
+      EXPECT(herald_writer_apply(w, rv < 5 ? HERALD_CHANGE_ADDED
+                                           : HERALD_CHANGE_MODIFIED,
+                                 rv, &o),
+             HERALD_OK);
+      rv++;
+    } else { /* batches of 10 (they start at multiples of 10) */
+      herald_pair fa[10][1];
+      for (int j = 0; j < 10; j++, rv++) {
+        ch[j].kind = HERALD_CHANGE_MODIFIED;
+        ch[j].resource_version = rv;
+        ch[j].object = pod("ns", nodes[rv % 3], "web", nodes[rv % 3], "x");
+        fa[j][0] = ch[j].object.fields[0];
+        ch[j].object.fields = fa[j];
+      }
+      size_t applied = 0;
+      EXPECT(herald_writer_apply_batch(w, ch, 10, &applied), HERALD_OK);
+      CHECK(applied == 10);
+    }
+  }
+  pthread_join(t, NULL);
+  CHECK(rd.bad == 0 && rd.got == INLINE_CHANGES &&
+        rd.last_rv == 1 + INLINE_CHANGES);
+  /* The indexed watch: the n1 changes only (rv % 3 == 0), in order. */
+  herald_event evs[64];
+  size_t n;
+  herald_end end;
+  uint64_t got = 0, want = 0, last = 0;
+  for (uint64_t v = 2; v < 2 + INLINE_CHANGES; v++)
+    want += v % 3 == 0;
+  for (int idle = 0; got < want && idle < 500;) {
+    herald_status st = herald_watch_wait(node, evs, 64, 20, &n, &end);
+    CHECK(st == HERALD_OK || st == HERALD_PENDING);
+    idle = n ? 0 : idle + 1;
+    for (size_t j = 0; j < n; j++, got++) {
+      CHECK(evs[j].resource_version % 3 == 0 &&
+            evs[j].resource_version > last);
+      last = evs[j].resource_version;
+    }
+  }
+  CHECK(got == want);
+  /* The watch in the set: reported ready, then every change (polled). */
+  CHECK(readable(set, 5000));
+  herald_watch ready[2];
+  size_t nr = 0;
+  EXPECT(herald_watch_set_ready(set, ready, 2, &nr), HERALD_OK);
+  CHECK(nr == 1 && ready[0] == in_set);
+  got = 0;
+  last = 1;
+  for (int idle = 0; got < INLINE_CHANGES && idle < 500;) {
+    herald_status st = herald_watch_poll(in_set, evs, 64, &n, &end);
+    CHECK(st == HERALD_OK || st == HERALD_PENDING);
+    idle = n ? 0 : idle + 1;
+    if (!n)
+      usleep(20000);
+    for (size_t j = 0; j < n; j++, got++) {
+      CHECK(evs[j].resource_version == last + 1);
+      last = evs[j].resource_version;
+    }
+  }
+  CHECK(got == INLINE_CHANGES);
+  herald_stats st;
+  EXPECT(herald_engine_stats(e, &st), HERALD_OK);
+  CHECK(st.changes_received >= INLINE_CHANGES);
+  herald_watch_free(rd.wt);
+  herald_watch_free(node);
+  herald_watch_free(in_set);
+  herald_watch_set_free(set);
+  herald_writer_free(w);
+  herald_engine_free(e);
+}
+
 /* A stop from another thread ends a wait blocked on the watch. */
 static void *stopper(void *arg) {
   usleep(50000);
@@ -909,6 +1045,7 @@ int main(void) {
   use_arming = 0;
   test_poll_arming();
   test_apply_batch();
+  test_inline_dispatch();
   test_stop_from_another_thread();
   test_views_small_and_large();
   test_views_survive_the_history_moving_on();
