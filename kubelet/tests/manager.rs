@@ -102,6 +102,24 @@ impl Fixture {
     }
 }
 
+/// A `get` of `ns/name` on another thread, the clock moving 250 ms at a
+/// time until it returns: the wait is on the manager's clock, so it ends
+/// once the clock has moved far enough past the get's start, whenever
+/// that was.
+fn get_while_the_clock_moves(
+    manager: &Arc<ObjectManager>,
+    clock: &ManualClock,
+    name: &'static str,
+) -> Result<Option<Object>, GetError> {
+    let m = manager.clone();
+    let getter = thread::spawn(move || m.get("ns", name));
+    while !getter.is_finished() {
+        clock.advance(Duration::from_millis(250));
+        thread::sleep(Duration::from_millis(5));
+    }
+    getter.join().unwrap()
+}
+
 fn pod(name: &str, uid: &str, objects: &[&str]) -> PodRefs {
     PodRefs {
         namespace: "ns".into(),
@@ -197,15 +215,7 @@ fn a_get_that_sees_no_sync_times_out() {
     let f = Fixture::pending(ManagerConfig::default().sync_timeout(Duration::from_secs(1)));
     f.manager.add_reference("ns", "s", "p").unwrap();
     let manager = Arc::new(f.manager);
-    let m = manager.clone();
-    let getter = thread::spawn(move || m.get("ns", "s"));
-    // The wait is on the manager's clock: it ends once the clock has moved
-    // a second past the get's start, whenever that was.
-    while !getter.is_finished() {
-        f.clock.advance(Duration::from_millis(250));
-        thread::sleep(Duration::from_millis(5));
-    }
-    match getter.join().unwrap() {
+    match get_while_the_clock_moves(&manager, &f.clock, "s") {
         Err(GetError::SyncTimeout { name, waited, .. }) => {
             assert_eq!(name, "s");
             assert!(waited >= Duration::from_secs(1), "{waited:?}");
@@ -331,13 +341,7 @@ fn an_idle_watch_restarted_before_the_engine_can_serve_waits_then_times_out() {
     // get fails with the reason.
     f.engine.stop();
     let manager = Arc::new(f.manager);
-    let m = manager.clone();
-    let getter = thread::spawn(move || m.get("ns", "s"));
-    while !getter.is_finished() {
-        f.clock.advance(Duration::from_millis(250));
-        thread::sleep(Duration::from_millis(5));
-    }
-    match getter.join().unwrap() {
+    match get_while_the_clock_moves(&manager, &f.clock, "s") {
         Err(GetError::SyncTimeout { last_end, .. }) => {
             let why = last_end.expect("the end's reason");
             assert!(why.contains("stopped"), "{why}");
