@@ -179,8 +179,9 @@ type watchCore struct {
 	inSet     bool  // Events started: the dispatcher and feed own receiving
 	credit    bool  // the feed waits for a batch: the dispatcher may poll
 	batches   chan batch
-	evbuf     []Event // the Events path's batch (see pollLocked)
-	out       chan Event
+	evbuf     []Event       // the Events path's batch (see pollLocked)
+	out       chan Event    // Events' channel (nil for Batches)
+	outB      chan []Event  // Batches' channel (nil for Events)
 	kick      chan struct{} // the feed should poll now (a stop, a close)
 	closed    chan struct{} // Close was called
 	closeOnce sync.Once
@@ -457,21 +458,77 @@ func newPollBuffer() *pollBuffer {
 // ctx is done (the watch is stopped: EndStopped, Cause ctx.Err()), or at
 // Close. A consumer that does not read holds no one up: Herald keeps
 // its events (and ends it EndTooSlow or EndGone if it falls too far
-// behind). Later calls return the same channel.
+// behind). Later calls return the same channel. Use one of Poll, Events
+// and Batches on a watch: Events after Batches returns a closed channel.
 func (w *Watch) Events(ctx context.Context) <-chan Event {
 	c := w.c
 	c.mu.Lock()
-	if c.out != nil {
+	if c.out != nil || c.outB != nil {
+		out := c.out
 		c.mu.Unlock()
-		return c.out
+		if out == nil {
+			out = make(chan Event)
+			close(out)
+		}
+		return out
 	}
 	c.out = make(chan Event, defaultEventsCap)
+	c.inSet = true
+	c.mu.Unlock()
+	c.start(ctx, w)
+	return c.out
+}
+
+// Batches is Events with one channel message per poll: each message
+// holds every event the binding polled for the watch in one go (1 to
+// BatchMax events, in order; messages in order), instead of one message
+// per event. The same machinery feeds it (the shared readiness loop
+// polls the watch and sends the batch itself while the consumer keeps
+// up), with the same order, end and context rules as Events: the channel
+// closes after the last event, and End then says why.
+//
+// Each message is a new slice that the receiver owns: the binding never
+// touches it again, so the receiver may keep it, reorder it or pass it
+// to another goroutine. (Each event's Payload is still shared and
+// read-only, as with Events.) The channel holds up to BatchesCap
+// messages. Later calls return the same channel. Use one of Poll, Events
+// and Batches on a watch: Batches after Events returns a closed channel.
+func (w *Watch) Batches(ctx context.Context) <-chan []Event {
+	c := w.c
+	c.mu.Lock()
+	if c.out != nil || c.outB != nil {
+		out := c.outB
+		c.mu.Unlock()
+		if out == nil {
+			out = make(chan []Event)
+			close(out)
+		}
+		return out
+	}
+	c.outB = make(chan []Event, BatchesCap)
+	c.inSet = true
+	c.mu.Unlock()
+	c.start(ctx, w)
+	return c.outB
+}
+
+const (
+	// BatchMax is the most events in one Batches message.
+	BatchMax = defaultPollBatch
+	// BatchesCap is the capacity, in messages, of a Batches channel.
+	BatchesCap = 8
+)
+
+// start joins the watch to the readiness loop and starts its feed (the
+// channel, c.out or c.outB, was just made).
+func (c *watchCore) start(ctx context.Context, w *Watch) {
+	c.mu.Lock()
 	c.inSet = true
 	ended := c.end != nil || c.freed
 	c.mu.Unlock()
 	if ended {
-		close(c.out)
-		return c.out
+		c.closeOut()
+		return
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -482,11 +539,28 @@ func (w *Watch) Events(ctx context.Context) <-chan Event {
 			c.end = &End{Reason: EndEngineFailed, Cause: err}
 		}
 		c.mu.Unlock()
-		close(c.out)
-		return c.out
+		c.closeOut()
+		return
 	}
 	go c.feed(ctx, w)
-	return c.out
+}
+
+// closeOut closes the consumer's channel (Events' or Batches').
+func (c *watchCore) closeOut() {
+	if c.outB != nil {
+		close(c.outB)
+	} else {
+		close(c.out)
+	}
+}
+
+// room is how many more messages the consumer's channel holds (events
+// for Events, batches for Batches); c.mu held, or the feed.
+func (c *watchCore) room() int {
+	if c.outB != nil {
+		return cap(c.outB) - len(c.outB)
+	}
+	return cap(c.out) - len(c.out)
 }
 
 // feed hands batches to the user's channel until the end, ctx or Close.
@@ -504,7 +578,7 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 		c.mu.Lock()
 		c.credit = false
 		c.mu.Unlock()
-		close(c.out)
+		c.closeOut()
 	}()
 	stopped := false
 	stop := func() {
@@ -520,7 +594,8 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			c.mu.Unlock()
 			return
 		}
-		b, err := c.pollLocked(defaultPollBatch, true, false)
+		// Batches: a new slice per message (the receiver owns it).
+		b, err := c.pollLocked(defaultPollBatch, c.outB == nil, false)
 		if err != nil {
 			if c.end == nil {
 				c.end = &End{Reason: EndEngineFailed, Cause: err}
@@ -560,6 +635,16 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 		} else {
 			c.mu.Unlock()
 		}
+		if c.outB != nil {
+			if !c.sendBatch(ctx, b.events, stop) {
+				return
+			}
+			if b.end != nil {
+				c.free()
+				return
+			}
+			continue
+		}
 		evs := b.events
 		for _, ev := range b.events {
 			if len(c.out) < cap(c.out) {
@@ -586,6 +671,27 @@ func (c *watchCore) feed(ctx context.Context, w *Watch) {
 			return
 		}
 	}
+}
+
+// sendBatch is the feed's send of one Batches message (none if empty);
+// false: Close was called.
+func (c *watchCore) sendBatch(ctx context.Context, evs []Event, stop func()) bool {
+	if len(evs) == 0 {
+		return true
+	}
+	if len(c.outB) < cap(c.outB) {
+		// The feed is the only sender now: there is room.
+		c.outB <- evs
+		return true
+	}
+	select {
+	case c.outB <- evs:
+	case <-ctx.Done():
+		stop() // drop it: the consumer is gone
+	case <-c.closed:
+		return false
+	}
+	return true
 }
 
 // dispatcher is the process's readiness loop: one watch set, its eventfd
@@ -657,12 +763,17 @@ func (c *watchCore) deliver() (full bool, sent int) {
 		return false, 0
 	}
 	for {
-		room := cap(c.out) - len(c.out)
+		room := c.room()
 		if room == 0 {
 			c.mu.Unlock()
 			return true, sent
 		}
-		b, err := c.pollLocked(room, true, true)
+		max, reuse := room, true
+		if c.outB != nil {
+			// Batches: one message per poll, a new slice each.
+			max, reuse = BatchMax, false
+		}
+		b, err := c.pollLocked(max, reuse, true)
 		if err != nil || b.end != nil {
 			// The feed reports it (it ends the watch).
 			c.credit = false
@@ -679,11 +790,15 @@ func (c *watchCore) deliver() (full bool, sent int) {
 			c.mu.Unlock() // armed again
 			return false, sent
 		}
-		for _, ev := range b.events {
-			c.out <- ev
+		if c.outB != nil {
+			c.outB <- b.events // the receiver's now
+		} else {
+			for _, ev := range b.events {
+				c.out <- ev
+			}
+			clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
 		}
 		sent += len(b.events)
-		clear(b.events) // c.evbuf: it holds no keys or payloads once delivered
 		if b.armed {
 			// Drained and armed in the same call: the set reports it
 			// again once it has more (the credit stays).

@@ -2,7 +2,8 @@
 // Go's native fan-out, interleaved round by round in one process:
 //
 //   - herald: one Writer applying changes; N watches, each consumed by a
-//     goroutine through Events(ctx).
+//     goroutine through Events(ctx) (with -batches: Batches(ctx), one
+//     []Event message per polled batch).
 //   - native: one goroutine applying each watcher's filter to each change
 //     (a loop over the watchers, no index) and sending it on the channel
 //     of each watcher that matches (one per watcher, the same capacity as
@@ -56,6 +57,7 @@ var (
 	mix      = flag.String("mix", "all,node,mixed", "cases, comma-separated: all (every watcher gets every change), node (watcher i watches node i; each change is for one node, round robin), mixed (one in four watchers watches everything, the rest one node each)")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
 	inline   = flag.Bool("inline", false, "herald's engine with WithInlineDispatch(true) (the writer fans out when the dispatcher thread is idle)")
+	batches  = flag.Bool("batches", false, "herald's consumers receive with Watch.Batches (one channel message per polled batch, []Event) instead of Events (one message per event); native is unchanged (one channel per watcher, one send per event)")
 	batch    = flag.Int("batch", 1, "herald's writer applies this many changes per Writer.ApplyBatch call (1: Writer.Apply per change), as a source receiving batches would; native is unchanged (its feeder handles one change at a time either way)")
 )
 
@@ -311,8 +313,20 @@ func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *
 		}
 		ws[i] = wa
 		r := &rs[i]
-		ch := wa.Events(ctx)
 		wg.Add(1)
+		if *batches {
+			ch := wa.Batches(ctx)
+			go func() {
+				defer wg.Done()
+				for b := range ch {
+					for i := range b {
+						r.record(b[i].Payload, b[i].ResourceVersion)
+					}
+				}
+			}()
+			continue
+		}
+		ch := wa.Events(ctx)
 		go func() {
 			defer wg.Done()
 			for ev := range ch {
@@ -450,6 +464,9 @@ func main() {
 	mode := "closed loop"
 	if *rate > 0 {
 		mode = fmt.Sprintf("paced at %.0f writes/s", *rate)
+	}
+	if *batches {
+		mode += ", herald's consumers on Watch.Batches"
 	}
 	if *batch > 1 {
 		mode += fmt.Sprintf(", herald's writer in batches of %d (Writer.ApplyBatch)", *batch)
