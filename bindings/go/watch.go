@@ -176,7 +176,7 @@ type watchCore struct {
 	freed     bool  // the C handle is freed
 	end       *End  // the end, once seen
 	cause     error // why the binding stopped it (ctx, Close)
-	inSet     bool  // Events started: the dispatcher and feed own receiving
+	inSet     bool  // Events or Batches started: the dispatcher and feed own receiving
 	credit    bool  // the feed waits for a batch: the dispatcher may poll
 	batches   chan batch
 	evbuf     []Event       // the Events path's batch (see pollLocked)
