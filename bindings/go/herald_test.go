@@ -781,6 +781,42 @@ func manyGoroutines(t *testing.T, opts ...Option) {
 	}
 }
 
+// writeWhileReadersCount writes `changes` changes to 50 pods (payloads of
+// 256 bytes, versions from 2) while `readers` goroutines each send on
+// `counts` how many they received; every reader must have got them all,
+// and the writer must not have been held up (by a consumer that never
+// reads, in the callers). Returns the writing time.
+func writeWhileReadersCount(t *testing.T, w *Writer, changes, readers int, counts <-chan int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	payload := make([]byte, 256)
+	for i := 0; i < changes; i++ {
+		o := Object{Namespace: "ns", Name: fmt.Sprintf("p%d", i%50), Payload: payload}
+		kind := Modified
+		if i < 50 {
+			kind = Added
+		}
+		if err := w.Apply(kind, uint64(2+i), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTime := time.Since(start)
+	for i := 0; i < readers; i++ {
+		select {
+		case n := <-counts:
+			if n != changes {
+				t.Fatalf("a reader got %d of %d", n, changes)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("readers timed out")
+		}
+	}
+	if writeTime > 20*time.Second {
+		t.Fatalf("the writer was held up: %v", writeTime)
+	}
+	return writeTime
+}
+
 // A consumer that never reads: the others get everything, and the writer
 // is not held up.
 func TestConsumerThatNeverReads(t *testing.T) {
@@ -816,33 +852,8 @@ func TestConsumerThatNeverReads(t *testing.T) {
 			counts <- n
 		}(wa.Events(ctx))
 	}
-	start := time.Now()
-	payload := make([]byte, 256)
-	for i := 0; i < changes; i++ {
-		o := Object{Namespace: "ns", Name: fmt.Sprintf("p%d", i%50), Payload: payload}
-		kind := Modified
-		if i < 50 {
-			kind = Added
-		}
-		if err := w.Apply(kind, uint64(2+i), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeTime := time.Since(start)
-	for i := 0; i < readers; i++ {
-		select {
-		case n := <-counts:
-			if n != changes {
-				t.Fatalf("a reader got %d of %d", n, changes)
-			}
-		case <-time.After(60 * time.Second):
-			t.Fatal("readers timed out")
-		}
-	}
+	writeTime := writeWhileReadersCount(t, w, changes, readers, counts)
 	t.Logf("%d writes in %v with a stuck consumer; its end: %v", changes, writeTime, stuck.End())
-	if writeTime > 20*time.Second {
-		t.Fatalf("the writer was held up: %v", writeTime)
-	}
 }
 
 // Stop, Close, context cancellation and receiving race on the same
