@@ -32,6 +32,14 @@
 mod handles;
 pub mod set;
 
+/// With the `mimalloc` feature (on by default), the library's Rust heap
+/// is mimalloc's: a write allocates its object in several pieces, and the
+/// C library's malloc made a tenth of a Go writer's time (see
+/// `Cargo.toml`).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::cell::RefCell;
 use std::ffi::c_char;
 use std::panic::AssertUnwindSafe;
