@@ -77,9 +77,22 @@ impl Object {
     /// assert_eq!(node.namespace(), "");
     /// ```
     pub fn builder(namespace: &str, name: &str) -> ObjectBuilder {
+        // The key in one allocation of its exact size (`build` boxes it
+        // without copying).
+        let name_at = if namespace.is_empty() {
+            0
+        } else {
+            namespace.len() + 1
+        };
+        let mut key = String::with_capacity(name_at + name.len());
+        if name_at > 0 {
+            key.push_str(namespace);
+            key.push('/');
+        }
+        key.push_str(name);
         ObjectBuilder {
-            namespace: namespace.into(),
-            name: name.into(),
+            key,
+            name_at,
             labels: Vec::new(),
             fields: Vec::new(),
             payload: Bytes::new(),
@@ -266,8 +279,9 @@ impl fmt::Debug for Object {
 /// Builds an [`Object`]; see [`Object::builder`].
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
-    namespace: Box<str>,
-    name: Box<str>,
+    /// `namespace/name`, or `name`; `name` is `key[name_at..]`.
+    key: String,
+    name_at: usize,
     labels: Vec<(Box<str>, Box<str>)>,
     fields: Vec<(Box<str>, Box<str>)>,
     payload: Bytes,
@@ -322,18 +336,10 @@ impl ObjectBuilder {
     /// assert_eq!(o.key(), "ns/a");
     /// ```
     pub fn build(self) -> Object {
-        let (key, name_at) = if self.namespace.is_empty() {
-            (self.name.clone(), 0)
-        } else {
-            (
-                format!("{}/{}", self.namespace, self.name).into_boxed_str(),
-                self.namespace.len() + 1,
-            )
-        };
         Object {
             inner: Arc::new(Inner {
-                key,
-                name_at,
+                key: self.key.into_boxed_str(),
+                name_at: self.name_at,
                 labels: sorted_unique(self.labels),
                 fields: sorted_unique(self.fields),
                 payload: self.payload,
@@ -344,16 +350,18 @@ impl ObjectBuilder {
 
 /// Sorts by key, keeping the last value given for each key.
 fn sorted_unique(mut pairs: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<str>)]> {
-    // Stable sort keeps insertion order among equal keys; keep the last.
+    // In place. The sort is stable, so equal keys keep the order they
+    // were given in; `dedup_by` keeps the first of a run, which takes
+    // the value of each later one (the last given wins).
     pairs.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut out: Vec<(Box<str>, Box<str>)> = Vec::with_capacity(pairs.len());
-    for p in pairs {
-        match out.last_mut() {
-            Some(last) if last.0 == p.0 => *last = p,
-            _ => out.push(p),
+    pairs.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            std::mem::swap(&mut later.1, &mut kept.1);
         }
-    }
-    out.into_boxed_slice()
+        same
+    });
+    pairs.into_boxed_slice()
 }
 
 /// One object with the resource version of its last change (etcd's
