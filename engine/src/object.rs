@@ -17,6 +17,10 @@ pub const FIELD_NAMESPACE: &str = "metadata.namespace";
 ///
 /// Cloning is cheap: an `Object` is a reference-counted handle, and clones
 /// share one allocation (the payload is a [`Bytes`], itself shared).
+/// Its key, labels and fields are packed in one string, with one array of
+/// where each label and field is in it: an object is four allocations
+/// (handle, text, array, payload) however many labels and fields it has,
+/// and a filter reading its labels reads one contiguous block.
 ///
 /// An object's key is `namespace/name`, or `name` for a cluster-scoped object
 /// (empty namespace). Watches select on keys (see [`KeyScope`](crate::KeyScope)).
@@ -56,14 +60,40 @@ pub struct Object {
 }
 
 struct Inner {
-    /// `namespace/name` or `name`; `name` is `key[name_at..]`.
-    key: Box<str>,
+    /// The key (`namespace/name` or `name`: `text[..key_len]`, the name
+    /// from `name_at`), then each label's and field's key and value, back
+    /// to back (and, after duplicate keys, text no span points at).
+    text: Box<str>,
+    key_len: usize,
     name_at: usize,
-    /// Sorted by key, keys unique.
-    labels: Box<[(Box<str>, Box<str>)]>,
-    /// Sorted by name, names unique. Excludes the implicit metadata fields.
-    fields: Box<[(Box<str>, Box<str>)]>,
+    /// The labels' spans, sorted by key, keys unique; then the fields',
+    /// sorted by name, names unique (the implicit metadata fields
+    /// excluded).
+    spans: Box<[Span]>,
+    /// How many of `spans` are labels.
+    labels: usize,
     payload: Bytes,
+}
+
+/// Where one label or field is in an object's text: its key is
+/// `text[at..key_end]`, its value `text[key_end..end]`.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    at: usize,
+    key_end: usize,
+    end: usize,
+    /// A field (sorted after every label), not a label.
+    field: bool,
+}
+
+impl Span {
+    fn key<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.at..self.key_end]
+    }
+
+    fn value<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.key_end..self.end]
+    }
 }
 
 impl Object {
@@ -77,24 +107,43 @@ impl Object {
     /// assert_eq!(node.namespace(), "");
     /// ```
     pub fn builder(namespace: &str, name: &str) -> ObjectBuilder {
-        // The key in one allocation of its exact size (`build` boxes it
-        // without copying).
+        Object::builder_with_capacity(namespace, name, 0, 0)
+    }
+
+    /// Starts building an object with room for `pairs` labels and fields
+    /// whose keys and values take `bytes` bytes in all: adding them then
+    /// allocates nothing, and [`build`](ObjectBuilder::build) copies
+    /// nothing. A hint only: more or fewer are fine.
+    ///
+    /// ```
+    /// # use herald::Object;
+    /// let o = Object::builder_with_capacity("ns", "a", 1, 15)
+    ///     .field("spec.nodeName", "n1")
+    ///     .build();
+    /// assert_eq!(o.field("spec.nodeName"), Some("n1"));
+    /// ```
+    pub fn builder_with_capacity(
+        namespace: &str,
+        name: &str,
+        pairs: usize,
+        bytes: usize,
+    ) -> ObjectBuilder {
         let name_at = if namespace.is_empty() {
             0
         } else {
             namespace.len() + 1
         };
-        let mut key = String::with_capacity(name_at + name.len());
+        let mut text = String::with_capacity((name_at + name.len()).saturating_add(bytes));
         if name_at > 0 {
-            key.push_str(namespace);
-            key.push('/');
+            text.push_str(namespace);
+            text.push('/');
         }
-        key.push_str(name);
+        text.push_str(name);
         ObjectBuilder {
-            key,
+            key_len: text.len(),
+            text,
             name_at,
-            labels: Vec::new(),
-            fields: Vec::new(),
+            spans: Vec::with_capacity(pairs),
             payload: Bytes::new(),
         }
     }
@@ -106,7 +155,7 @@ impl Object {
     /// assert_eq!(Object::builder("ns", "a").build().key(), "ns/a");
     /// ```
     pub fn key(&self) -> &str {
-        &self.inner.key
+        &self.inner.text[..self.inner.key_len]
     }
 
     /// The namespace (empty for cluster-scoped objects).
@@ -120,7 +169,7 @@ impl Object {
         if at == 0 {
             ""
         } else {
-            &self.inner.key[..at - 1]
+            &self.inner.text[..at - 1]
         }
     }
 
@@ -131,7 +180,7 @@ impl Object {
     /// assert_eq!(Object::builder("ns", "a").build().name(), "a");
     /// ```
     pub fn name(&self) -> &str {
-        &self.inner.key[self.inner.name_at..]
+        &self.inner.text[self.inner.name_at..self.inner.key_len]
     }
 
     /// The value of label `key`, if set.
@@ -143,7 +192,7 @@ impl Object {
     /// assert_eq!(o.label("app"), None);
     /// ```
     pub fn label(&self, key: &str) -> Option<&str> {
-        lookup(&self.inner.labels, key)
+        self.inner.lookup(self.inner.label_spans(), key)
     }
 
     /// All labels, sorted by key.
@@ -154,7 +203,11 @@ impl Object {
     /// assert_eq!(o.labels().collect::<Vec<_>>(), [("a", "1"), ("b", "2")]);
     /// ```
     pub fn labels(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
-        self.inner.labels.iter().map(|(k, v)| (&**k, &**v))
+        let text = &*self.inner.text;
+        self.inner
+            .label_spans()
+            .iter()
+            .map(move |s| (s.key(text), s.value(text)))
     }
 
     /// The value of the named field, if the object has it. `metadata.name`
@@ -171,7 +224,7 @@ impl Object {
         match name {
             FIELD_NAME => Some(self.name()),
             FIELD_NAMESPACE => Some(self.namespace()),
-            _ => lookup(&self.inner.fields, name),
+            _ => self.inner.lookup(self.inner.field_spans(), name),
         }
     }
 
@@ -231,23 +284,43 @@ impl Object {
     /// Approximate heap bytes the object holds, for byte-bounded history.
     pub(crate) fn approx_bytes(&self) -> usize {
         let i = &self.inner;
-        let pairs = |p: &[(Box<str>, Box<str>)]| {
-            p.iter().map(|(k, v)| k.len() + v.len() + 32).sum::<usize>()
-        };
-        64 + i.key.len() + pairs(&i.labels) + pairs(&i.fields) + i.payload.len()
+        64 + i.text.len() + i.spans.len() * size_of::<Span>() + i.payload.len()
+    }
+
+    /// The fields, sorted by name (without the implicit metadata fields).
+    fn fields(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        let text = &*self.inner.text;
+        self.inner
+            .field_spans()
+            .iter()
+            .map(move |s| (s.key(text), s.value(text)))
     }
 }
 
-fn lookup<'a>(pairs: &'a [(Box<str>, Box<str>)], key: &str) -> Option<&'a str> {
-    // Objects carry a handful of labels and fields: a linear scan beats a
-    // binary search below ~16 entries and both beat hashing.
-    if pairs.len() <= 16 {
-        pairs.iter().find(|(k, _)| &**k == key).map(|(_, v)| &**v)
-    } else {
-        pairs
-            .binary_search_by(|(k, _)| (**k).cmp(key))
-            .ok()
-            .map(|i| &*pairs[i].1)
+impl Inner {
+    fn label_spans(&self) -> &[Span] {
+        &self.spans[..self.labels]
+    }
+
+    fn field_spans(&self) -> &[Span] {
+        &self.spans[self.labels..]
+    }
+
+    fn lookup(&self, spans: &[Span], key: &str) -> Option<&str> {
+        let text = &*self.text;
+        // Objects carry a handful of labels and fields: a linear scan beats
+        // a binary search below ~16 entries and both beat hashing.
+        if spans.len() <= 16 {
+            spans
+                .iter()
+                .find(|s| s.key(text) == key)
+                .map(|s| s.value(text))
+        } else {
+            spans
+                .binary_search_by(|s| s.key(text).cmp(key))
+                .ok()
+                .map(|i| spans[i].value(text))
+        }
     }
 }
 
@@ -255,10 +328,10 @@ impl PartialEq for Object {
     /// Two objects are equal when key, labels, fields and payload are equal.
     fn eq(&self, other: &Self) -> bool {
         Object::ptr_eq(self, other)
-            || (self.inner.key == other.inner.key
+            || (self.key() == other.key()
                 && self.inner.name_at == other.inner.name_at
-                && self.inner.labels == other.inner.labels
-                && self.inner.fields == other.inner.fields
+                && self.labels().eq(other.labels())
+                && self.fields().eq(other.fields())
                 && self.inner.payload == other.inner.payload)
     }
 }
@@ -269,8 +342,8 @@ impl fmt::Debug for Object {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Object")
             .field("key", &self.key())
-            .field("labels", &self.inner.labels)
-            .field("fields", &self.inner.fields)
+            .field("labels", &self.labels().collect::<Vec<_>>())
+            .field("fields", &self.fields().collect::<Vec<_>>())
             .field("payload_len", &self.inner.payload.len())
             .finish()
     }
@@ -279,11 +352,14 @@ impl fmt::Debug for Object {
 /// Builds an [`Object`]; see [`Object::builder`].
 #[derive(Debug, Clone)]
 pub struct ObjectBuilder {
-    /// `namespace/name`, or `name`; `name` is `key[name_at..]`.
-    key: String,
+    /// The object's text so far: the key, then each label and field in
+    /// the order given (see `Inner`).
+    text: String,
+    key_len: usize,
     name_at: usize,
-    labels: Vec<(Box<str>, Box<str>)>,
-    fields: Vec<(Box<str>, Box<str>)>,
+    /// In the order given; `build` sorts them and drops those a later
+    /// one of the same key replaces.
+    spans: Vec<Span>,
     payload: Bytes,
 }
 
@@ -296,8 +372,21 @@ impl ObjectBuilder {
     /// assert_eq!(o.label("k"), Some("2"));
     /// ```
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.labels.push((key.into(), value.into()));
+        self.push(key, value, false);
         self
+    }
+
+    fn push(&mut self, key: &str, value: &str, field: bool) {
+        let at = self.text.len();
+        self.text.push_str(key);
+        let key_end = self.text.len();
+        self.text.push_str(value);
+        self.spans.push(Span {
+            at,
+            key_end,
+            end: self.text.len(),
+            field,
+        });
     }
 
     /// Sets the named field (a later value for the same name wins). The
@@ -311,7 +400,7 @@ impl ObjectBuilder {
     /// ```
     pub fn field(mut self, name: &str, value: &str) -> Self {
         if name != FIELD_NAME && name != FIELD_NAMESPACE {
-            self.fields.push((name.into(), value.into()));
+            self.push(name, value, true);
         }
         self
     }
@@ -335,33 +424,33 @@ impl ObjectBuilder {
     /// let o = Object::builder("ns", "a").build();
     /// assert_eq!(o.key(), "ns/a");
     /// ```
-    pub fn build(self) -> Object {
+    pub fn build(mut self) -> Object {
+        let text = &*self.text;
+        // Labels first, each kind sorted by key. The sort is stable, so
+        // equal keys keep the order they were given in; `dedup_by` keeps
+        // the first of a run, which takes the span of each later one (the
+        // last given wins).
+        self.spans
+            .sort_by(|a, b| (a.field, a.key(text)).cmp(&(b.field, b.key(text))));
+        self.spans.dedup_by(|later, kept| {
+            let same = later.field == kept.field && later.key(text) == kept.key(text);
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        let labels = self.spans.partition_point(|s| !s.field);
         Object {
             inner: Arc::new(Inner {
-                key: self.key.into_boxed_str(),
+                text: self.text.into_boxed_str(),
+                key_len: self.key_len,
                 name_at: self.name_at,
-                labels: sorted_unique(self.labels),
-                fields: sorted_unique(self.fields),
+                spans: self.spans.into_boxed_slice(),
+                labels,
                 payload: self.payload,
             }),
         }
     }
-}
-
-/// Sorts by key, keeping the last value given for each key.
-fn sorted_unique(mut pairs: Vec<(Box<str>, Box<str>)>) -> Box<[(Box<str>, Box<str>)]> {
-    // In place. The sort is stable, so equal keys keep the order they
-    // were given in; `dedup_by` keeps the first of a run, which takes
-    // the value of each later one (the last given wins).
-    pairs.sort_by(|a, b| a.0.cmp(&b.0));
-    pairs.dedup_by(|later, kept| {
-        let same = later.0 == kept.0;
-        if same {
-            std::mem::swap(&mut later.1, &mut kept.1);
-        }
-        same
-    });
-    pairs.into_boxed_slice()
 }
 
 /// One object with the resource version of its last change (etcd's
@@ -417,6 +506,44 @@ mod tests {
             assert_eq!(o.label(&format!("k{i:02}")), Some(i.to_string().as_str()));
         }
         assert_eq!(o.label("k40"), None);
+    }
+
+    #[test]
+    fn the_last_value_given_for_a_key_wins_and_kinds_stay_apart() {
+        let o = Object::builder("ns", "a")
+            .field("f", "1")
+            .label("f", "label")
+            .label("b", "1")
+            .field("f", "2")
+            .label("a", "x")
+            .label("b", "2")
+            .field("e", "3")
+            .field("f", "3")
+            .build();
+        assert_eq!(
+            o.labels().collect::<Vec<_>>(),
+            [("a", "x"), ("b", "2"), ("f", "label")]
+        );
+        assert_eq!(o.fields().collect::<Vec<_>>(), [("e", "3"), ("f", "3")]);
+        assert_eq!(o.field("f"), Some("3"));
+        assert_eq!(o.label("f"), Some("label"));
+        assert_eq!(o.key(), "ns/a");
+        assert_eq!(o.namespace(), "ns");
+        assert_eq!(o.name(), "a");
+        // Equal whatever the order given and the dead text left behind.
+        let same = Object::builder("ns", "a")
+            .label("a", "x")
+            .label("b", "2")
+            .label("f", "label")
+            .field("e", "3")
+            .field("f", "3")
+            .build();
+        assert_eq!(o, same);
+        assert_ne!(o, Object::builder("ns", "a").label("a", "x").build());
+        // Multi-byte text around the spans.
+        let o = Object::builder("ñs", "é").label("ключ", "значение").build();
+        assert_eq!(o.label("ключ"), Some("значение"));
+        assert_eq!((o.namespace(), o.name()), ("ñs", "é"));
     }
 
     #[test]

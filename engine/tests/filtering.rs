@@ -290,7 +290,15 @@ fn a_stream_catching_up_yields_to_its_executor() {
             ))
             .unwrap();
     }
-    // Begun after the fact: the replay scans 4,999 changes for one match.
+    // Begun after the fact, once the dispatcher has passed every change
+    // (a watch it met while still behind would have the match queued by
+    // the dispatcher, with no replay to yield in): the replay scans 4,999
+    // changes for one match.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while engine.stats().changes_dispatched < engine.stats().changes_received {
+        assert!(std::time::Instant::now() < deadline, "{:?}", engine.stats());
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     let mut w = watch(&engine, "app=rare", "");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -567,14 +567,26 @@ unsafe fn put<T>(ptr: *mut T, value: T, what: &str) -> Result<(), Error> {
 unsafe fn object(o: &HeraldObject) -> Result<Object, Error> {
     // SAFETY: the caller's contract, for each of `o`'s pointers.
     unsafe {
-        let mut b = Object::builder(text(o.namespace_, "namespace")?, text(o.name, "name")?);
-        for p in items(o.labels, o.labels_len, "labels")? {
+        let labels = items(o.labels, o.labels_len, "labels")?;
+        let fields = items(o.fields, o.fields_len, "fields")?;
+        // Room for every label and field at once (a hint, capped: the
+        // lengths are not checked yet).
+        let bytes = labels.iter().chain(fields).fold(0usize, |n, p| {
+            n.saturating_add(p.key.len).saturating_add(p.value.len)
+        });
+        let mut b = Object::builder_with_capacity(
+            text(o.namespace_, "namespace")?,
+            text(o.name, "name")?,
+            (labels.len() + fields.len()).min(1 << 10),
+            bytes.min(1 << 16),
+        );
+        for p in labels {
             b = b.label(
                 text(p.key, "a label's key")?,
                 text(p.value, "a label's value")?,
             );
         }
-        for p in items(o.fields, o.fields_len, "fields")? {
+        for p in fields {
             b = b.field(
                 text(p.key, "a field's path")?,
                 text(p.value, "a field's value")?,
