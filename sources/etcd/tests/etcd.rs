@@ -277,6 +277,13 @@ fn progress_can_be_refused_by_configuration() {
     check_fallback(&rt, &mut c, &source);
 }
 
+/// Consistent reads on an untrusted source are read from etcd. Writes to
+/// another prefix after the cache's last change (`b`) move etcd's revision
+/// to `newer` and send the engine's watch nothing; with no progress passed
+/// on, the engine stays at `b`. A consistent read that answers at `newer`
+/// or later can therefore only have come from etcd: one served from the
+/// cache would wait for the engine to reach `newer`, which never happens,
+/// and fail after the engine's too-large timeout.
 fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, source: &EtcdSource) {
     let (engine, reflector) = engine_on(source, quick());
     reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -289,24 +296,42 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
         c,
         &format!("{PREFIX}ns/b"),
         &pod_json("ns", "b", "db", "n1", 0),
-    ));
-    // Read from etcd: at its revision, with `b`, selectors applied.
+    )) as u64;
+    assert!(cached.get() < other as u64 && (other as u64) < b);
+    // The cache moves only with changes, never with progress: it reaches
+    // `b` through its watch, and no further.
+    eventually("the cache reaches b", || engine.resource_version().get() == b);
+    let mut newer = 0;
+    for i in 0..3 {
+        newer = rt.block_on(put(c, &format!("/registry/configmaps/ns/n{i}"), "{}")) as u64;
+    }
+    assert!(newer > b);
+    // Read from etcd: at its revision (`newer` or later), with `b`,
+    // selectors applied, well within the request timeout.
+    let timeout = source.config().request_timeout;
+    let started = std::time::Instant::now();
     let list = reflector
         .consistent_list(&ListRequest::new().labels("app=db".parse().unwrap()))
         .unwrap();
-    assert!(list.resource_version.get() >= b as u64 && b > other);
+    assert!(
+        list.resource_version.get() >= newer,
+        "{} < {newer}",
+        list.resource_version
+    );
     assert_eq!(
         engine_state(&list.items).keys().collect::<Vec<_>>(),
         ["ns/b"]
     );
     let got = reflector.consistent_get("ns/b").unwrap();
-    assert_eq!(got.item.unwrap().resource_version.get(), b as u64);
-    assert!(reflector.consistent_get("ns/zz").unwrap().item.is_none());
-    // The cache itself moves only with changes, never with progress.
-    eventually("the cache reaches b", || {
-        engine.resource_version().get() == b as u64
-    });
-    assert!(cached.get() < other as u64);
+    assert!(got.resource_version.get() >= newer, "{got:?}");
+    assert_eq!(got.item.unwrap().resource_version.get(), b);
+    let missing = reflector.consistent_get("ns/zz").unwrap();
+    assert!(missing.item.is_none() && missing.resource_version.get() >= newer);
+    assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+    // The engine never saw `newer`: the answers above were not its own.
+    assert_eq!(engine.resource_version().get(), b);
+    let cached_read = engine.list(&ListRequest::new()).unwrap();
+    assert_eq!(cached_read.resource_version.get(), b);
     assert_eq!(source.stats().progress_passed, 0);
     assert_eq!(reflector.stats().progress_requests, 0);
 }
