@@ -129,7 +129,10 @@ fn two_engines_behind_a_three_member_cluster_agree_through_member_kills() {
     // where it was: nothing was re-listed.
     for (source, _, reflector) in &engines {
         let stats = reflector.stats();
-        assert!(stats.resumes >= 1, "the watch was lost and resumed: {stats:?}");
+        assert!(
+            stats.resumes >= 1,
+            "the watch was lost and resumed: {stats:?}"
+        );
         assert!(source.stats().watches_opened >= 2, "{:?}", source.stats());
         assert_eq!(stats.lists, 1, "resumed, not re-listed: {stats:?}");
     }

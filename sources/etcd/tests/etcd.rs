@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use herald::*;
 use herald_etcd::local::{LocalEtcd, etcd_binary, old_etcd_binary};
-use herald_etcd::{EtcdConfig, EtcdSource, ProgressTrust};
+use herald_etcd::{Distrust, EtcdConfig, EtcdSource, ProgressTrust};
 use support::*;
 
 /// A member, its endpoints, a runtime and a client for the test's writes.
@@ -200,8 +200,9 @@ fn progress_drives_consistent_reads_and_future_version_watches() {
     let source = source(endpoints);
     assert!(
         source.progress_trusted(),
-        "etcd {}",
-        source.server_version()
+        "etcd {:?}: {:?}",
+        source.server_version(),
+        source.progress_distrust()
     );
     let (engine, reflector) = engine_on(&source, quick());
     reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -259,7 +260,15 @@ fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
     put_pod(&rt, &mut c, "a");
     let source = source(endpoints);
     assert!(!source.progress_trusted());
-    assert_eq!(source.server_version().minor, 4);
+    assert_eq!(source.server_version().map(|v| v.minor), Some(4));
+    assert!(
+        matches!(
+            source.progress_distrust(),
+            Some(Distrust::OldServer { version, .. }) if version.minor == 4
+        ),
+        "{:?}",
+        source.progress_distrust()
+    );
     check_fallback(&rt, &mut c, &source);
 }
 
@@ -274,6 +283,7 @@ fn progress_can_be_refused_by_configuration() {
     })
     .unwrap();
     assert!(!source.progress_trusted());
+    assert_eq!(source.progress_distrust(), Some(&Distrust::Configured));
     check_fallback(&rt, &mut c, &source);
 }
 
@@ -300,7 +310,9 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
     assert!(cached.get() < other as u64 && (other as u64) < b);
     // The cache moves only with changes, never with progress: it reaches
     // `b` through its watch, and no further.
-    eventually("the cache reaches b", || engine.resource_version().get() == b);
+    eventually("the cache reaches b", || {
+        engine.resource_version().get() == b
+    });
     let mut newer = 0;
     for i in 0..3 {
         newer = rt.block_on(put(c, &format!("/registry/configmaps/ns/n{i}"), "{}")) as u64;
@@ -537,32 +549,123 @@ fn source_of(etcd: &LocalEtcd) -> EtcdSource {
 #[test]
 fn bad_configurations_are_typed_errors() {
     use herald_etcd::ConnectError;
-    let no_endpoints = EtcdSource::connect(EtcdConfig::new(Vec::<String>::new(), PREFIX));
-    assert!(
-        matches!(no_endpoints, Err(ConnectError::Config(_))),
-        "{no_endpoints:?}"
+    let base = || EtcdConfig::new(["http://127.0.0.1:1"], PREFIX);
+    let refused = |what: &str, config: EtcdConfig, says: &str| {
+        let e = EtcdSource::connect(config).unwrap_err();
+        match &e {
+            ConnectError::Config(why) => assert!(why.contains(says), "{what}: {why}"),
+            e => panic!("{what}: {e:?}"),
+        }
+    };
+    refused(
+        "no endpoints",
+        EtcdConfig::new(Vec::<String>::new(), PREFIX),
+        "no endpoints",
     );
-    let zero_page = EtcdSource::connect(EtcdConfig {
-        page_size: 0,
-        ..EtcdConfig::new(["http://127.0.0.1:1"], PREFIX)
-    });
-    assert!(
-        matches!(zero_page, Err(ConnectError::Config(_))),
-        "{zero_page:?}"
+    refused(
+        "a zero page size",
+        EtcdConfig {
+            page_size: 0,
+            ..base()
+        },
+        "page size",
     );
-    for endpoint in ["not a url", "http://127.0.0.1:1", "http://[::1"] {
-        let quick = EtcdConfig {
-            connect_timeout: Duration::from_millis(300),
-            request_timeout: Duration::from_millis(500),
-            ..EtcdConfig::new([endpoint], PREFIX)
-        };
-        let e = EtcdSource::connect(quick).unwrap_err();
-        assert!(
-            matches!(e, ConnectError::Unreachable(_)),
-            "{endpoint}: {e:?}"
+    refused(
+        "an empty prefix",
+        EtcdConfig::new(["http://127.0.0.1:1"], ""),
+        "empty",
+    );
+    refused(
+        "a prefix without its '/'",
+        EtcdConfig::new(["http://127.0.0.1:1"], "/registry/pods"),
+        "does not end in '/'",
+    );
+    refused(
+        "a zero request timeout",
+        EtcdConfig {
+            request_timeout: Duration::ZERO,
+            ..base()
+        },
+        "request timeout",
+    );
+    refused(
+        "a zero connect timeout",
+        EtcdConfig {
+            connect_timeout: Duration::ZERO,
+            ..base()
+        },
+        "connect timeout",
+    );
+    for keep_alive in [
+        (Duration::ZERO, Duration::from_secs(1)),
+        (Duration::from_secs(1), Duration::ZERO),
+        (Duration::MAX, Duration::from_secs(1)),
+        (Duration::from_secs(1), Duration::MAX),
+    ] {
+        refused(
+            &format!("keep-alive {keep_alive:?}"),
+            EtcdConfig {
+                keep_alive,
+                ..base()
+            },
+            "keep-alive",
         );
-        assert!(!e.to_string().is_empty());
     }
+    // Malformed URLs are the configuration's fault, and named.
+    for endpoint in [
+        "not a url",
+        "http://[::1",
+        "http://127.0.0.1:99999",
+        "http://",
+    ] {
+        refused(
+            endpoint,
+            EtcdConfig::new(["http://127.0.0.1:1", endpoint], PREFIX),
+            endpoint,
+        );
+    }
+    // Nothing listening: the cluster's fault.
+    let e = EtcdSource::connect(EtcdConfig {
+        connect_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(500),
+        ..base()
+    })
+    .unwrap_err();
+    assert!(matches!(e, ConnectError::Unreachable(_)), "{e:?}");
+    assert!(!e.to_string().is_empty());
+}
+
+/// Timeouts too long for the clock wait for ever: they are no panic (a
+/// read's deadline was `now + timeout`, which overflowed).
+#[test]
+fn timeouts_too_long_for_the_clock_are_no_panic() {
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    let rev = put_pod(&rt, &mut c, "p1") as u64;
+    let source = EtcdSource::connect(EtcdConfig {
+        request_timeout: Duration::MAX,
+        connect_timeout: Duration::MAX,
+        ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
+    })
+    .unwrap();
+    assert!(source.current_revision().unwrap().get() >= rev);
+    let (item, _) = source.get("ns/p1").unwrap();
+    assert_eq!(item.map(|i| i.resource_version.get()), Some(rev));
+    assert_eq!(source.list().unwrap().items.len(), 1);
+    let (engine, reflector) = engine_on(&source, quick());
+    assert_eq!(
+        reflector
+            .consistent_list(&ListRequest::new())
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(ResourceVersion::new(rev))))
+        .unwrap();
+    let next = put_pod(&rt, &mut c, "p2") as u64;
+    let (seen, end) = collect(&mut w, next);
+    assert_eq!((seen.len(), end), (1, None));
 }
 
 #[test]
@@ -576,7 +679,16 @@ fn reads_go_around_an_endpoint_that_is_down() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let source = source(vec![dead, endpoints[0].clone()]);
+    let source = source(vec![dead.clone(), endpoints[0].clone()]);
+    // Its version was not checked: progress is not trusted.
+    assert!(
+        matches!(
+            source.progress_distrust(),
+            Some(Distrust::Unchecked { endpoint, .. }) if *endpoint == dead
+        ),
+        "{:?}",
+        source.progress_distrust()
+    );
     for i in 0..100 {
         let at = source
             .current_revision()
