@@ -215,22 +215,16 @@ fn unavailable(e: impl std::fmt::Display) -> SourceError {
     SourceError::Unavailable(format!("etcd: {e}"))
 }
 
-/// An etcd error, as the trait's: a read below the compaction is
-/// `Compacted` (the revision it still holds is not in the error: the
-/// requested one stands for it).
-fn source_error(e: etcd_client::Error, requested: Option<i64>) -> SourceError {
-    let text = e.to_string();
-    match requested {
-        Some(rev) if text.contains(COMPACTED) => {
-            let rv = ResourceVersion::new(rev.max(0) as u64);
-            SourceError::Compacted {
-                requested: rv,
-                compacted: rv,
-            }
-        }
-        _ => unavailable(text),
-    }
+/// Whether a read failed because its revision was compacted away (the
+/// error does not say which revision etcd still holds: see
+/// [`Inner::compacted_at`]).
+fn is_compacted(e: &etcd_client::Error) -> bool {
+    e.to_string().contains(COMPACTED)
 }
+
+/// How many times a list starts over when a compaction passes its
+/// revision while it pages, before it fails `Compacted`.
+const LIST_ATTEMPTS: u32 = 3;
 
 /// How long [`Inner::read`] waits before trying a read again (clientv3's
 /// `defaultBackoffWaitBetween`).
@@ -557,6 +551,30 @@ impl Inner {
         })
     }
 
+    /// The oldest revision etcd still holds, once a read at `rev` found it
+    /// compacted: a range's error does not say it, but a watch from `rev`
+    /// is cancelled with it (`compact_revision`). `None` if that fails.
+    fn compacted_at(&self, rev: i64) -> Option<i64> {
+        let mut client = self.client.watch_client();
+        let key = self.config.prefix.clone().into_bytes();
+        let options = WatchOptions::new().with_start_revision(rev);
+        let found = self.call("compact revision", async move {
+            // The request half lives until the answer is read.
+            let (_sender, mut responses) = client.watch(key, Some(options)).await?.split();
+            // `created` may come first, then the cancellation.
+            while let Some(resp) = responses.message().await? {
+                if resp.compact_revision() > 0 {
+                    return Ok(Some(resp.compact_revision()));
+                }
+                if resp.canceled() || !resp.events().is_empty() {
+                    break;
+                }
+            }
+            Ok(None)
+        });
+        found.ok().flatten()
+    }
+
     fn key_under(&self, key: &[u8]) -> Option<Vec<u8>> {
         key.strip_prefix(self.config.prefix.as_bytes())
             .map(<[u8]>::to_vec)
@@ -652,8 +670,8 @@ impl Source for EtcdSource {
     /// The prefix at one revision, in pages of [`EtcdConfig::page_size`]:
     /// the first page at the current revision, the rest at the first's
     /// (the apiserver's `GetList`). A compaction past that revision while
-    /// paging starts the list over (three times at most, then
-    /// `Compacted`).
+    /// paging starts the list over (three tries in all, then
+    /// `Compacted`, with the oldest revision etcd still holds).
     fn list(&self) -> Result<Listing, SourceError> {
         let inner = &*self.inner;
         let mut attempts = 0;
@@ -678,17 +696,16 @@ impl Source for EtcdSource {
                     async move { kv.get(from, Some(options)).await }
                 }) {
                     Ok(page) => page,
-                    Err((Some(e), text)) => {
-                        let err = source_error(e, (revision > 0).then_some(revision));
-                        if matches!(err, SourceError::Compacted { .. }) && attempts < 3 {
+                    Err((Some(e), _)) if revision > 0 && is_compacted(&e) => {
+                        if attempts < LIST_ATTEMPTS {
                             continue 'list;
                         }
-                        return Err(match err {
-                            SourceError::Compacted { .. } => err,
-                            _ => unavailable(text),
+                        return Err(SourceError::Compacted {
+                            requested: rv_of(revision),
+                            compacted: rv_of(inner.compacted_at(revision).unwrap_or(revision)),
                         });
                     }
-                    Err((None, text)) => return Err(unavailable(text)),
+                    Err((_, text)) => return Err(unavailable(text)),
                 };
                 bump(&inner.counters.list_pages);
                 if revision == 0 {

@@ -404,6 +404,88 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
     assert!(matches!(gone, Err(WatchError::Gone(_))), "{gone:?}");
 }
 
+/// Lists the prefix with one object a page while another thread compacts
+/// past the list's revision `times` times. Each compaction comes once the
+/// source has read two more pages since the last one: after the first
+/// page of the attempt it hits, and before the last (200 pages). Returns
+/// the list's outcome, the compactions' revisions and the pages read.
+fn list_across_compactions(
+    times: usize,
+) -> (
+    Result<Listing, SourceError>,
+    Vec<u64>,
+    u64,
+    std::collections::BTreeMap<String, u64>,
+) {
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    for i in 0..200 {
+        put_pod(&rt, &mut c, &format!("p{i:03}"));
+    }
+    let source = EtcdSource::connect(EtcdConfig {
+        page_size: 1,
+        ..EtcdConfig::new(endpoints.clone(), PREFIX).decoder(decoder())
+    })
+    .unwrap();
+    // The list has returned: no compaction is coming for it.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (listed, compactions) = std::thread::scope(|s| {
+        let compactor = s.spawn(|| {
+            let mut c = client(&rt, &endpoints);
+            let mut revisions = Vec::new();
+            let mut last = source.stats().list_pages;
+            while revisions.len() < times && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if source.stats().list_pages < last + 2 {
+                    std::thread::sleep(Duration::from_micros(200));
+                    continue;
+                }
+                let rev = rt.block_on(put(&mut c, "/registry/configmaps/ns/c", "{}"));
+                rt.block_on(c.compact(rev, None)).unwrap();
+                revisions.push(rev as u64);
+                last = source.stats().list_pages;
+            }
+            revisions
+        });
+        let listed = source.list();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (listed, compactor.join().unwrap())
+    });
+    let (state, _) = etcd_state(&rt, &mut c);
+    (listed, compactions, source.stats().list_pages, state)
+}
+
+/// A compaction past a list's revision while it pages starts the list
+/// over, at a revision etcd still holds.
+#[test]
+fn a_list_paged_across_a_compaction_starts_over() {
+    let (listed, compactions, pages, etcd_now) = list_across_compactions(1);
+    assert_eq!(compactions.len(), 1);
+    let listing = listed.unwrap();
+    assert_eq!(engine_state(&listing.items), etcd_now);
+    assert!(listing.revision.get() >= compactions[0], "{listing:?}");
+    // The first attempt read at least two pages before it was cut short.
+    assert!(pages >= 200 + 2, "{pages}");
+}
+
+/// A list that keeps being compacted under gives up after three attempts:
+/// `Compacted`, with the revision it read at and the oldest one etcd
+/// still holds (the last compaction's).
+#[test]
+fn a_list_compacted_under_three_times_fails_compacted_with_the_compact_revision() {
+    let (listed, compactions, pages, _) = list_across_compactions(3);
+    assert_eq!(compactions.len(), 3);
+    match listed {
+        Err(SourceError::Compacted {
+            requested,
+            compacted,
+        }) => {
+            assert!(requested.get() < compactions[2], "{requested}");
+            assert_eq!(compacted.get(), compactions[2]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(pages < 3 * 200, "{pages}");
+}
+
 #[test]
 fn kill_9_and_restart_resumes_without_a_relist_and_loses_nothing() {
     let (mut etcd, endpoints, rt, _) = one(etcd());
