@@ -18,9 +18,12 @@
 //!   key, so a watcher that saw the object sees it go.
 //! - **Progress**: etcd's progress notifications, and answers to
 //!   `RequestProgress`, become [`SourceEvent::Progress`](herald::SourceEvent)
-//!   when the servers are trusted ([`ServerVersion::progress_is_trusted`],
-//!   etcd#15220); on an older server none is passed on, the source says so
-//!   once on standard error, and consistent reads are read from etcd.
+//!   when every member answered at connect with a trusted release
+//!   ([`ServerVersion::progress_is_trusted`], etcd#15220); otherwise (an
+//!   older member, a version that does not parse, a member that did not
+//!   answer) none is passed on, the source says why once on standard error
+//!   ([`EtcdSource::progress_distrust`]), and consistent reads are read from
+//!   etcd.
 //! - **Compaction**: a watch cancelled with a compact revision, or a page
 //!   read below it, is [`SourceError::Compacted`](herald::SourceError); the
 //!   reflector re-lists.
@@ -46,5 +49,5 @@ mod source;
 mod version;
 
 pub use decode::{DecodeError, Decoder};
-pub use source::{ConnectError, EtcdConfig, EtcdSource, EtcdStats, ProgressTrust};
-pub use version::ServerVersion;
+pub use source::{ConnectError, EtcdConfig, EtcdSource, EtcdStats, MAX_KEEP_ALIVE};
+pub use version::{Distrust, ProgressTrust, ServerVersion};

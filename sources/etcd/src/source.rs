@@ -17,41 +17,38 @@ use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::decode::{DecodeError, Decoder};
-use crate::version::ServerVersion;
-
-/// Whether the source passes the server's progress notifications on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum ProgressTrust {
-    /// Trust them when every member that answered runs a release without
-    /// etcd#15220 (3.4.31+, 3.5.13+; see [`ServerVersion::progress_is_trusted`]).
-    #[default]
-    Auto,
-    /// Never: consistent reads fall back to reading etcd (slower, and
-    /// always correct).
-    Never,
-}
+use crate::version::{Distrust, ProgressTrust, ServerVersion, judge};
 
 /// How an [`EtcdSource`] reaches etcd and what it mirrors.
+///
+/// [`EtcdSource::connect`] checks it and refuses, with
+/// [`ConnectError::Config`], no endpoints, an endpoint that is not a URL,
+/// a prefix that is empty or does not end in `/`, a page size below one,
+/// and a timeout or keep-alive of zero. A timeout too long for the clock
+/// (`Duration::MAX`) waits for ever.
 #[derive(Debug, Clone)]
 pub struct EtcdConfig {
-    /// Client URLs of the cluster's members (`http://127.0.0.1:2379`).
+    /// Client URLs of the cluster's members (`http://127.0.0.1:2379`; a
+    /// bare `host:port` is taken as `http://`).
     pub endpoints: Vec<String>,
     /// The key prefix mirrored: one resource type (`/registry/pods/`).
-    /// Keys under it are `namespace/name` or `name`.
+    /// Keys under it are `namespace/name` or `name`. It must end in `/`:
+    /// `/registry/pods` would also mirror `/registry/podtemplates/...`.
     pub prefix: String,
     /// Reads stored values as objects.
     pub decoder: Decoder,
     /// Objects per page of a list (the apiserver's cacher lists 10,000 at
-    /// a time).
+    /// a time); at least one.
     pub page_size: i64,
-    /// The longest one unary call (a page, a revision, a status) waits.
+    /// The longest one unary call (a page, a revision, a status) waits;
+    /// not zero.
     pub request_timeout: Duration,
-    /// The longest a connection attempt waits.
+    /// The longest a connection attempt waits; not zero.
     pub connect_timeout: Duration,
     /// HTTP/2 keep-alive: a ping this often, a dead connection after this
     /// long without an answer (the apiserver's 30 s and 10 s would hold a
     /// watch on a killed member for 40 s; loopback clusters want less).
+    /// Neither zero nor longer than [`MAX_KEEP_ALIVE`].
     pub keep_alive: (Duration, Duration),
     /// Whether progress notifications are trusted.
     pub progress: ProgressTrust,
@@ -147,7 +144,10 @@ struct Inner {
     client: Client,
     config: EtcdConfig,
     prefix_end: Vec<u8>,
-    version: ServerVersion,
+    version: Option<ServerVersion>,
+    /// Why progress is not trusted (`None`: it is).
+    distrust: Option<Distrust>,
+    /// `distrust.is_none()`, read on every watch response.
     trusted: bool,
     /// The open watches' request halves, for `request_progress`.
     watches: Mutex<Vec<Weak<AsyncMutex<WatchRequestSender>>>>,
@@ -160,7 +160,7 @@ impl std::fmt::Debug for Inner {
             .field("endpoints", &self.config.endpoints)
             .field("prefix", &self.config.prefix)
             .field("version", &self.version)
-            .field("trusted", &self.trusted)
+            .field("distrust", &self.distrust)
             .finish_non_exhaustive()
     }
 }
@@ -215,26 +215,32 @@ fn unavailable(e: impl std::fmt::Display) -> SourceError {
     SourceError::Unavailable(format!("etcd: {e}"))
 }
 
-/// An etcd error, as the trait's: a read below the compaction is
-/// `Compacted` (the revision it still holds is not in the error: the
-/// requested one stands for it).
-fn source_error(e: etcd_client::Error, requested: Option<i64>) -> SourceError {
-    let text = e.to_string();
-    match requested {
-        Some(rev) if text.contains(COMPACTED) => {
-            let rv = ResourceVersion::new(rev.max(0) as u64);
-            SourceError::Compacted {
-                requested: rv,
-                compacted: rv,
-            }
-        }
-        _ => unavailable(text),
-    }
+/// Whether a read failed because its revision was compacted away (the
+/// error does not say which revision etcd still holds: see
+/// [`Inner::compacted_at`]).
+fn is_compacted(e: &etcd_client::Error) -> bool {
+    e.to_string().contains(COMPACTED)
 }
+
+/// How many times a list starts over when a compaction passes its
+/// revision while it pages, before it fails `Compacted`.
+const LIST_ATTEMPTS: u32 = 3;
 
 /// How long [`Inner::read`] waits before trying a read again (clientv3's
 /// `defaultBackoffWaitBetween`).
 const READ_RETRY_BACKOFF: Duration = Duration::from_millis(25);
+
+/// Far enough ahead to stand for never (tokio's own `far_future`: about
+/// 30 years).
+const FAR_FUTURE: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `now + timeout`, or [`FAR_FUTURE`] from now if that is past the clock's
+/// range (`Duration::MAX`: wait for ever).
+fn deadline_after(now: tokio::time::Instant, timeout: Duration) -> tokio::time::Instant {
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(FAR_FUTURE))
+        .unwrap_or(now)
+}
 
 /// Whether a failed call may succeed if tried again: the connection or the
 /// member is unavailable (gRPC `Unavailable`, or the transport failed).
@@ -250,23 +256,120 @@ fn rv_of(rev: i64) -> ResourceVersion {
     ResourceVersion::new(rev.max(0) as u64)
 }
 
+/// The longest keep-alive interval or timeout accepted: far beyond any
+/// use, and short enough that the HTTP/2 client can add it to the clock
+/// (it does, unchecked, on every ping).
+///
+/// ```
+/// use std::time::Duration;
+/// use herald_etcd::{ConnectError, EtcdConfig, EtcdSource, MAX_KEEP_ALIVE};
+/// let config = EtcdConfig {
+///     keep_alive: (MAX_KEEP_ALIVE + Duration::from_secs(1), Duration::from_secs(3)),
+///     ..EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")
+/// };
+/// // Refused before any connection is tried.
+/// assert!(matches!(EtcdSource::connect(config), Err(ConnectError::Config(_))));
+/// ```
+pub const MAX_KEEP_ALIVE: Duration = Duration::from_secs(24 * 3600);
+
+/// What [`EtcdSource::connect`] refuses before it connects.
+fn check(config: &EtcdConfig) -> Result<(), ConnectError> {
+    let refuse = |why: String| Err(ConnectError::Config(why));
+    if config.endpoints.is_empty() {
+        return refuse("no endpoints".into());
+    }
+    for endpoint in &config.endpoints {
+        check_endpoint(endpoint).map_err(|why| {
+            ConnectError::Config(format!("endpoint {endpoint:?} is not a URL: {why}"))
+        })?;
+    }
+    if config.prefix.is_empty() {
+        return refuse(
+            "the key prefix is empty: it would mirror every key in etcd (give one resource \
+             type's, such as /registry/pods/)"
+                .into(),
+        );
+    }
+    if !config.prefix.ends_with('/') {
+        return refuse(format!(
+            "the key prefix {:?} does not end in '/': it would also mirror every key that \
+             merely begins with it (/registry/pods takes in /registry/podtemplates/)",
+            config.prefix
+        ));
+    }
+    if config.page_size <= 0 {
+        return refuse(format!("page size {} is not positive", config.page_size));
+    }
+    for (what, d) in [
+        ("request timeout", config.request_timeout),
+        ("connect timeout", config.connect_timeout),
+    ] {
+        if d.is_zero() {
+            return refuse(format!("the {what} is zero"));
+        }
+    }
+    for (what, d) in [
+        ("keep-alive interval", config.keep_alive.0),
+        ("keep-alive timeout", config.keep_alive.1),
+    ] {
+        if d.is_zero() || d > MAX_KEEP_ALIVE {
+            return refuse(format!(
+                "the {what} is {d:?}: it must be above zero and at most {MAX_KEEP_ALIVE:?}"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `endpoint` is a URL etcd-client dials as written: it takes
+/// `host:port` as `http://host:port`, and would dial a port out of range
+/// (`:99999`) as the scheme's default.
+fn check_endpoint(endpoint: &str) -> Result<(), String> {
+    let url = if endpoint.starts_with("http://") || endpoint.starts_with("https://") {
+        endpoint.to_owned()
+    } else {
+        format!("http://{endpoint}")
+    };
+    let uri: http::Uri = url.parse().map_err(|e| format!("{e}"))?;
+    if uri.host().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    // `Uri::port` is `None` for a port that does not parse, as for none.
+    let authority = uri.authority().map_or("", |a| a.as_str());
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let after_host = host_port.rsplit(']').next().unwrap_or(host_port);
+    if let Some((_, port)) = after_host.rsplit_once(':') {
+        if port.parse::<u16>().is_err() {
+            return Err(format!("port {port:?} is not a number from 0 to 65535"));
+        }
+    }
+    Ok(())
+}
+
+/// A failed [`Client::connect`] of `endpoint`: a malformed URL (or an
+/// `https://` one, without TLS support built) is the configuration's
+/// fault; anything else, the cluster's.
+fn connect_error(endpoint: &str, e: etcd_client::Error) -> ConnectError {
+    match e {
+        etcd_client::Error::InvalidUri(_) | etcd_client::Error::InvalidArgs(_) => {
+            ConnectError::Config(format!("endpoint {endpoint:?}: {e}"))
+        }
+        e => ConnectError::Unreachable(format!("{endpoint}: {e}")),
+    }
+}
+
 impl EtcdSource {
-    /// Connects to the cluster and asks every endpoint its version: an
+    /// Connects to the cluster and asks every endpoint its version. An
     /// endpoint that does not answer is left to the client's balancer;
-    /// none answering is an error. If any member that answered runs a
-    /// release with etcd#15220, progress notifications are not trusted
-    /// (see [`EtcdSource::progress_trusted`]) and the source says so on
-    /// standard error once.
+    /// none answering is [`ConnectError::Unreachable`]. A configuration
+    /// that cannot work (see [`EtcdConfig`]) is [`ConnectError::Config`],
+    /// found before any connection is tried.
+    ///
+    /// Progress notifications are trusted only if every endpoint answered
+    /// with a release without etcd#15220 (see [`EtcdSource::progress_distrust`]);
+    /// otherwise the source says why on standard error once.
     pub fn connect(config: EtcdConfig) -> Result<EtcdSource, ConnectError> {
-        if config.endpoints.is_empty() {
-            return Err(ConnectError::Config("no endpoints".into()));
-        }
-        if config.page_size <= 0 {
-            return Err(ConnectError::Config(format!(
-                "page size {} is not positive",
-                config.page_size
-            )));
-        }
+        check(&config)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("herald-etcd")
@@ -284,48 +387,46 @@ impl EtcdSource {
                 .with_require_leader(true)
         };
         let timeout = config.request_timeout;
-        let (client, versions, last_error) = block(&runtime, async {
+        let (client, answers) = block(&runtime, async {
+            // One client per endpoint first: connecting is lazy, so this
+            // only builds each endpoint, and a malformed one is named.
+            let mut ones = Vec::new();
+            for endpoint in &config.endpoints {
+                let one = Client::connect([endpoint], Some(options()))
+                    .await
+                    .map_err(|e| connect_error(endpoint, e))?;
+                ones.push((endpoint, one));
+            }
             let client = Client::connect(&config.endpoints, Some(options()))
                 .await
-                .map_err(|e| ConnectError::Unreachable(e.to_string()))?;
-            let mut versions = Vec::new();
-            let mut last_error = None;
-            for endpoint in &config.endpoints {
-                let asked = async {
-                    let mut one = Client::connect([endpoint], Some(options())).await?;
-                    one.status().await
+                .map_err(|e| connect_error(&config.endpoints.join(","), e))?;
+            let mut answers = Vec::new();
+            for (endpoint, mut one) in ones {
+                let answer = match tokio::time::timeout(timeout, one.status()).await {
+                    Ok(Ok(status)) => Ok(status.version().to_owned()),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer in {timeout:?}")),
                 };
-                match tokio::time::timeout(timeout, asked).await {
-                    Ok(Ok(status)) => {
-                        versions.push((endpoint.clone(), status.version().to_owned()))
-                    }
-                    Ok(Err(e)) => last_error = Some(format!("{endpoint}: {e}")),
-                    Err(_) => last_error = Some(format!("{endpoint}: no answer in {timeout:?}")),
-                }
+                answers.push((endpoint.clone(), answer));
             }
-            Ok::<_, ConnectError>((client, versions, last_error))
+            Ok::<_, ConnectError>((client, answers))
         })?;
-        if versions.is_empty() {
-            return Err(ConnectError::Unreachable(last_error.unwrap_or_default()));
+        if answers.iter().all(|(_, a)| a.is_err()) {
+            let why = answers
+                .iter()
+                .filter_map(|(e, a)| a.as_ref().err().map(|why| format!("{e}: {why}")))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(ConnectError::Unreachable(why));
         }
-        let mut parsed = Vec::new();
-        for (endpoint, text) in &versions {
-            let v = ServerVersion::parse(text).ok_or_else(|| {
-                ConnectError::Unreachable(format!("{endpoint} reports version {text:?}"))
-            })?;
-            parsed.push((endpoint, v));
-        }
-        let (oldest_at, version) = parsed
-            .iter()
-            .min_by_key(|(_, v)| *v)
-            .map(|(e, v)| ((*e).clone(), *v))
-            .expect("at least one version");
-        let trusted = config.progress == ProgressTrust::Auto && version.progress_is_trusted();
-        if !trusted && config.progress == ProgressTrust::Auto {
+        let (version, distrust) = judge(config.progress, &answers);
+        if let Some(why) = distrust
+            .as_ref()
+            .filter(|_| config.progress == ProgressTrust::Auto)
+        {
             eprintln!(
-                "herald-etcd: {oldest_at} runs etcd {version}, which has etcd#15220 (fixed in \
-                 3.5.13 and 3.4.31): its progress notifications are not trusted; consistent \
-                 reads fall back to reading etcd"
+                "herald-etcd: {why}: progress notifications are not trusted; consistent reads \
+                 fall back to reading etcd"
             );
         }
         Ok(EtcdSource {
@@ -335,21 +436,30 @@ impl EtcdSource {
                 client,
                 config,
                 version,
-                trusted,
+                trusted: distrust.is_none(),
+                distrust,
                 watches: Mutex::new(Vec::new()),
                 counters: Counters::default(),
             }),
         })
     }
 
-    /// The oldest version among the members that answered at connect.
-    pub fn server_version(&self) -> ServerVersion {
+    /// The oldest version among the members that answered at connect with
+    /// a version that parses (`None`: none did).
+    pub fn server_version(&self) -> Option<ServerVersion> {
         self.inner.version
     }
 
     /// Whether progress notifications are passed on (see [`ProgressTrust`]).
     pub fn progress_trusted(&self) -> bool {
         self.inner.trusted
+    }
+
+    /// Why progress notifications are not passed on (`None`: they are): a
+    /// member with etcd#15220, one whose version did not parse or that did
+    /// not answer at connect, or [`ProgressTrust::Never`].
+    pub fn progress_distrust(&self) -> Option<&Distrust> {
+        self.inner.distrust.as_ref()
     }
 
     /// What the source has done so far.
@@ -416,13 +526,13 @@ impl Inner {
     {
         let timeout = self.config.request_timeout;
         let outcome = block(self.runtime(), async {
-            let deadline = tokio::time::Instant::now() + timeout;
+            let deadline = deadline_after(tokio::time::Instant::now(), timeout);
             loop {
                 match tokio::time::timeout_at(deadline, f()).await {
                     Err(_) => return Err(None),
                     Ok(Ok(v)) => return Ok(v),
                     Ok(Err(e)) if is_transient(&e) => {
-                        let next = tokio::time::Instant::now() + READ_RETRY_BACKOFF;
+                        let next = deadline_after(tokio::time::Instant::now(), READ_RETRY_BACKOFF);
                         if next >= deadline {
                             return Err(Some(e));
                         }
@@ -439,6 +549,30 @@ impl Inner {
             }
             None => (None, format!("{what}: no answer in {timeout:?}")),
         })
+    }
+
+    /// The oldest revision etcd still holds, once a read at `rev` found it
+    /// compacted: a range's error does not say it, but a watch from `rev`
+    /// is cancelled with it (`compact_revision`). `None` if that fails.
+    fn compacted_at(&self, rev: i64) -> Option<i64> {
+        let mut client = self.client.watch_client();
+        let key = self.config.prefix.clone().into_bytes();
+        let options = WatchOptions::new().with_start_revision(rev);
+        let found = self.call("compact revision", async move {
+            // The request half lives until the answer is read.
+            let (_sender, mut responses) = client.watch(key, Some(options)).await?.split();
+            // `created` may come first, then the cancellation.
+            while let Some(resp) = responses.message().await? {
+                if resp.compact_revision() > 0 {
+                    return Ok(Some(resp.compact_revision()));
+                }
+                if resp.canceled() || !resp.events().is_empty() {
+                    break;
+                }
+            }
+            Ok(None)
+        });
+        found.ok().flatten()
     }
 
     fn key_under(&self, key: &[u8]) -> Option<Vec<u8>> {
@@ -536,8 +670,8 @@ impl Source for EtcdSource {
     /// The prefix at one revision, in pages of [`EtcdConfig::page_size`]:
     /// the first page at the current revision, the rest at the first's
     /// (the apiserver's `GetList`). A compaction past that revision while
-    /// paging starts the list over (three times at most, then
-    /// `Compacted`).
+    /// paging starts the list over (three tries in all, then
+    /// `Compacted`, with the oldest revision etcd still holds).
     fn list(&self) -> Result<Listing, SourceError> {
         let inner = &*self.inner;
         let mut attempts = 0;
@@ -562,17 +696,16 @@ impl Source for EtcdSource {
                     async move { kv.get(from, Some(options)).await }
                 }) {
                     Ok(page) => page,
-                    Err((Some(e), text)) => {
-                        let err = source_error(e, (revision > 0).then_some(revision));
-                        if matches!(err, SourceError::Compacted { .. }) && attempts < 3 {
+                    Err((Some(e), _)) if revision > 0 && is_compacted(&e) => {
+                        if attempts < LIST_ATTEMPTS {
                             continue 'list;
                         }
-                        return Err(match err {
-                            SourceError::Compacted { .. } => err,
-                            _ => unavailable(text),
+                        return Err(SourceError::Compacted {
+                            requested: rv_of(revision),
+                            compacted: rv_of(inner.compacted_at(revision).unwrap_or(revision)),
                         });
                     }
-                    Err((None, text)) => return Err(unavailable(text)),
+                    Err((_, text)) => return Err(unavailable(text)),
                 };
                 bump(&inner.counters.list_pages);
                 if revision == 0 {

@@ -1,9 +1,11 @@
 //! Scale-out the Kubernetes way: two Herald engines, each with its own
 //! reflector, behind one 3-member etcd cluster on loopback. At any
 //! revision both answer the same list; their watchers get the same
-//! sequence, which is etcd's own history; killing members (the leader
-//! among them) while writes go on loses nothing: every engine converges
-//! and every watcher's stream stays gap-free, or ends with a reason.
+//! sequence, which is etcd's own history; killing every member in turn
+//! (the leader first) while writes go on breaks each engine's etcd watch
+//! and loses nothing: every engine resumes without a re-list and
+//! converges, and every watcher's stream stays gap-free, or ends with a
+//! reason.
 
 mod support;
 
@@ -12,7 +14,7 @@ use herald_etcd::local::{LocalCluster, etcd_binary};
 use support::*;
 
 #[test]
-fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
+fn two_engines_behind_a_three_member_cluster_agree_through_member_kills() {
     let bin = etcd_binary().unwrap_or_else(|e| panic!("NO ETCD: {e}"));
     let mut cluster = LocalCluster::start(&bin, 3).unwrap();
     let endpoints = cluster.endpoints();
@@ -55,17 +57,28 @@ fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
         .collect();
     let writers = Writers::start(&rt, &endpoints, 3, 300);
     writers.wait_for(300);
-    // Kill the leader, write on, bring it back; twice.
-    let mut killed = Vec::new();
-    for round in 1..=2u64 {
-        let leader = cluster.leader().unwrap();
-        cluster.kill(leader);
-        killed.push(leader);
-        writers.wait_for(300 + round * 400);
-        let next = cluster.leader().unwrap();
-        assert_ne!(next, leader, "a new leader was elected");
-        cluster.restart(leader).unwrap();
-        writers.wait_for(300 + round * 400 + 200);
+    // Kill every member in turn, the leader first, while the writers go on;
+    // bring each back before the next. A watch stays on the member it was
+    // opened on until that member dies (a watch on a follower outlives a
+    // leader kill), so killing every member is what makes each engine lose
+    // its watch at least once, whichever member its balancer picked.
+    let first = cluster.leader().unwrap();
+    let order: Vec<usize> = std::iter::once(first)
+        .chain((0..cluster.member_count()).filter(|&i| i != first))
+        .collect();
+    let mut writes = 300;
+    for &member in &order {
+        let was_leader = cluster.leader().unwrap() == member;
+        cluster.kill(member);
+        writes += 300;
+        writers.wait_for(writes);
+        if was_leader {
+            let next = cluster.leader().unwrap();
+            assert_ne!(next, member, "a new leader was elected");
+        }
+        cluster.restart(member).unwrap();
+        writes += 150;
+        writers.wait_for(writes);
     }
     writers.stop(&rt);
     let mut c = client(&rt, &endpoints);
@@ -112,9 +125,15 @@ fn two_engines_behind_a_three_member_cluster_agree_through_leader_kills() {
             .collect();
         assert_eq!(lists[0], lists[1], "the lists at {at}");
     }
-    assert_eq!(killed.len(), 2);
-    // Nothing was re-listed: each lost watch resumed where it was.
-    for (_, _, reflector) in &engines {
-        assert_eq!(reflector.stats().lists, 1, "{:?}", reflector.stats());
+    // Every engine lost its watch (its member was killed) and resumed it
+    // where it was: nothing was re-listed.
+    for (source, _, reflector) in &engines {
+        let stats = reflector.stats();
+        assert!(
+            stats.resumes >= 1,
+            "the watch was lost and resumed: {stats:?}"
+        );
+        assert!(source.stats().watches_opened >= 2, "{:?}", source.stats());
+        assert_eq!(stats.lists, 1, "resumed, not re-listed: {stats:?}");
     }
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use herald::*;
 use herald_etcd::local::{LocalEtcd, etcd_binary, old_etcd_binary};
-use herald_etcd::{EtcdConfig, EtcdSource, ProgressTrust};
+use herald_etcd::{Distrust, EtcdConfig, EtcdSource, ProgressTrust};
 use support::*;
 
 /// A member, its endpoints, a runtime and a client for the test's writes.
@@ -200,8 +200,9 @@ fn progress_drives_consistent_reads_and_future_version_watches() {
     let source = source(endpoints);
     assert!(
         source.progress_trusted(),
-        "etcd {}",
-        source.server_version()
+        "etcd {:?}: {:?}",
+        source.server_version(),
+        source.progress_distrust()
     );
     let (engine, reflector) = engine_on(&source, quick());
     reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -259,7 +260,15 @@ fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
     put_pod(&rt, &mut c, "a");
     let source = source(endpoints);
     assert!(!source.progress_trusted());
-    assert_eq!(source.server_version().minor, 4);
+    assert_eq!(source.server_version().map(|v| v.minor), Some(4));
+    assert!(
+        matches!(
+            source.progress_distrust(),
+            Some(Distrust::OldServer { version, .. }) if version.minor == 4
+        ),
+        "{:?}",
+        source.progress_distrust()
+    );
     check_fallback(&rt, &mut c, &source);
 }
 
@@ -274,9 +283,17 @@ fn progress_can_be_refused_by_configuration() {
     })
     .unwrap();
     assert!(!source.progress_trusted());
+    assert_eq!(source.progress_distrust(), Some(&Distrust::Configured));
     check_fallback(&rt, &mut c, &source);
 }
 
+/// Consistent reads on an untrusted source are read from etcd. Writes to
+/// another prefix after the cache's last change (`b`) move etcd's revision
+/// to `newer` and send the engine's watch nothing; with no progress passed
+/// on, the engine stays at `b`. A consistent read that answers at `newer`
+/// or later can therefore only have come from etcd: one served from the
+/// cache would wait for the engine to reach `newer`, which never happens,
+/// and fail after the engine's too-large timeout.
 fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, source: &EtcdSource) {
     let (engine, reflector) = engine_on(source, quick());
     reflector.consistent_list(&ListRequest::new()).unwrap();
@@ -289,24 +306,44 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
         c,
         &format!("{PREFIX}ns/b"),
         &pod_json("ns", "b", "db", "n1", 0),
-    ));
-    // Read from etcd: at its revision, with `b`, selectors applied.
+    )) as u64;
+    assert!(cached.get() < other as u64 && (other as u64) < b);
+    // The cache moves only with changes, never with progress: it reaches
+    // `b` through its watch, and no further.
+    eventually("the cache reaches b", || {
+        engine.resource_version().get() == b
+    });
+    let mut newer = 0;
+    for i in 0..3 {
+        newer = rt.block_on(put(c, &format!("/registry/configmaps/ns/n{i}"), "{}")) as u64;
+    }
+    assert!(newer > b);
+    // Read from etcd: at its revision (`newer` or later), with `b`,
+    // selectors applied, well within the request timeout.
+    let timeout = source.config().request_timeout;
+    let started = std::time::Instant::now();
     let list = reflector
         .consistent_list(&ListRequest::new().labels("app=db".parse().unwrap()))
         .unwrap();
-    assert!(list.resource_version.get() >= b as u64 && b > other);
+    assert!(
+        list.resource_version.get() >= newer,
+        "{} < {newer}",
+        list.resource_version
+    );
     assert_eq!(
         engine_state(&list.items).keys().collect::<Vec<_>>(),
         ["ns/b"]
     );
     let got = reflector.consistent_get("ns/b").unwrap();
-    assert_eq!(got.item.unwrap().resource_version.get(), b as u64);
-    assert!(reflector.consistent_get("ns/zz").unwrap().item.is_none());
-    // The cache itself moves only with changes, never with progress.
-    eventually("the cache reaches b", || {
-        engine.resource_version().get() == b as u64
-    });
-    assert!(cached.get() < other as u64);
+    assert!(got.resource_version.get() >= newer, "{got:?}");
+    assert_eq!(got.item.unwrap().resource_version.get(), b);
+    let missing = reflector.consistent_get("ns/zz").unwrap();
+    assert!(missing.item.is_none() && missing.resource_version.get() >= newer);
+    assert!(started.elapsed() < timeout, "{:?}", started.elapsed());
+    // The engine never saw `newer`: the answers above were not its own.
+    assert_eq!(engine.resource_version().get(), b);
+    let cached_read = engine.list(&ListRequest::new()).unwrap();
+    assert_eq!(cached_read.resource_version.get(), b);
     assert_eq!(source.stats().progress_passed, 0);
     assert_eq!(reflector.stats().progress_requests, 0);
 }
@@ -365,6 +402,88 @@ fn compaction_past_a_lost_watch_relists_and_ends_watchers_relisted() {
     // A watch from before the compaction is told its history is gone.
     let gone = engine.watch(WatchRequest::new().resource_version(Some(listed.resource_version)));
     assert!(matches!(gone, Err(WatchError::Gone(_))), "{gone:?}");
+}
+
+/// Lists the prefix with one object a page while another thread compacts
+/// past the list's revision `times` times. Each compaction comes once the
+/// source has read two more pages since the last one: after the first
+/// page of the attempt it hits, and before the last (200 pages). Returns
+/// the list's outcome, the compactions' revisions and the pages read.
+fn list_across_compactions(
+    times: usize,
+) -> (
+    Result<Listing, SourceError>,
+    Vec<u64>,
+    u64,
+    std::collections::BTreeMap<String, u64>,
+) {
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    for i in 0..200 {
+        put_pod(&rt, &mut c, &format!("p{i:03}"));
+    }
+    let source = EtcdSource::connect(EtcdConfig {
+        page_size: 1,
+        ..EtcdConfig::new(endpoints.clone(), PREFIX).decoder(decoder())
+    })
+    .unwrap();
+    // The list has returned: no compaction is coming for it.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (listed, compactions) = std::thread::scope(|s| {
+        let compactor = s.spawn(|| {
+            let mut c = client(&rt, &endpoints);
+            let mut revisions = Vec::new();
+            let mut last = source.stats().list_pages;
+            while revisions.len() < times && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                if source.stats().list_pages < last + 2 {
+                    std::thread::sleep(Duration::from_micros(200));
+                    continue;
+                }
+                let rev = rt.block_on(put(&mut c, "/registry/configmaps/ns/c", "{}"));
+                rt.block_on(c.compact(rev, None)).unwrap();
+                revisions.push(rev as u64);
+                last = source.stats().list_pages;
+            }
+            revisions
+        });
+        let listed = source.list();
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (listed, compactor.join().unwrap())
+    });
+    let (state, _) = etcd_state(&rt, &mut c);
+    (listed, compactions, source.stats().list_pages, state)
+}
+
+/// A compaction past a list's revision while it pages starts the list
+/// over, at a revision etcd still holds.
+#[test]
+fn a_list_paged_across_a_compaction_starts_over() {
+    let (listed, compactions, pages, etcd_now) = list_across_compactions(1);
+    assert_eq!(compactions.len(), 1);
+    let listing = listed.unwrap();
+    assert_eq!(engine_state(&listing.items), etcd_now);
+    assert!(listing.revision.get() >= compactions[0], "{listing:?}");
+    // The first attempt read at least two pages before it was cut short.
+    assert!(pages >= 200 + 2, "{pages}");
+}
+
+/// A list that keeps being compacted under gives up after three attempts:
+/// `Compacted`, with the revision it read at and the oldest one etcd
+/// still holds (the last compaction's).
+#[test]
+fn a_list_compacted_under_three_times_fails_compacted_with_the_compact_revision() {
+    let (listed, compactions, pages, _) = list_across_compactions(3);
+    assert_eq!(compactions.len(), 3);
+    match listed {
+        Err(SourceError::Compacted {
+            requested,
+            compacted,
+        }) => {
+            assert!(requested.get() < compactions[2], "{requested}");
+            assert_eq!(compacted.get(), compactions[2]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(pages < 3 * 200, "{pages}");
 }
 
 #[test]
@@ -512,32 +631,123 @@ fn source_of(etcd: &LocalEtcd) -> EtcdSource {
 #[test]
 fn bad_configurations_are_typed_errors() {
     use herald_etcd::ConnectError;
-    let no_endpoints = EtcdSource::connect(EtcdConfig::new(Vec::<String>::new(), PREFIX));
-    assert!(
-        matches!(no_endpoints, Err(ConnectError::Config(_))),
-        "{no_endpoints:?}"
+    let base = || EtcdConfig::new(["http://127.0.0.1:1"], PREFIX);
+    let refused = |what: &str, config: EtcdConfig, says: &str| {
+        let e = EtcdSource::connect(config).unwrap_err();
+        match &e {
+            ConnectError::Config(why) => assert!(why.contains(says), "{what}: {why}"),
+            e => panic!("{what}: {e:?}"),
+        }
+    };
+    refused(
+        "no endpoints",
+        EtcdConfig::new(Vec::<String>::new(), PREFIX),
+        "no endpoints",
     );
-    let zero_page = EtcdSource::connect(EtcdConfig {
-        page_size: 0,
-        ..EtcdConfig::new(["http://127.0.0.1:1"], PREFIX)
-    });
-    assert!(
-        matches!(zero_page, Err(ConnectError::Config(_))),
-        "{zero_page:?}"
+    refused(
+        "a zero page size",
+        EtcdConfig {
+            page_size: 0,
+            ..base()
+        },
+        "page size",
     );
-    for endpoint in ["not a url", "http://127.0.0.1:1", "http://[::1"] {
-        let quick = EtcdConfig {
-            connect_timeout: Duration::from_millis(300),
-            request_timeout: Duration::from_millis(500),
-            ..EtcdConfig::new([endpoint], PREFIX)
-        };
-        let e = EtcdSource::connect(quick).unwrap_err();
-        assert!(
-            matches!(e, ConnectError::Unreachable(_)),
-            "{endpoint}: {e:?}"
+    refused(
+        "an empty prefix",
+        EtcdConfig::new(["http://127.0.0.1:1"], ""),
+        "empty",
+    );
+    refused(
+        "a prefix without its '/'",
+        EtcdConfig::new(["http://127.0.0.1:1"], "/registry/pods"),
+        "does not end in '/'",
+    );
+    refused(
+        "a zero request timeout",
+        EtcdConfig {
+            request_timeout: Duration::ZERO,
+            ..base()
+        },
+        "request timeout",
+    );
+    refused(
+        "a zero connect timeout",
+        EtcdConfig {
+            connect_timeout: Duration::ZERO,
+            ..base()
+        },
+        "connect timeout",
+    );
+    for keep_alive in [
+        (Duration::ZERO, Duration::from_secs(1)),
+        (Duration::from_secs(1), Duration::ZERO),
+        (Duration::MAX, Duration::from_secs(1)),
+        (Duration::from_secs(1), Duration::MAX),
+    ] {
+        refused(
+            &format!("keep-alive {keep_alive:?}"),
+            EtcdConfig {
+                keep_alive,
+                ..base()
+            },
+            "keep-alive",
         );
-        assert!(!e.to_string().is_empty());
     }
+    // Malformed URLs are the configuration's fault, and named.
+    for endpoint in [
+        "not a url",
+        "http://[::1",
+        "http://127.0.0.1:99999",
+        "http://",
+    ] {
+        refused(
+            endpoint,
+            EtcdConfig::new(["http://127.0.0.1:1", endpoint], PREFIX),
+            endpoint,
+        );
+    }
+    // Nothing listening: the cluster's fault.
+    let e = EtcdSource::connect(EtcdConfig {
+        connect_timeout: Duration::from_millis(300),
+        request_timeout: Duration::from_millis(500),
+        ..base()
+    })
+    .unwrap_err();
+    assert!(matches!(e, ConnectError::Unreachable(_)), "{e:?}");
+    assert!(!e.to_string().is_empty());
+}
+
+/// Timeouts too long for the clock wait for ever: they are no panic (a
+/// read's deadline was `now + timeout`, which overflowed).
+#[test]
+fn timeouts_too_long_for_the_clock_are_no_panic() {
+    let (_etcd, endpoints, rt, mut c) = one(etcd());
+    let rev = put_pod(&rt, &mut c, "p1") as u64;
+    let source = EtcdSource::connect(EtcdConfig {
+        request_timeout: Duration::MAX,
+        connect_timeout: Duration::MAX,
+        ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
+    })
+    .unwrap();
+    assert!(source.current_revision().unwrap().get() >= rev);
+    let (item, _) = source.get("ns/p1").unwrap();
+    assert_eq!(item.map(|i| i.resource_version.get()), Some(rev));
+    assert_eq!(source.list().unwrap().items.len(), 1);
+    let (engine, reflector) = engine_on(&source, quick());
+    assert_eq!(
+        reflector
+            .consistent_list(&ListRequest::new())
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(ResourceVersion::new(rev))))
+        .unwrap();
+    let next = put_pod(&rt, &mut c, "p2") as u64;
+    let (seen, end) = collect(&mut w, next);
+    assert_eq!((seen.len(), end), (1, None));
 }
 
 #[test]
@@ -551,7 +761,16 @@ fn reads_go_around_an_endpoint_that_is_down() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
-    let source = source(vec![dead, endpoints[0].clone()]);
+    let source = source(vec![dead.clone(), endpoints[0].clone()]);
+    // Its version was not checked: progress is not trusted.
+    assert!(
+        matches!(
+            source.progress_distrust(),
+            Some(Distrust::Unchecked { endpoint, .. }) if *endpoint == dead
+        ),
+        "{:?}",
+        source.progress_distrust()
+    );
     for i in 0..100 {
         let at = source
             .current_revision()
