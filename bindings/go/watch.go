@@ -402,7 +402,7 @@ func (c *watchCore) pollLocked(max int, reuse, arming bool) (batch, error) {
 			}
 			b.events = c.evbuf[:n]
 		} else {
-			b.events = make([]Event, n)
+			b.events = batchSlice(n)
 		}
 		for i := range evs {
 			ev := &evs[i]
@@ -490,7 +490,9 @@ func (w *Watch) Events(ctx context.Context) <-chan Event {
 // Each message is a new slice that the receiver owns: the binding never
 // touches it again, so the receiver may keep it, reorder it or pass it
 // to another goroutine. (Each event's Payload is still shared and
-// read-only, as with Events.) The channel holds up to BatchesCap
+// read-only, as with Events.) A receiver done with a slice may give it
+// back with ReleaseBatch, so that a later message reuses its memory
+// instead of allocating. The channel holds up to BatchesCap
 // messages. Later calls return the same channel. Use one of Poll, Events
 // and Batches on a watch: Batches after Events returns a closed channel.
 func (w *Watch) Batches(ctx context.Context) <-chan []Event {
@@ -840,4 +842,34 @@ func (d *dispatcher) handOff() {
 	}
 	clear(d.full)
 	d.full = d.full[:0]
+}
+
+// batchPool holds slices given back by ReleaseBatch, cleared, for later
+// Batches messages of any watch.
+var batchPool sync.Pool
+
+// batchSlice is a slice of n events for a Batches message: a released
+// one when the pool has one large enough, else a new one.
+func batchSlice(n int) []Event {
+	if p, ok := batchPool.Get().(*[]Event); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]Event, n)
+}
+
+// ReleaseBatch gives back a slice received from a Batches channel, once
+// the receiver is done with it: a later message (of any watch) may reuse
+// its memory instead of allocating, which keeps a busy consumer's garbage,
+// and the collector's work, down. After the call neither the slice nor
+// anything sliced from it may be used (the Key and Payload strings and
+// slices copied out of its events stay valid: they are not in it).
+// Releasing is optional; a slice not released is garbage as usual. A
+// nil or empty slice is ignored.
+func ReleaseBatch(b []Event) {
+	if cap(b) == 0 {
+		return
+	}
+	b = b[:cap(b)]
+	clear(b) // it holds no keys or payloads while pooled
+	batchPool.Put(&b)
 }

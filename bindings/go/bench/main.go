@@ -35,6 +35,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"sync"
@@ -56,8 +57,10 @@ var (
 	only     = flag.String("only", "", "run one system only (herald or native), for profiles")
 	mix      = flag.String("mix", "all,node,mixed", "cases, comma-separated: all (every watcher gets every change), node (watcher i watches node i; each change is for one node, round robin), mixed (one in four watchers watches everything, the rest one node each)")
 	cpuprof  = flag.String("cpuprofile", "", "write a CPU profile")
+	traceOut = flag.String("trace", "", "write a Go execution trace (go tool trace)")
 	inline   = flag.Bool("inline", false, "herald's engine with WithInlineDispatch(true) (the writer fans out when the dispatcher thread is idle)")
 	batches  = flag.Bool("batches", false, "herald's consumers receive with Watch.Batches (one channel message per polled batch, []Event) instead of Events (one message per event); native is unchanged (one channel per watcher, one send per event)")
+	release  = flag.Bool("release", false, "with -batches: each consumer gives each message's slice back with herald.ReleaseBatch once recorded")
 	batch    = flag.Int("batch", 1, "herald's writer applies this many changes per Writer.ApplyBatch call (1: Writer.Apply per change), as a source receiving batches would; native is unchanged (its feeder handles one change at a time either way)")
 )
 
@@ -322,6 +325,9 @@ func heraldRound(c benchCase, ns names, e *herald.Engine, w *herald.Writer, rv *
 					for i := range b {
 						r.record(b[i].Payload, b[i].ResourceVersion)
 					}
+					if *release {
+						herald.ReleaseBatch(b)
+					}
 				}
 			}()
 			continue
@@ -460,6 +466,18 @@ func main() {
 		}
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *traceOut != "" {
+		f, err := os.Create(*traceOut)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := trace.Start(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer trace.Stop()
 	}
 	mode := "closed loop"
 	if *rate > 0 {
