@@ -864,7 +864,8 @@ func batchSlice(n int) []Event {
 // anything sliced from it may be used (the Key and Payload strings and
 // slices copied out of its events stay valid: they are not in it).
 // Releasing is optional; a slice not released is garbage as usual. A
-// nil or empty slice is ignored.
+// nil or empty slice is ignored. Release a slice once: one released
+// twice may back two later messages at once.
 func ReleaseBatch(b []Event) {
 	if cap(b) == 0 {
 		return

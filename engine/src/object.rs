@@ -113,7 +113,8 @@ impl Object {
     /// Starts building an object with room for `pairs` labels and fields
     /// whose keys and values take `bytes` bytes in all: adding them then
     /// allocates nothing, and [`build`](ObjectBuilder::build) copies
-    /// nothing. A hint only: more or fewer are fine.
+    /// nothing. A hint only: more or fewer are fine, and a hint past 4,096
+    /// pairs or 1 MiB is taken as that much (a huge one is no error).
     ///
     /// ```
     /// # use herald::Object;
@@ -133,7 +134,7 @@ impl Object {
         } else {
             namespace.len() + 1
         };
-        let mut text = String::with_capacity((name_at + name.len()).saturating_add(bytes));
+        let mut text = String::with_capacity(name_at + name.len() + bytes.min(1 << 20));
         if name_at > 0 {
             text.push_str(namespace);
             text.push('/');
@@ -143,7 +144,7 @@ impl Object {
             key_len: text.len(),
             text,
             name_at,
-            spans: Vec::with_capacity(pairs),
+            spans: Vec::with_capacity(pairs.min(1 << 12)),
             payload: Bytes::new(),
         }
     }
@@ -544,6 +545,14 @@ mod tests {
         let o = Object::builder("ñs", "é").label("ключ", "значение").build();
         assert_eq!(o.label("ключ"), Some("значение"));
         assert_eq!((o.namespace(), o.name()), ("ñs", "é"));
+    }
+
+    #[test]
+    fn huge_capacity_hints_are_capped_not_a_panic() {
+        let o = Object::builder_with_capacity("ns", "a", usize::MAX, usize::MAX)
+            .label("k", "v")
+            .build();
+        assert_eq!((o.key(), o.label("k")), ("ns/a", Some("v")));
     }
 
     #[test]
