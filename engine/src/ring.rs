@@ -421,19 +421,25 @@ impl RingWriter {
     }
 
     /// The writer's own read of a retained record (always present: the
-    /// writer only asks for positions within its physical window).
-    fn own(&self, pos: u64) -> RecordRef {
+    /// writer only asks for positions within its physical window): `f`
+    /// gets it under an `arc-swap` guard, with no reference count taken
+    /// on its chunk. (A count was two atomic read-modify-writes on a line
+    /// the consumers' counts touch too, and the ring's rules read a
+    /// record on every write: the tail's size when it is evicted, the
+    /// age of the quarter mark.)
+    fn own<R>(&self, pos: u64, f: impl FnOnce(&Record) -> R) -> R {
         debug_assert!(pos < self.head && self.head - pos <= self.physical());
-        let chunk = self.slots.cell(pos).load_full();
-        match chunk {
-            Some(chunk) if chunk.get(pos).is_some() => RecordRef { chunk, pos },
-            _ => panic!("the writer's retained record {pos} was overwritten"),
+        let chunk = self.slots.cell(pos).load();
+        match chunk.as_ref().and_then(|c| c.get(pos)) {
+            Some(record) => f(record),
+            None => panic!("the writer's retained record {pos} was overwritten"),
         }
     }
 
     /// Appends a record; `dispatched` is the dispatcher's cursor (positions
     /// below it have been fanned out). Returns the record's position and the
-    /// resize done, if any.
+    /// resize done, if any. [`RingWriter::prepare`] then
+    /// [`RingWriter::push`].
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn append(
         &mut self,
@@ -446,6 +452,25 @@ impl RingWriter {
         at: Instant,
         dispatched: u64,
     ) -> Result<(u64, Option<Resize>), Gated> {
+        let bytes = record_bytes(object.as_ref());
+        let resized = self.prepare(bytes, at, dispatched)?;
+        let pos = self.push(kind, rv, object, prev, prev_rv, generation, at, bytes);
+        Ok((pos, resized))
+    }
+
+    /// Makes room for the next record, of `bytes` (`record_bytes`): grows
+    /// or shrinks by the reference's rule when full, evicts the oldest
+    /// when still full or over the byte bound. `Gated`: the next slot
+    /// holds an undispatched record (nothing was evicted; a growth may
+    /// have happened). The caller pushes next, with no other write
+    /// between: a writer may take other locks' work (the store's update)
+    /// between the two knowing the push cannot fail.
+    pub(crate) fn prepare(
+        &mut self,
+        bytes: usize,
+        at: Instant,
+        dispatched: u64,
+    ) -> Result<Option<Resize>, Gated> {
         let mut resized = None;
         let full = self.len() >= self.cap;
         if self.gated(dispatched) {
@@ -466,13 +491,28 @@ impl RingWriter {
         if self.len() >= self.cap {
             self.evict_oldest();
         }
-        let bytes = object.as_ref().map_or(64, Object::approx_bytes);
-        let bytes = u32::try_from(bytes).unwrap_or(u32::MAX) as usize;
         if let Some(max) = self.sizing.max_bytes {
             while self.bytes + bytes > max && self.tail < self.head {
                 self.evict_oldest();
             }
         }
+        Ok(resized)
+    }
+
+    /// Writes the record [`RingWriter::prepare`] made room for, at the
+    /// head, and publishes it; returns its position.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn push(
+        &mut self,
+        kind: RecordKind,
+        rv: ResourceVersion,
+        object: Option<Object>,
+        prev: Option<Object>,
+        prev_rv: Option<ResourceVersion>,
+        generation: u64,
+        at: Instant,
+        bytes: usize,
+    ) -> u64 {
         let pos = self.head;
         let record = Record {
             rv,
@@ -483,13 +523,13 @@ impl RingWriter {
             generation,
             at: u64::try_from(at.saturating_duration_since(self.sizing.epoch).as_nanos())
                 .unwrap_or(u64::MAX),
-            // Saturated above.
+            // Saturated by `record_bytes`.
             bytes: bytes as u32,
             enqueued: AtomicU64::new(0),
         };
         if pos % CHUNK == 0 {
             // A new chunk replaces the one `physical` positions back (the
-            // gate above has checked it is dispatched).
+            // gate in `prepare` has checked it is dispatched).
             let chunk = Arc::new(Chunk::new(pos));
             self.slots.cell(pos).store(Some(chunk.clone()));
             self.chunk = Some(chunk);
@@ -516,7 +556,7 @@ impl RingWriter {
         } else {
             self.bytes += bytes;
         }
-        Ok((pos, resized))
+        pos
     }
 
     /// Whether the next write replaces a chunk (it starts a new one) that
@@ -531,7 +571,7 @@ impl RingWriter {
 
     fn evict_oldest(&mut self) {
         debug_assert!(self.tail < self.head);
-        let b = self.own(self.tail).bytes as usize;
+        let b = self.own(self.tail, |r| r.bytes) as usize;
         self.bytes -= b;
         self.tail += 1;
         self.ring.tail.store(self.tail, Ordering::Release);
@@ -541,8 +581,11 @@ impl RingWriter {
     fn applied(&self, pos: u64) -> Instant {
         // `at` came from an `Instant` at or after the epoch, so the sum is
         // one too: it cannot overflow.
-        later(self.sizing.epoch, Duration::from_nanos(self.own(pos).at))
-            .unwrap_or(self.sizing.epoch)
+        later(
+            self.sizing.epoch,
+            Duration::from_nanos(self.own(pos, |r| r.at)),
+        )
+        .unwrap_or(self.sizing.epoch)
     }
 
     fn may_grow(&self, now: Instant) -> bool {
@@ -629,9 +672,9 @@ impl RingWriter {
             self.list_rv
         } else if self.tail == self.head {
             // Everything evicted (byte bound): only the present is servable.
-            self.own(self.head - 1).rv
+            self.own(self.head - 1, |r| r.rv)
         } else {
-            ResourceVersion::new(self.own(self.tail).rv.get() - 1)
+            ResourceVersion::new(self.own(self.tail, |r| r.rv).get() - 1)
         }
     }
 
@@ -641,7 +684,7 @@ impl RingWriter {
         let (mut lo, mut hi) = (self.tail, self.head);
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if self.own(mid).rv > rv {
+            if self.own(mid, |r| r.rv) > rv {
                 hi = mid;
             } else {
                 lo = mid + 1;
@@ -649,6 +692,13 @@ impl RingWriter {
         }
         lo
     }
+}
+
+/// The bytes a record of `object` counts for the byte bound (a record
+/// without an object, 64), saturated to fit the record's `u32`.
+pub(crate) fn record_bytes(object: Option<&Object>) -> usize {
+    let bytes = object.map_or(64, Object::approx_bytes);
+    u32::try_from(bytes).unwrap_or(u32::MAX) as usize
 }
 
 #[cfg(test)]

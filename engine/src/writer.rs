@@ -7,7 +7,7 @@ use crate::dispatch::Slot;
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
-use crate::ring::RecordKind;
+use crate::ring::{RecordKind, record_bytes};
 use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Shared, VIEW_EVERY};
 use crate::source::SourceError;
@@ -161,42 +161,60 @@ impl Writer {
                 }
                 .into());
             }
-            let stored = st.store.get(object.key());
-            if kind == ChangeKind::Deleted && stored.is_none() {
-                // A key the cache never held: no watcher can have seen the
-                // object, so none is told of its deletion; the version
-                // moves as with progress (the reference: a deletion with no
-                // previous object passes no filter, seeds/000
-                // convertToWatchEvent).
-                st.rv = rv;
-                shared.current_rv.store(rv.get(), Ordering::Release);
-                Counters::add(&shared.counters.progress_updates, 1);
-                return Ok(None);
-            }
-            let prev_rv = stored.map(|e| e.rv);
-            // SEMANTICS 1: a deletion's previous object is its last state.
-            let prev = stored.map(|e| e.object.clone());
-            let (_, resize) = st.ring.append(
-                RecordKind::Change(kind),
-                rv,
-                Some(object.clone()),
-                prev,
-                prev_rv,
-                st.generation,
-                shared.config.clock.now(),
-                dispatched,
-            )?;
-            match kind {
-                ChangeKind::Deleted => {
-                    st.store.delete(object.key());
-                }
-                _ => {
-                    st.store.put(Stored {
-                        object: object.clone(),
-                        rv,
-                    });
-                }
-            }
+            let at = shared.config.clock.now();
+            let bytes = record_bytes(Some(&object));
+            let resize = if kind == ChangeKind::Deleted {
+                let Some(stored) = st.store.get(object.key()) else {
+                    // A key the cache never held: no watcher can have seen
+                    // the object, so none is told of its deletion; the
+                    // version moves as with progress (the reference: a
+                    // deletion with no previous object passes no filter,
+                    // seeds/000 convertToWatchEvent).
+                    st.rv = rv;
+                    shared.current_rv.store(rv.get(), Ordering::Release);
+                    Counters::add(&shared.counters.progress_updates, 1);
+                    return Ok(None);
+                };
+                // SEMANTICS 1: a deletion's previous object is its last state.
+                let (prev, prev_rv) = (stored.object.clone(), stored.rv);
+                let resize = st.ring.prepare(bytes, at, dispatched)?;
+                let generation = st.generation;
+                st.ring.push(
+                    RecordKind::Change(kind),
+                    rv,
+                    Some(object.clone()),
+                    Some(prev),
+                    Some(prev_rv),
+                    generation,
+                    at,
+                    bytes,
+                );
+                st.store.delete(object.key());
+                resize
+            } else {
+                // Room first (the one step that may refuse: `Gated`), then
+                // the store's update, whose old entry is the previous
+                // state (one walk of the store, not a look-up and then an
+                // insertion), then the record, which cannot fail.
+                let resize = st.ring.prepare(bytes, at, dispatched)?;
+                let old = st.store.put(Stored {
+                    object: object.clone(),
+                    rv,
+                });
+                let generation = st.generation;
+                let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
+                st.ring.push(
+                    RecordKind::Change(kind),
+                    rv,
+                    Some(object.clone()),
+                    prev,
+                    prev_rv,
+                    generation,
+                    at,
+                    bytes,
+                );
+                resize
+            };
             st.rv = rv;
             st.since_view += 1;
             if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
