@@ -92,6 +92,19 @@ pub(crate) enum Attempt {
     Gated(Gated),
 }
 
+/// What one change under the writer lock did (see `Writer`'s
+/// `apply_locked`): the ring's resize, if any, and whether it wrote a
+/// history record (a deletion of a key never held writes none).
+pub(crate) struct Written {
+    pub(crate) resize: Option<Resize>,
+    pub(crate) recorded: bool,
+}
+
+/// The most changes [`Shared::write_many`] applies under one lock (and
+/// one clock reading): a run of 64 holds the lock some tens of
+/// microseconds, so readers and watch registrations wait no longer.
+pub(crate) const WRITE_RUN: usize = 64;
+
 impl From<WriteError> for Attempt {
     fn from(e: WriteError) -> Self {
         Attempt::Refused(e)
@@ -543,6 +556,74 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// [`Shared::write_quiet`] for many items (a batch): `attempt` runs on
+    /// each in turn, under one writer lock for up to [`WRITE_RUN`] of them,
+    /// with one clock reading per run (`at`, each record's time), and the
+    /// ring's counters and `changes_received` updated once per run. A
+    /// batch so pays for the lock, the clock and the counters (atomic
+    /// writes on lines the dispatcher writes too) once per run, not per
+    /// change, and readers still get the lock between runs. `Gated` waits
+    /// for the dispatcher (without the lock) and retries the same item;
+    /// `Refused` stops there. Returns how many items were applied, and
+    /// the refusal if one stopped the batch.
+    pub(crate) fn write_many<T>(
+        &self,
+        items: impl IntoIterator<Item = T>,
+        mut attempt: impl FnMut(&mut WriterState, u64, &T, Instant) -> Result<Written, Attempt>,
+    ) -> (usize, Result<(), WriteError>) {
+        let mut items = items.into_iter();
+        let mut next = items.next();
+        let mut applied = 0;
+        while next.is_some() {
+            let mut st = self.lock_state();
+            let dispatched = self.dispatched.load(Ordering::Acquire);
+            let at = self.config.clock.now();
+            let (mut run, mut recorded, mut grew, mut shrank) = (0, 0, 0, 0);
+            let mut stop = None;
+            while let Some(item) = next.as_ref() {
+                if run == WRITE_RUN {
+                    break;
+                }
+                match attempt(&mut st, dispatched, item, at) {
+                    Ok(written) => {
+                        match written.resize {
+                            Some(Resize::Grew) => grew += 1,
+                            Some(Resize::Shrank) => shrank += 1,
+                            None => {}
+                        }
+                        recorded += u64::from(written.recorded);
+                        run += 1;
+                        next = items.next();
+                    }
+                    Err(refusal) => {
+                        stop = Some(refusal);
+                        break;
+                    }
+                }
+            }
+            let c = &self.counters;
+            if grew > 0 {
+                Counters::add(&c.ring_grows, grew);
+            }
+            if shrank > 0 {
+                Counters::add(&c.ring_shrinks, shrank);
+            }
+            if run > 0 {
+                Counters::set(&c.ring_capacity, st.ring.capacity() as u64);
+                Counters::set(&c.ring_len, st.ring.len() as u64);
+                Counters::add(&c.changes_received, recorded);
+            }
+            drop(st);
+            applied += run;
+            match stop {
+                None => {}
+                Some(Attempt::Refused(e)) => return (applied, Err(e)),
+                Some(Attempt::Gated(Gated { reused })) => self.wait_for_dispatcher(reused),
+            }
+        }
+        (applied, Ok(()))
     }
 
     /// Waits (without the writer lock) until the dispatcher has moved past

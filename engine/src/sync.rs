@@ -215,6 +215,11 @@ mod imp {
             self.0.load()
         }
 
+        /// `ArcSwapOption::load` (a guard there; a clone here).
+        pub(crate) fn load(&self) -> Option<Arc<T>> {
+            self.0.load()
+        }
+
         pub(crate) fn store(&self, v: Option<Arc<T>>) {
             self.0.store(v);
         }

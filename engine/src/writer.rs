@@ -3,13 +3,15 @@
 //! (`Shared::write`), which waits for the dispatcher only when the ring is
 //! full of undispatched changes.
 
+use std::time::Instant;
+
 use crate::dispatch::Slot;
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
 use crate::ring::{RecordKind, record_bytes};
 use crate::rv::ResourceVersion;
-use crate::shared::{Lifecycle, Shared, VIEW_EVERY};
+use crate::shared::{Attempt, Lifecycle, Shared, VIEW_EVERY, WriterState, Written};
 use crate::source::SourceError;
 use crate::stats::Counters;
 use crate::store::{State, Stored};
@@ -106,10 +108,13 @@ impl Writer {
     /// Applies `changes` in order, as that many [`Writer::apply`] calls
     /// would, but wakes the engine's dispatcher once (or, with
     /// [`Config::inline_dispatch`](crate::Config::inline_dispatch), fans
-    /// out once), after the last, not after each (a source that receives changes in batches, as a
-    /// reflector does from etcd, saves a wake-up per change). It stops at
-    /// the first change refused: the changes before it are applied, and
-    /// the error says how many.
+    /// out once), after the last, not after each (a source that receives
+    /// changes in batches, as a reflector does from etcd, saves a wake-up
+    /// per change). It also takes the writer's lock, and the clock's
+    /// reading each history record carries, once per run of up to 64
+    /// changes rather than per change (readers get the lock between runs).
+    /// It stops at the first change refused: the changes before it are
+    /// applied, and the error says how many.
     ///
     /// ```
     /// # use herald::*;
@@ -133,97 +138,32 @@ impl Writer {
         &mut self,
         changes: impl IntoIterator<Item = Change>,
     ) -> Result<(), BatchError> {
-        let mut applied = 0;
-        let mut result = Ok(());
-        for change in changes {
-            if let Err(error) = self.apply_then(change, false) {
-                result = Err(BatchError { applied, error });
-                break;
-            }
-            applied += 1;
-        }
+        let shared = &*self.shared;
+        let (applied, result) = shared.write_many(changes, |st, dispatched, change, at| {
+            check_names(change.object())?;
+            let (kind, object, rv) = (change.kind(), change.object(), change.resource_version());
+            apply_locked(shared, st, dispatched, kind, object, rv, at)
+        });
         if applied > 0 {
             self.dispatch();
         }
-        result
+        result.map_err(|error| BatchError { applied, error })
     }
 
     fn apply_then(&mut self, change: Change, wake: bool) -> Result<(), WriteError> {
         let (kind, object, rv) = change.into_parts();
         check_names(&object)?;
         let shared = &*self.shared;
+        let mut recorded = false;
         shared.write_quiet(|st, dispatched| {
-            shared.check_ready()?;
-            if rv <= st.rv {
-                return Err(WriteError::OutOfOrder {
-                    given: rv,
-                    current: st.rv,
-                }
-                .into());
-            }
             let at = shared.config.clock.now();
-            let bytes = record_bytes(Some(&object));
-            let resize = if kind == ChangeKind::Deleted {
-                let Some(stored) = st.store.get(object.key()) else {
-                    // A key the cache never held: no watcher can have seen
-                    // the object, so none is told of its deletion; the
-                    // version moves as with progress (the reference: a
-                    // deletion with no previous object passes no filter,
-                    // seeds/000 convertToWatchEvent).
-                    st.rv = rv;
-                    shared.current_rv.store(rv.get(), Ordering::Release);
-                    Counters::add(&shared.counters.progress_updates, 1);
-                    return Ok(None);
-                };
-                // SEMANTICS 1: a deletion's previous object is its last state.
-                let (prev, prev_rv) = (stored.object.clone(), stored.rv);
-                let resize = st.ring.prepare(bytes, at, dispatched)?;
-                let generation = st.generation;
-                st.ring.push(
-                    RecordKind::Change(kind),
-                    rv,
-                    Some(object.clone()),
-                    Some(prev),
-                    Some(prev_rv),
-                    generation,
-                    at,
-                    bytes,
-                );
-                st.store.delete(object.key());
-                resize
-            } else {
-                // Room first (the one step that may refuse: `Gated`), then
-                // the store's update, whose old entry is the previous
-                // state (one walk of the store, not a look-up and then an
-                // insertion), then the record, which cannot fail.
-                let resize = st.ring.prepare(bytes, at, dispatched)?;
-                let old = st.store.put(Stored {
-                    object: object.clone(),
-                    rv,
-                });
-                let generation = st.generation;
-                let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
-                st.ring.push(
-                    RecordKind::Change(kind),
-                    rv,
-                    Some(object.clone()),
-                    prev,
-                    prev_rv,
-                    generation,
-                    at,
-                    bytes,
-                );
-                resize
-            };
-            st.rv = rv;
-            st.since_view += 1;
-            if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
-                shared.publish_view(st);
-            }
-            shared.current_rv.store(rv.get(), Ordering::Release);
-            Counters::add(&shared.counters.changes_received, 1);
-            Ok(resize)
+            let written = apply_locked(shared, st, dispatched, kind, &object, rv, at)?;
+            recorded = written.recorded;
+            Ok(written.resize)
         })?;
+        if recorded {
+            Counters::add(&shared.counters.changes_received, 1);
+        }
         if wake {
             self.dispatch();
         }
@@ -455,6 +395,95 @@ impl Writer {
 
 /// Refuses an object whose namespace or name fails the path-segment rule
 /// (see [Names](Object#names)).
+/// One change under the writer lock, at `at` (the clock's reading, which
+/// a batch takes once per run): its checks, the history record, the
+/// store's update. `recorded`: a record was written (a deletion of a key
+/// the cache never held writes none).
+#[inline]
+fn apply_locked(
+    shared: &Shared,
+    st: &mut WriterState,
+    dispatched: u64,
+    kind: ChangeKind,
+    object: &Object,
+    rv: ResourceVersion,
+    at: Instant,
+) -> Result<Written, Attempt> {
+    shared.check_ready()?;
+    if rv <= st.rv {
+        return Err(WriteError::OutOfOrder {
+            given: rv,
+            current: st.rv,
+        }
+        .into());
+    }
+    let bytes = record_bytes(Some(object));
+    let resize = if kind == ChangeKind::Deleted {
+        let Some(stored) = st.store.get(object.key()) else {
+            // A key the cache never held: no watcher can have seen the
+            // object, so none is told of its deletion; the version moves
+            // as with progress (the reference: a deletion with no previous
+            // object passes no filter, seeds/000 convertToWatchEvent).
+            st.rv = rv;
+            shared.current_rv.store(rv.get(), Ordering::Release);
+            Counters::add(&shared.counters.progress_updates, 1);
+            return Ok(Written {
+                resize: None,
+                recorded: false,
+            });
+        };
+        // SEMANTICS 1: a deletion's previous object is its last state.
+        let (prev, prev_rv) = (stored.object.clone(), stored.rv);
+        let resize = st.ring.prepare(bytes, at, dispatched)?;
+        let generation = st.generation;
+        st.ring.push(
+            RecordKind::Change(kind),
+            rv,
+            Some(object.clone()),
+            Some(prev),
+            Some(prev_rv),
+            generation,
+            at,
+            bytes,
+        );
+        st.store.delete(object.key());
+        resize
+    } else {
+        // Room first (the one step that may refuse: `Gated`), then the
+        // store's update, whose old entry is the previous state (one walk
+        // of the store, not a look-up and then an insertion), then the
+        // record, which cannot fail.
+        let resize = st.ring.prepare(bytes, at, dispatched)?;
+        let old = st.store.put(Stored {
+            object: object.clone(),
+            rv,
+        });
+        let generation = st.generation;
+        let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
+        st.ring.push(
+            RecordKind::Change(kind),
+            rv,
+            Some(object.clone()),
+            prev,
+            prev_rv,
+            generation,
+            at,
+            bytes,
+        );
+        resize
+    };
+    st.rv = rv;
+    st.since_view += 1;
+    if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
+        shared.publish_view(st);
+    }
+    shared.current_rv.store(rv.get(), Ordering::Release);
+    Ok(Written {
+        resize,
+        recorded: true,
+    })
+}
+
 fn check_names(object: &Object) -> Result<(), WriteError> {
     match object.invalid_name() {
         None => Ok(()),
