@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::event::ChangeKind;
 use crate::queue::Queue;
-use crate::ring::{ReadCursor, RecordKind, Ring, RingWriter, Sizing};
+use crate::ring::{NewRecord, ReadCursor, RecordKind, Ring, RingWriter, Sizing};
 use crate::sync::Arc;
 use crate::{Object, ResourceVersion};
 
@@ -64,17 +64,16 @@ impl RingWriterModel {
     pub fn append(&mut self, dispatched: u64) -> Option<u64> {
         let pos = self.writer.head();
         let object = Object::builder("ns", &(pos + 1).to_string()).build();
+        let new = NewRecord {
+            kind: RecordKind::Change(ChangeKind::Added),
+            rv: ResourceVersion::new(pos + 1),
+            object: Some(object),
+            prev: None,
+            prev_rv: None,
+            generation: 1,
+        };
         self.writer
-            .append(
-                RecordKind::Change(ChangeKind::Added),
-                ResourceVersion::new(pos + 1),
-                Some(object),
-                None,
-                None,
-                1,
-                self.at,
-                dispatched,
-            )
+            .append(new, self.at, dispatched)
             .ok()
             .map(|(p, _)| p)
     }

@@ -440,21 +440,15 @@ impl RingWriter {
     /// below it have been fanned out). Returns the record's position and the
     /// resize done, if any. [`RingWriter::prepare`] then
     /// [`RingWriter::push`].
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append(
         &mut self,
-        kind: RecordKind,
-        rv: ResourceVersion,
-        object: Option<Object>,
-        prev: Option<Object>,
-        prev_rv: Option<ResourceVersion>,
-        generation: u64,
+        new: NewRecord,
         at: Instant,
         dispatched: u64,
     ) -> Result<(u64, Option<Resize>), Gated> {
-        let bytes = record_bytes(object.as_ref());
+        let bytes = record_bytes(new.object.as_ref());
         let resized = self.prepare(bytes, at, dispatched)?;
-        let pos = self.push(kind, rv, object, prev, prev_rv, generation, at, bytes);
+        let pos = self.push(new, at, bytes);
         Ok((pos, resized))
     }
 
@@ -501,18 +495,15 @@ impl RingWriter {
 
     /// Writes the record [`RingWriter::prepare`] made room for, at the
     /// head, and publishes it; returns its position.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn push(
-        &mut self,
-        kind: RecordKind,
-        rv: ResourceVersion,
-        object: Option<Object>,
-        prev: Option<Object>,
-        prev_rv: Option<ResourceVersion>,
-        generation: u64,
-        at: Instant,
-        bytes: usize,
-    ) -> u64 {
+    pub(crate) fn push(&mut self, new: NewRecord, at: Instant, bytes: usize) -> u64 {
+        let NewRecord {
+            kind,
+            rv,
+            object,
+            prev,
+            prev_rv,
+            generation,
+        } = new;
         let pos = self.head;
         let record = Record {
             rv,
@@ -694,6 +685,33 @@ impl RingWriter {
     }
 }
 
+/// What a record holds from its writer; the ring adds its time, its size
+/// and its position ([`RingWriter::append`], [`RingWriter::push`]).
+pub(crate) struct NewRecord {
+    pub(crate) kind: RecordKind,
+    pub(crate) rv: ResourceVersion,
+    /// The object after the change (none for a re-list's marker).
+    pub(crate) object: Option<Object>,
+    /// Its previous state, and that state's version.
+    pub(crate) prev: Option<Object>,
+    pub(crate) prev_rv: Option<ResourceVersion>,
+    pub(crate) generation: u64,
+}
+
+impl NewRecord {
+    /// A re-list's marker, opening `generation` at `rv`.
+    pub(crate) fn relist(rv: ResourceVersion, generation: u64) -> NewRecord {
+        NewRecord {
+            kind: RecordKind::Relist,
+            rv,
+            object: None,
+            prev: None,
+            prev_rv: None,
+            generation,
+        }
+    }
+}
+
 /// The bytes a record of `object` counts for the byte bound (a record
 /// without an object, 64), saturated to fit the record's `u32`.
 pub(crate) fn record_bytes(object: Option<&Object>) -> usize {
@@ -727,19 +745,20 @@ mod tests {
         Some(Object::builder("ns", &i.to_string()).build())
     }
 
+    /// An addition of object `rv` at `rv`, in generation 1.
+    fn added(rv: u64) -> NewRecord {
+        NewRecord {
+            kind: RecordKind::Change(ChangeKind::Added),
+            rv: rv.into(),
+            object: obj(rv),
+            prev: None,
+            prev_rv: None,
+            generation: 1,
+        }
+    }
+
     fn change(w: &mut RingWriter, rv: u64, at: Instant) -> Option<Resize> {
-        w.append(
-            RecordKind::Change(ChangeKind::Added),
-            rv.into(),
-            obj(rv),
-            None,
-            None,
-            1,
-            at,
-            u64::MAX,
-        )
-        .unwrap()
-        .1
+        w.append(added(rv), at, u64::MAX).unwrap().1
     }
 
     #[test]
@@ -806,18 +825,8 @@ mod tests {
             2 * CHUNK,
             "two chunks hold four records and the next"
         );
-        let append = |w: &mut RingWriter, rv: u64, dispatched: u64| {
-            w.append(
-                RecordKind::Change(ChangeKind::Added),
-                rv.into(),
-                obj(rv),
-                None,
-                None,
-                1,
-                t,
-                dispatched,
-            )
-        };
+        let append =
+            |w: &mut RingWriter, rv: u64, dispatched: u64| w.append(added(rv), t, dispatched);
         for rv in 1..=physical {
             append(&mut w, rv, 0).unwrap();
         }
@@ -850,17 +859,8 @@ mod tests {
         for rv in 1..=5 {
             change(&mut w, rv, t);
         }
-        w.append(
-            RecordKind::Relist,
-            10.into(),
-            None,
-            None,
-            None,
-            2,
-            t,
-            u64::MAX,
-        )
-        .unwrap();
+        w.append(NewRecord::relist(10.into(), 2), t, u64::MAX)
+            .unwrap();
         assert_eq!(w.len(), 0);
         assert_eq!(w.oldest_minus_one().get(), 10);
         assert_eq!(w.first_after(10.into()), w.head());

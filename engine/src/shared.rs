@@ -31,7 +31,7 @@ use crate::config::Config;
 use crate::error::WriteError;
 use crate::index::Routes;
 use crate::read::ReadError;
-use crate::ring::{Gated, Record, RecordKind, Resize, Ring, RingWriter, Sizing};
+use crate::ring::{Gated, NewRecord, Record, Resize, Ring, RingWriter, Sizing};
 use crate::rv::ResourceVersion;
 use crate::source::SourceError;
 use crate::stats::Counters;
@@ -667,16 +667,9 @@ impl Shared {
     ) -> Result<Option<Resize>, Attempt> {
         let generation = st.generation + 1;
         let at = self.config.clock.now();
-        let (_, resize) = st.ring.append(
-            RecordKind::Relist,
-            rv,
-            None,
-            None,
-            None,
-            generation,
-            at,
-            dispatched,
-        )?;
+        let (_, resize) = st
+            .ring
+            .append(NewRecord::relist(rv, generation), at, dispatched)?;
         st.store = store;
         st.rv = rv;
         st.generation = generation;

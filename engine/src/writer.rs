@@ -9,7 +9,7 @@ use crate::dispatch::Slot;
 use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
-use crate::ring::{RecordKind, record_bytes};
+use crate::ring::{NewRecord, RecordKind, record_bytes};
 use crate::rv::ResourceVersion;
 use crate::shared::{Attempt, Lifecycle, Shared, VIEW_EVERY, WriterState, Written};
 use crate::source::SourceError;
@@ -435,17 +435,15 @@ fn apply_locked(
         // SEMANTICS 1: a deletion's previous object is its last state.
         let (prev, prev_rv) = (stored.object.clone(), stored.rv);
         let resize = st.ring.prepare(bytes, at, dispatched)?;
-        let generation = st.generation;
-        st.ring.push(
-            RecordKind::Change(kind),
+        let new = NewRecord {
+            kind: RecordKind::Change(kind),
             rv,
-            Some(object.clone()),
-            Some(prev),
-            Some(prev_rv),
-            generation,
-            at,
-            bytes,
-        );
+            object: Some(object.clone()),
+            prev: Some(prev),
+            prev_rv: Some(prev_rv),
+            generation: st.generation,
+        };
+        st.ring.push(new, at, bytes);
         st.store.delete(object.key());
         resize
     } else {
@@ -458,18 +456,16 @@ fn apply_locked(
             object: object.clone(),
             rv,
         });
-        let generation = st.generation;
         let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
-        st.ring.push(
-            RecordKind::Change(kind),
+        let new = NewRecord {
+            kind: RecordKind::Change(kind),
             rv,
-            Some(object.clone()),
+            object: Some(object.clone()),
             prev,
             prev_rv,
-            generation,
-            at,
-            bytes,
-        );
+            generation: st.generation,
+        };
+        st.ring.push(new, at, bytes);
         resize
     };
     st.rv = rv;

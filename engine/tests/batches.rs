@@ -13,11 +13,7 @@ use common::*;
 use herald::*;
 
 fn filters() -> Vec<ModelFilter> {
-    let f = |scope: KeyScope, labels: &str, fields: &str| ModelFilter {
-        scope,
-        labels: labels.parse().unwrap(),
-        fields: fields.parse().unwrap(),
-    };
+    let f = ModelFilter::parse;
     vec![
         ModelFilter::everything(),
         f(KeyScope::All, "app=web", ""),

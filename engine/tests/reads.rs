@@ -66,11 +66,7 @@ fn request(f: &ModelFilter) -> ListRequest {
 }
 
 fn filters() -> Vec<ModelFilter> {
-    let f = |scope: KeyScope, labels: &str, fields: &str| ModelFilter {
-        scope,
-        labels: labels.parse().unwrap(),
-        fields: fields.parse().unwrap(),
-    };
+    let f = ModelFilter::parse;
     vec![
         ModelFilter::everything(),
         f(KeyScope::prefix("ns-1"), "", ""),

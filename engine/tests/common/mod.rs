@@ -138,6 +138,16 @@ impl ModelFilter {
         }
     }
 
+    /// A filter of `scope` and two selectors (panics on a malformed one:
+    /// the tests' own strings).
+    pub fn parse(scope: KeyScope, labels: &str, fields: &str) -> ModelFilter {
+        ModelFilter {
+            scope,
+            labels: labels.parse().unwrap(),
+            fields: fields.parse().unwrap(),
+        }
+    }
+
     pub fn admits(&self, o: &Object) -> bool {
         let in_scope = match &self.scope {
             KeyScope::All => true,
