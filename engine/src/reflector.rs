@@ -500,6 +500,10 @@ impl Shared {
 /// when the reflector's clock moves).
 const RELIST_WAIT_STEP: Duration = Duration::from_millis(1);
 
+/// The most changes the reflector applies in one `Writer::apply_batch`:
+/// what its source holds ready, up to one writer run.
+const APPLY_BATCH: usize = crate::shared::WRITE_RUN;
+
 /// Why one list-and-watch round ended.
 enum Round {
     /// Asked to stop.
@@ -667,6 +671,7 @@ fn failed(shared: &Shared, e: SourceError) -> Round {
 fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>) -> Round {
     let clock = &shared.config.clock;
     let mut last_request: Option<Instant> = None;
+    let mut batch = Vec::with_capacity(APPLY_BATCH);
     loop {
         if shared.stopping() {
             return Round::Stop;
@@ -701,7 +706,31 @@ fn follow(shared: &Shared, writer: &mut Writer, mut watch: Box<dyn SourceWatch>)
         };
         let applied = match watch.next(wait) {
             Ok(None) => Ok(()),
-            Ok(Some(SourceEvent::Change(c))) => writer.apply(c),
+            Ok(Some(SourceEvent::Change(c))) => {
+                // The changes the source already holds (an etcd watch
+                // response carries many) go in with this one, as one
+                // batch: one writer lock per run and one dispatcher wake,
+                // not one per change. What ends the batch (a progress
+                // notice, an error) is handled after it, in order.
+                batch.push(c);
+                let mut after = None;
+                while batch.len() < APPLY_BATCH {
+                    match watch.next(Duration::ZERO) {
+                        Ok(Some(SourceEvent::Change(c))) => batch.push(c),
+                        Ok(None) => break,
+                        other => {
+                            after = Some(other);
+                            break;
+                        }
+                    }
+                }
+                let result = writer.apply_batch(batch.drain(..)).map_err(|e| e.error);
+                match (result, after) {
+                    (Ok(()), Some(Ok(Some(SourceEvent::Progress(rv))))) => writer.progress(rv),
+                    (Ok(()), Some(Err(e))) => return failed(shared, e),
+                    (result, _) => result,
+                }
+            }
             Ok(Some(SourceEvent::Progress(rv))) => writer.progress(rv),
             Err(e) => return failed(shared, e),
         };

@@ -421,3 +421,108 @@ fn consistent_reads_read_through_a_source_whose_progress_is_not_reliable() {
     eventually("the cache has o9", || engine.resource_version() == put);
     assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 6);
 }
+
+/// A source whose first watch hands over a scripted run of results, all
+/// ready at once (as the events of one etcd watch response are); its later
+/// watches (the resume after the script's error) stay quiet. Lists come
+/// from the memory store; the current revision is the script's last (a
+/// source behind the cache would be re-listed, not resumed).
+struct Scripted {
+    store: MemorySource,
+    script: std::sync::Mutex<Option<Vec<Result<SourceEvent, SourceError>>>>,
+    current: ResourceVersion,
+}
+
+struct ScriptedWatch(std::collections::VecDeque<Result<SourceEvent, SourceError>>);
+
+impl SourceWatch for ScriptedWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError> {
+        match self.0.pop_front() {
+            Some(r) => r.map(Some),
+            None => {
+                std::thread::sleep(timeout.min(Duration::from_millis(5)));
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Source for Scripted {
+    fn list(&self) -> Result<Listing, SourceError> {
+        self.store.list()
+    }
+    fn watch(&self, _after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        let script = self.script.lock().unwrap().take().unwrap_or_default();
+        Ok(Box::new(ScriptedWatch(script.into())))
+    }
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        Ok(self.current)
+    }
+    fn request_progress(&self) -> Result<(), SourceError> {
+        Ok(())
+    }
+}
+
+/// The reflector applies the changes its source holds ready as one batch
+/// (`Writer::apply_batch`); what ends the batch, a progress notice or an
+/// error, still takes effect after the batch's changes and before the
+/// next ones. A progress notice applied out of order would be refused as
+/// behind the engine (a re-list); an error before the changes would lose
+/// them to the resume.
+#[test]
+fn ready_changes_go_in_as_a_batch_and_what_ends_it_comes_after() {
+    let store = MemorySource::new();
+    store.put(obj("a", "1"));
+    let change = |kind, name: &str, rv: u64| {
+        SourceEvent::Change(Change::new(kind, obj(name, "2"), rv.into()))
+    };
+    let script = vec![
+        Ok(change(ChangeKind::Added, "b", 5)),
+        Ok(change(ChangeKind::Added, "c", 6)),
+        Ok(SourceEvent::Progress(8.into())),
+        Ok(change(ChangeKind::Modified, "b", 9)),
+        Ok(change(ChangeKind::Added, "d", 10)),
+        Err(SourceError::Unavailable("the scripted stream broke".into())),
+    ];
+    let source = Scripted {
+        store,
+        script: std::sync::Mutex::new(Some(script)),
+        current: 10.into(),
+    };
+    let (engine, writer) = Engine::new(Config::default()).unwrap();
+    let config = ReflectorConfig {
+        backoff: BackoffConfig {
+            initial: Duration::from_millis(5),
+            ..BackoffConfig::default()
+        },
+        ..ReflectorConfig::default()
+    };
+    let reflector = Reflector::spawn(Arc::new(source), engine.clone(), writer, config).unwrap();
+    let mut w = engine
+        .watch(WatchRequest::new().resource_version(Some(1.into())))
+        .unwrap();
+    let (seen, end) = recv_events(&mut w, 4);
+    let got: Vec<_> = seen
+        .iter()
+        .map(|s| (s.kind, s.key.as_str(), s.rv))
+        .collect();
+    assert_eq!(
+        (got, end),
+        (
+            vec![
+                (EventKind::Added, "ns/b", 5),
+                (EventKind::Added, "ns/c", 6),
+                (EventKind::Modified, "ns/b", 9),
+                (EventKind::Added, "ns/d", 10),
+            ],
+            None
+        )
+    );
+    eventually("the watch resumed after the error", || {
+        reflector.stats().resumes >= 1
+    });
+    assert_eq!(engine.resource_version().get(), 10);
+    // No re-list: the progress notice went in between its neighbours.
+    assert_eq!(reflector.stats().lists, 1);
+    assert_quiet(&mut w);
+}
