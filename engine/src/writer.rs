@@ -393,8 +393,6 @@ impl Writer {
     }
 }
 
-/// Refuses an object whose namespace or name fails the path-segment rule
-/// (see [Names](Object#names)).
 /// One change under the writer lock, at `at` (the clock's reading, which
 /// a batch takes once per run): its checks, the history record, the
 /// store's update. `recorded`: a record was written (a deletion of a key
@@ -418,7 +416,8 @@ fn apply_locked(
         .into());
     }
     let bytes = record_bytes(Some(object));
-    let resize = if kind == ChangeKind::Deleted {
+    let deleted = kind == ChangeKind::Deleted;
+    let (resize, prev, prev_rv) = if deleted {
         let Some(stored) = st.store.get(object.key()) else {
             // A key the cache never held: no watcher can have seen the
             // object, so none is told of its deletion; the version moves
@@ -435,17 +434,7 @@ fn apply_locked(
         // SEMANTICS 1: a deletion's previous object is its last state.
         let (prev, prev_rv) = (stored.object.clone(), stored.rv);
         let resize = st.ring.prepare(bytes, at, dispatched)?;
-        let new = NewRecord {
-            kind: RecordKind::Change(kind),
-            rv,
-            object: Some(object.clone()),
-            prev: Some(prev),
-            prev_rv: Some(prev_rv),
-            generation: st.generation,
-        };
-        st.ring.push(new, at, bytes);
-        st.store.delete(object.key());
-        resize
+        (resize, Some(prev), Some(prev_rv))
     } else {
         // Room first (the one step that may refuse: `Gated`), then the
         // store's update, whose old entry is the previous state (one walk
@@ -457,17 +446,20 @@ fn apply_locked(
             rv,
         });
         let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
-        let new = NewRecord {
-            kind: RecordKind::Change(kind),
-            rv,
-            object: Some(object.clone()),
-            prev,
-            prev_rv,
-            generation: st.generation,
-        };
-        st.ring.push(new, at, bytes);
-        resize
+        (resize, prev, prev_rv)
     };
+    let new = NewRecord {
+        kind: RecordKind::Change(kind),
+        rv,
+        object: Some(object.clone()),
+        prev,
+        prev_rv,
+        generation: st.generation,
+    };
+    st.ring.push(new, at, bytes);
+    if deleted {
+        st.store.delete(object.key());
+    }
     st.rv = rv;
     st.since_view += 1;
     if st.since_view >= VIEW_EVERY && shared.view_wanted.load(Ordering::Relaxed) {
@@ -480,6 +472,8 @@ fn apply_locked(
     })
 }
 
+/// Refuses an object whose namespace or name fails the path-segment rule
+/// (see [Names](Object#names)).
 fn check_names(object: &Object) -> Result<(), WriteError> {
     match object.invalid_name() {
         None => Ok(()),
