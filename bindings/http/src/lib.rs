@@ -36,10 +36,13 @@
 //! # }
 //! ```
 
+mod admit;
+pub mod compress;
 mod conn;
 pub mod discovery;
 pub mod encode;
 pub mod metrics;
+mod names;
 pub mod params;
 mod resource;
 mod server;
@@ -48,8 +51,8 @@ mod status;
 pub mod table;
 mod watch;
 
-pub use resource::{Resource, ResourceInfo};
+pub use resource::{POD_FIELDS, Resource, ResourceInfo};
 pub use server::{Server, ServerConfig};
-pub use sources::{Demo, POD_FIELDS, demo_pod, etcd_resource, resource_on};
+pub use sources::{Demo, demo_pod, etcd_resource, resource_on};
 pub use status::{ApiError, end_error};
 pub use watch::{BATCH, WatchBody};

@@ -9,6 +9,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+/// mimalloc gives freed pages back to the system shortly after a burst
+/// (glibc's arenas keep them: after a hostile burst of never-read
+/// watches an idle server stayed at 2 GB).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::Parser;
 use herald_http::{
     Demo, POD_FIELDS, ResourceInfo, Server, ServerConfig, etcd_resource, resource_on,
@@ -49,17 +55,98 @@ struct Args {
     /// sent for this long (seconds).
     #[arg(long, default_value_t = 10.0)]
     write_stall_timeout: f64,
+    /// Close a connection whose response (other than a watch) is not
+    /// written in full within this (seconds; the apiserver's request
+    /// timeout).
+    #[arg(long, default_value_t = 60.0)]
+    request_timeout: f64,
+    /// Lists, gets and watch initialisations doing engine work at once.
+    #[arg(long, default_value_t = 64)]
+    max_inflight_reads: usize,
+    /// Reads of a version the cache has not reached yet, waiting at once.
+    #[arg(long, default_value_t = 64)]
+    max_waiting_reads: usize,
+    /// Requests queued for a seat, in all; beyond: 429.
+    #[arg(long, default_value_t = 256)]
+    max_queued_reads: usize,
+    /// How long a request may wait for a seat (seconds); beyond: 429.
+    #[arg(long, default_value_t = 5.0)]
+    queue_wait: f64,
+    /// Watches open at once, in all; beyond: 429.
+    #[arg(long, default_value_t = 100_000)]
+    max_watches: usize,
+    /// Watches open at once per client address; beyond: 429.
+    #[arg(long, default_value_t = 10_000)]
+    max_watches_per_client: usize,
+    /// Selector text held by open watches, in all (bytes); beyond: 429.
+    #[arg(long, default_value_t = 64 << 20)]
+    max_selector_bytes: usize,
+    /// Response bytes not yet taken by clients, in all; beyond, lists and
+    /// gets get 429.
+    #[arg(long, default_value_t = 512 << 20)]
+    max_unwritten_bytes: usize,
+    /// The most a watch connection holds written to it and not yet taken
+    /// by its client (bytes).
+    #[arg(long, default_value_t = 64 * 1024)]
+    watch_in_flight_bytes: usize,
 }
 
-#[tokio::main]
-async fn main() {
-    if let Err(e) = run(Args::parse()).await {
+/// A flag's seconds as a duration, or why they are not one.
+fn seconds(flag: &str, secs: f64) -> Result<Duration, String> {
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!("--{flag} {secs} is not a duration"));
+    }
+    Ok(Duration::from_secs_f64(secs.min(1e9)))
+}
+
+impl Args {
+    fn config(&self) -> Result<ServerConfig, String> {
+        Ok(ServerConfig {
+            min_request_timeout: Duration::from_secs(self.min_request_timeout.max(1)),
+            write_stall_timeout: seconds("write-stall-timeout", self.write_stall_timeout)?,
+            request_timeout: seconds("request-timeout", self.request_timeout)?,
+            queue_wait: seconds("queue-wait", self.queue_wait)?,
+            max_inflight_reads: self.max_inflight_reads.max(1),
+            max_waiting_reads: self.max_waiting_reads.max(1),
+            max_queued_reads: self.max_queued_reads,
+            max_watches: self.max_watches,
+            max_watches_per_client: self.max_watches_per_client,
+            max_selector_bytes: self.max_selector_bytes,
+            max_unwritten_bytes: self.max_unwritten_bytes,
+            watch_in_flight_bytes: self.watch_in_flight_bytes.max(1),
+        })
+    }
+}
+
+fn main() {
+    let args = Args::parse();
+    let config = match args.config() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("herald-server: {e}");
+            std::process::exit(2);
+        }
+    };
+    // The blocking pool holds the engine calls admission lets through:
+    // sized to its seats, not tokio's default 512.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .max_blocking_threads(config.blocking_threads())
+        .build();
+    let result = match runtime {
+        Ok(rt) => rt.block_on(run(args, config)),
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = result {
         eprintln!("herald-server: {e}");
         std::process::exit(1);
     }
 }
 
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+async fn run(
+    args: Args,
+    config: ServerConfig,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let info = ResourceInfo::known(&args.resource).ok_or_else(|| {
         format!(
             "unknown resource {:?}: pods, configmaps, secrets, services, endpoints, events, serviceaccounts",
@@ -82,17 +169,6 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
             args.field.clone()
         };
         etcd_resource(info, &args.etcd, &args.prefix, &fields)?
-    };
-    if !args.write_stall_timeout.is_finite() || args.write_stall_timeout <= 0.0 {
-        return Err(format!(
-            "--write-stall-timeout {} is not a duration",
-            args.write_stall_timeout
-        )
-        .into());
-    }
-    let config = ServerConfig {
-        min_request_timeout: Duration::from_secs(args.min_request_timeout.max(1)),
-        write_stall_timeout: Duration::from_secs_f64(args.write_stall_timeout.min(1e9)),
     };
     let server = Server::new([resource], config);
     let listener = tokio::net::TcpListener::bind(&args.listen)

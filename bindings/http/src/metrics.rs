@@ -9,8 +9,8 @@
 //! fan-out path does not share a counter per event.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -123,6 +123,147 @@ pub struct OpenWatch(std::sync::Arc<ResourceMetrics>);
 impl Drop for OpenWatch {
     fn drop(&mut self) {
         self.0.watches_open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What the server counts over every resource: what admission refused
+/// and the reaper closed (by reason), and the response bytes its clients
+/// have not taken yet.
+#[derive(Debug, Default)]
+pub struct ServerMetrics {
+    rejected: Mutex<BTreeMap<&'static str, u64>>,
+    closed: Mutex<BTreeMap<&'static str, u64>>,
+    /// Response bytes handed to the connections and not yet written.
+    pub(crate) unwritten: AtomicUsize,
+    /// Per admission class (read, waiting): seats taken, requests queued.
+    seats: [[AtomicUsize; 2]; 2],
+}
+
+impl ServerMetrics {
+    /// A request refused by admission (`reason`: its label value).
+    pub fn rejected(&self, reason: &'static str) {
+        *self
+            .rejected
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Requests refused for `reason` so far.
+    pub fn rejected_total(&self, reason: &str) -> u64 {
+        let map = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(reason).copied().unwrap_or(0)
+    }
+
+    /// A connection closed by the reaper (`reason`: its label value).
+    pub fn closed(&self, reason: &'static str) {
+        *self
+            .closed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Connections closed for `reason` so far.
+    pub fn closed_total(&self, reason: &str) -> u64 {
+        let map = self.closed.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(reason).copied().unwrap_or(0)
+    }
+
+    /// Response bytes not yet taken by their clients.
+    pub fn unwritten_bytes(&self) -> usize {
+        self.unwritten.load(Ordering::Relaxed)
+    }
+
+    /// Admission class `class` (0: read, 1: waiting) has `taken` seats
+    /// taken and `queued` requests waiting.
+    pub fn seats(&self, class: usize, taken: usize, queued: usize) {
+        if let Some([t, q]) = self.seats.get(class) {
+            t.store(taken, Ordering::Relaxed);
+            q.store(queued, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The label values each server counter always shows (0 until counted).
+const REJECTIONS: [&str; 4] = [
+    "queue_full",
+    "queue_timeout",
+    "watch_limit",
+    "unwritten_bytes",
+];
+const CLOSINGS: [&str; 2] = ["write_stall", "write_deadline"];
+
+/// The collector of the server's own figures.
+#[derive(Debug)]
+struct Server(Arc<ServerMetrics>);
+
+impl Collector for Server {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
+        let counter = |m: &mut prometheus_client::encoding::MetricEncoder<'_>, v: u64| {
+            m.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&v, None)
+        };
+        let by_reason = |names: &[&str], f: &dyn Fn(&str) -> u64| {
+            names
+                .iter()
+                .map(|r| (vec![("reason", (*r).to_owned())], f(r)))
+                .collect::<Vec<_>>()
+        };
+        family(
+            &mut encoder,
+            "herald_http_rejected_requests",
+            "Requests refused with 429 by admission, by reason.",
+            MetricType::Counter,
+            &by_reason(&REJECTIONS, &|r| self.0.rejected_total(r)),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "herald_http_closed_connections",
+            "Connections closed for not taking what they were sent, by reason.",
+            MetricType::Counter,
+            &by_reason(&CLOSINGS, &|r| self.0.closed_total(r)),
+            counter,
+        )?;
+        let classes = ["read", "waiting"];
+        let seats = |i: usize| {
+            classes
+                .iter()
+                .zip(&self.0.seats)
+                .map(|(c, s)| {
+                    (
+                        vec![("class", (*c).to_owned())],
+                        s[i].load(Ordering::Relaxed) as u64,
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        family(
+            &mut encoder,
+            "herald_http_seats_taken",
+            "Admission seats taken (requests doing engine work), by class.",
+            MetricType::Gauge,
+            &seats(0),
+            |m, v| m.encode_gauge(&v),
+        )?;
+        family(
+            &mut encoder,
+            "herald_http_requests_queued",
+            "Requests waiting for an admission seat, by class.",
+            MetricType::Gauge,
+            &seats(1),
+            |m, v| m.encode_gauge(&v),
+        )?;
+        family(
+            &mut encoder,
+            "herald_http_unwritten_bytes",
+            "Response bytes handed to connections and not yet written to their sockets.",
+            MetricType::Gauge,
+            &[(Vec::new(), self.0.unwritten_bytes() as u64)],
+            |m, v| m.encode_gauge(&v),
+        )
     }
 }
 
@@ -438,10 +579,12 @@ fn by_plural(r: &Resource) -> Vec<(&'static str, String)> {
     vec![("resource", r.info.plural.clone())]
 }
 
-/// The registry of a server serving `resources`.
-pub fn registry(resources: Vec<Resource>) -> Registry {
+/// The registry of a server serving `resources`, counting its own
+/// figures in `server`.
+pub fn registry(resources: Vec<Resource>, server: Arc<ServerMetrics>) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Resources(resources)));
+    registry.register_collector(Box::new(Server(server)));
     registry
 }
 

@@ -9,9 +9,25 @@ use herald::{Continue, FieldSelector, LabelSelector, ResourceVersion, ResourceVe
 use crate::status::ApiError;
 
 /// The longest selector accepted (bytes). Longer is refused with 400
-/// before parsing: the parser is linear, but a request should not hold a
-/// worker for a megabyte of selector.
-pub const MAX_SELECTOR_LEN: usize = 64 * 1024;
+/// before parsing: the parser is linear, but a parsed selector costs
+/// several times its text for as long as its watch is open (each value
+/// of a set is a string of its own), so its text is bounded per request
+/// here and over every open watch by admission.
+pub const MAX_SELECTOR_LEN: usize = 16 * 1024;
+
+/// The parameters a request may name (each read once: the first counts).
+const KNOWN: [&str; 10] = [
+    "watch",
+    "resourceVersion",
+    "resourceVersionMatch",
+    "limit",
+    "continue",
+    "labelSelector",
+    "fieldSelector",
+    "timeoutSeconds",
+    "allowWatchBookmarks",
+    "sendInitialEvents",
+];
 
 /// A list or watch request's options.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +52,8 @@ pub struct Options {
     pub allow_bookmarks: bool,
     /// `sendInitialEvents`.
     pub send_initial_events: Option<bool>,
+    /// The bytes of selector text (label and field) the request holds.
+    pub selector_bytes: usize,
 }
 
 /// A boolean as Go's `strconv.ParseBool` reads it.
@@ -60,17 +78,22 @@ fn parse_selector_len(name: &str, value: &str) -> Result<(), ApiError> {
 }
 
 impl Options {
-    /// Parses the query's pairs (already percent-decoded). The first of a
-    /// repeated parameter counts, as Go's `url.Values.Get`; unknown
-    /// parameters are ignored, as the apiserver does.
+    /// Parses the query's pairs (already percent-decoded), in one pass:
+    /// the first of a repeated parameter counts, as Go's
+    /// `url.Values.Get`; unknown parameters are ignored, as the apiserver
+    /// does. Options that parse but break a rule of the apiserver's
+    /// `ValidateListOptions` that only the front can see
+    /// (`sendInitialEvents` on a list) are a 422.
     pub fn parse(pairs: &[(String, String)]) -> Result<Options, ApiError> {
         let mut o = Options::default();
-        let mut seen: Vec<&str> = Vec::new();
+        let mut seen = [false; KNOWN.len()];
         for (name, value) in pairs {
-            if seen.contains(&name.as_str()) {
+            let Some(at) = KNOWN.iter().position(|k| k == name) else {
+                continue;
+            };
+            if std::mem::replace(&mut seen[at], true) {
                 continue;
             }
-            seen.push(name);
             match name.as_str() {
                 "watch" => o.watch = parse_bool(name, value)?,
                 "resourceVersion" => {
@@ -99,6 +122,7 @@ impl Options {
                 }
                 "labelSelector" if !value.is_empty() => {
                     parse_selector_len(name, value)?;
+                    o.selector_bytes += value.len();
                     o.labels = Some(value.parse().map_err(|e: herald::SelectorError| {
                         ApiError::bad_request(format!(
                             "unable to parse requirement: labelSelector {value:?}: {e}"
@@ -107,6 +131,7 @@ impl Options {
                 }
                 "fieldSelector" if !value.is_empty() => {
                     parse_selector_len(name, value)?;
+                    o.selector_bytes += value.len();
                     o.fields = Some(value.parse().map_err(|e: herald::SelectorError| {
                         ApiError::bad_request(format!("invalid fieldSelector {value:?}: {e}"))
                     })?);
@@ -115,12 +140,20 @@ impl Options {
                     let n: u64 = value.parse().map_err(|_| {
                         ApiError::bad_request(format!("invalid value {value:?} for timeoutSeconds"))
                     })?;
-                    o.timeout = Some(Duration::from_secs(n));
+                    // 0 is "unset": the server's default (the apiserver's
+                    // rule; a watch that ended at once would be re-opened
+                    // in a tight loop).
+                    o.timeout = (n > 0).then(|| Duration::from_secs(n));
                 }
                 "allowWatchBookmarks" => o.allow_bookmarks = parse_bool(name, value)?,
                 "sendInitialEvents" => o.send_initial_events = Some(parse_bool(name, value)?),
                 _ => {}
             }
+        }
+        if o.send_initial_events.is_some() && !o.watch {
+            return Err(ApiError::invalid_options(
+                "sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list",
+            ));
         }
         Ok(o)
     }
@@ -186,5 +219,32 @@ mod tests {
         let e = q(&[("labelSelector", &huge)]).unwrap_err();
         assert_eq!(e.code, 400);
         assert!(e.message.len() < 200, "the message does not echo the input");
+    }
+
+    #[test]
+    fn a_zero_timeout_is_the_default_and_initial_events_need_a_watch() {
+        assert_eq!(q(&[("timeoutSeconds", "0")]).unwrap().timeout, None);
+        let e = q(&[("sendInitialEvents", "true")]).unwrap_err();
+        assert_eq!((e.code, e.reason), (422, "Invalid"));
+        assert!(
+            e.message
+                .contains("sendInitialEvents is forbidden for list")
+        );
+        assert!(q(&[("sendInitialEvents", "true"), ("watch", "1")]).is_ok());
+    }
+
+    #[test]
+    fn many_distinct_parameters_are_read_in_one_pass() {
+        // 200,000 unknown names: linear (this took minutes when each name
+        // was looked up among those seen).
+        let mut pairs: Vec<(String, String)> = (0..200_000)
+            .map(|i| (format!("p{i}"), "x".into()))
+            .collect();
+        pairs.push(("limit".into(), "5".into()));
+        pairs.push(("limit".into(), "nonsense: the first counts".into()));
+        let o = Options::parse(&pairs).unwrap();
+        assert_eq!(o.limit, 5);
+        let sel = q(&[("labelSelector", "a=b"), ("fieldSelector", "x=yz")]).unwrap();
+        assert_eq!(sel.selector_bytes, 7);
     }
 }

@@ -7,6 +7,9 @@ use herald::{Engine, Reflector};
 
 use crate::metrics::ResourceMetrics;
 
+/// The fields a pod's engine decodes and indexes.
+pub const POD_FIELDS: [&str; 2] = ["spec.nodeName", "status.phase"];
+
 /// A resource's names and shape, as the apiserver's discovery gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceInfo {
@@ -23,6 +26,12 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Short names (`po`), for `kubectl get po`.
     pub short_names: Vec<String>,
+    /// The field labels its objects carry for field selectors, besides
+    /// `metadata.name` and `metadata.namespace` (which every object has).
+    /// A field selector on any other is refused with 400 `field label not
+    /// supported`, as the apiserver refuses one it cannot select on: an
+    /// object without the field would never match, silently.
+    pub fields: Vec<String>,
 }
 
 impl ResourceInfo {
@@ -35,12 +44,25 @@ impl ResourceInfo {
             list_kind: format!("{kind}List"),
             namespaced: true,
             short_names: short.iter().map(|s| (*s).into()).collect(),
+            fields: Vec::new(),
         }
     }
 
-    /// `pods`.
+    /// The same with these selectable `fields`.
+    pub fn with_fields<S: AsRef<str>>(mut self, fields: &[S]) -> ResourceInfo {
+        self.fields = fields.iter().map(|f| f.as_ref().to_owned()).collect();
+        self
+    }
+
+    /// Whether a field selector may name `field`.
+    pub fn selectable(&self, field: &str) -> bool {
+        matches!(field, herald::FIELD_NAME | herald::FIELD_NAMESPACE)
+            || self.fields.iter().any(|f| f == field)
+    }
+
+    /// `pods`, with [`POD_FIELDS`].
     pub fn pods() -> ResourceInfo {
-        ResourceInfo::namespaced("pods", "pod", "Pod", &["po"])
+        ResourceInfo::namespaced("pods", "pod", "Pod", &["po"]).with_fields(&POD_FIELDS)
     }
 
     /// `configmaps`.
@@ -204,5 +226,20 @@ mod tests {
         assert_eq!(pods.key(None, "a"), "a");
         assert_eq!(ResourceInfo::known("cm"), None);
         assert_eq!(ResourceInfo::known("configmaps").unwrap().kind, "ConfigMap");
+    }
+
+    #[test]
+    fn selectable_fields_are_the_decoded_ones_and_metadata() {
+        let pods = ResourceInfo::pods();
+        for f in [
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "status.phase",
+        ] {
+            assert!(pods.selectable(f), "{f}");
+        }
+        assert!(!pods.selectable("spec.fooBar"));
+        assert!(!ResourceInfo::secrets().selectable("spec.nodeName"));
     }
 }

@@ -13,12 +13,16 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{self, any};
+use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use prometheus_client::registry::Registry;
 
-use crate::conn::{ConnKill, Reaper};
+use crate::admit::{Admission, Class, Client, Limits, Seat};
+use crate::conn::{ConnKill, Flight, FlightBody, Reaper};
 use crate::discovery;
 use crate::encode::{ListBody, ObjectJson, object_json};
+use crate::metrics::ServerMetrics;
+use crate::names;
 use crate::params::Options;
 use crate::resource::Resource;
 use crate::status::ApiError;
@@ -35,6 +39,35 @@ pub struct ServerConfig {
     /// this long (its client stopped reading) is closed; see
     /// [`Server::serve`]. Default 10 s.
     pub write_stall_timeout: Duration,
+    /// Any other response not written in full within this is closed (the
+    /// apiserver's `--request-timeout`, 60 s); see [`Server::serve`].
+    pub request_timeout: Duration,
+    /// The most bytes a watch connection holds handed to its socket and
+    /// not yet written (64 KiB); past it the watch waits for its client.
+    /// One event larger than this is still sent whole.
+    pub watch_in_flight_bytes: usize,
+    /// Lists, gets and watch initialisations doing engine work at once
+    /// (64); see the module `admit`. Bounds the blocking pool's threads
+    /// with [`ServerConfig::max_waiting_reads`].
+    pub max_inflight_reads: usize,
+    /// Reads of a version the cache has not reached, waiting for it at
+    /// once (64), apart from the others.
+    pub max_waiting_reads: usize,
+    /// Requests queued for a seat, in all (256); past it: 429.
+    pub max_queued_reads: usize,
+    /// How long a request waits for a seat (5 s); past it: 429.
+    pub queue_wait: Duration,
+    /// Watches open at once, in all (100,000); past it: 429.
+    pub max_watches: usize,
+    /// Watches open at once per client address (10,000); past it: 429.
+    pub max_watches_per_client: usize,
+    /// Selector text held by open watches, in all (64 MiB; a parsed
+    /// selector costs several times its text); past it: 429.
+    pub max_selector_bytes: usize,
+    /// Response bytes not yet taken by their clients, in all (512 MiB):
+    /// past it a list or get is refused with 429 until clients read (or
+    /// their connections are closed at `request_timeout`).
+    pub max_unwritten_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -42,7 +75,40 @@ impl Default for ServerConfig {
         ServerConfig {
             min_request_timeout: Duration::from_secs(1800),
             write_stall_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(60),
+            watch_in_flight_bytes: 64 * 1024,
+            max_inflight_reads: 64,
+            max_waiting_reads: 64,
+            max_queued_reads: 256,
+            queue_wait: Duration::from_secs(5),
+            max_watches: 100_000,
+            max_watches_per_client: 10_000,
+            max_selector_bytes: 64 << 20,
+            max_unwritten_bytes: 512 << 20,
         }
+    }
+}
+
+impl ServerConfig {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_inflight_reads: self.max_inflight_reads,
+            max_waiting_reads: self.max_waiting_reads,
+            max_queued_reads: self.max_queued_reads,
+            queue_wait: self.queue_wait,
+            max_watches: self.max_watches,
+            max_watches_per_client: self.max_watches_per_client,
+            max_selector_bytes: self.max_selector_bytes,
+            max_unwritten_bytes: self.max_unwritten_bytes,
+        }
+    }
+
+    /// Threads the blocking pool needs: a seat each, and a few for the
+    /// rest.
+    pub fn blocking_threads(&self) -> usize {
+        self.max_inflight_reads
+            .saturating_add(self.max_waiting_reads)
+            .saturating_add(8)
     }
 }
 
@@ -57,6 +123,7 @@ struct Inner {
     registry: Registry,
     config: ServerConfig,
     reaper: Arc<Reaper>,
+    admission: Admission,
 }
 
 impl std::fmt::Debug for Inner {
@@ -120,12 +187,19 @@ impl Server {
             .into_iter()
             .map(|r| (r.info.plural.clone(), r))
             .collect();
-        let registry = crate::metrics::registry(resources.values().cloned().collect());
+        let metrics = Arc::new(ServerMetrics::default());
+        let registry =
+            crate::metrics::registry(resources.values().cloned().collect(), metrics.clone());
         Server {
             inner: Arc::new(Inner {
                 resources,
                 registry,
-                reaper: Arc::new(Reaper::new(config.write_stall_timeout)),
+                reaper: Arc::new(Reaper::new(
+                    config.write_stall_timeout,
+                    config.request_timeout,
+                    metrics.clone(),
+                )),
+                admission: Admission::new(config.limits(), metrics),
                 config,
             }),
         }
@@ -168,6 +242,7 @@ impl Server {
                 routing::get(namespaced_object).fallback(method_not_allowed),
             )
             .fallback(fallback)
+            .layer(axum::middleware::map_response(nosniff))
             .with_state(self.clone())
     }
 
@@ -176,9 +251,14 @@ impl Server {
     /// (a watch ends when its engine stops, its deadline passes or its
     /// client goes: stop the engines to end them), and returns.
     ///
-    /// Each connection runs in a task of its own with a kill switch: a
-    /// watch connection whose client stops reading is closed after
-    /// [`ServerConfig::write_stall_timeout`] (see the module `conn`).
+    /// Each connection runs in a task of its own with a kill switch, and
+    /// each response counts what it holds in flight (see the module
+    /// `conn`): a watch holds at most
+    /// [`ServerConfig::watch_in_flight_bytes`] and is closed when its
+    /// client stops reading for [`ServerConfig::write_stall_timeout`];
+    /// any other response is closed if not written within
+    /// [`ServerConfig::request_timeout`]. Requests are admitted by their
+    /// client's address (see the module `admit`).
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
@@ -190,7 +270,7 @@ impl Server {
         let mut tasks = tokio::task::JoinSet::new();
         tokio::pin!(shutdown);
         loop {
-            let (stream, _) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(a) => a,
                     // Out of descriptors, a connection reset before it
@@ -209,14 +289,24 @@ impl Server {
             let _ = stream.set_nodelay(true);
             let router = router.clone();
             let closed = closed.clone();
+            let reaper = self.inner.reaper.clone();
+            let client = Client(peer.ip());
             tasks.spawn(async move {
                 let kill = Arc::new(ConnKill::default());
                 let conn_kill = kill.clone();
                 let service = hyper::service::service_fn(
                     move |mut req: hyper::Request<hyper::body::Incoming>| {
-                        req.extensions_mut().insert(conn_kill.clone());
+                        let flight = reaper.flight(conn_kill.clone());
+                        req.extensions_mut().insert(flight.clone());
+                        req.extensions_mut().insert(client);
                         let mut router = router.clone();
-                        tower_service::Service::call(&mut router, req.map(Body::new))
+                        let call = tower_service::Service::call(&mut router, req.map(Body::new));
+                        async move {
+                            let response = call.await?;
+                            Ok::<_, std::convert::Infallible>(
+                                response.map(|b| FlightBody::new(b, flight)),
+                            )
+                        }
                     },
                 );
                 let conn = hyper::server::conn::http1::Builder::new()
@@ -272,22 +362,25 @@ impl Server {
         ns: Option<String>,
         plural: &str,
         q: Pairs,
-        Caller { conn, table }: Caller,
+        caller: Caller,
     ) -> Response {
+        if let Some(Err(e)) = ns.as_deref().map(names::namespace) {
+            return e.into_response();
+        }
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return e.into_response(),
         };
-        let options = match pairs(q).and_then(|p| Options::parse(&p)) {
+        let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
             Ok(o) => o,
             Err(e) => return self.answer(&resource, "list", Err(e)),
         };
         let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
         if options.watch {
-            let r = self.watch(&resource, scope, options, conn, table).await;
+            let r = self.watch(&resource, scope, options, caller).await;
             self.answer(&resource, "watch", r)
         } else {
-            let r = list(&resource, scope, options, table).await;
+            let r = self.list(&resource, scope, options, caller).await;
             self.answer(&resource, "list", r)
         }
     }
@@ -298,13 +391,20 @@ impl Server {
         plural: &str,
         name: &str,
         q: Pairs,
-        Caller { conn, table }: Caller,
+        caller: Caller,
     ) -> Response {
+        let checked = ns
+            .as_deref()
+            .map_or(Ok(()), names::namespace)
+            .and_then(|()| names::object_name(name));
+        if let Err(e) = checked {
+            return e.into_response();
+        }
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return e.into_response(),
         };
-        let options = match pairs(q).and_then(|p| Options::parse(&p)) {
+        let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
             Ok(o) => o,
             Err(e) => return self.answer(&resource, "get", Err(e)),
         };
@@ -321,14 +421,16 @@ impl Server {
                         fields: Some(fields),
                         ..options
                     };
-                    self.watch(&resource, KeyScope::exact(&key), options, conn, table)
+                    self.watch(&resource, KeyScope::exact(&key), options, caller)
                         .await
                 }
                 Err(e) => Err(e),
             };
             return self.answer(&resource, "watch", r);
         }
-        let r = get(&resource, ns.as_deref(), name, options, table).await;
+        let r = self
+            .get(&resource, ns.as_deref(), name, options, caller)
+            .await;
         self.answer(&resource, "get", r)
     }
 
@@ -343,14 +445,33 @@ impl Server {
         response
     }
 
+    /// A seat for a read at `rv` (see the module `admit`): of the waiting
+    /// class if the cache has not reached `rv` yet.
+    async fn seat(
+        &self,
+        resource: &Resource,
+        rv: Option<herald::ResourceVersion>,
+        client: Client,
+    ) -> Result<Seat, ApiError> {
+        let ahead = rv.is_some_and(|rv| rv > resource.engine.resource_version());
+        let class = if ahead { Class::Waiting } else { Class::Read };
+        self.inner.admission.seat(class, client).await
+    }
+
     async fn watch(
         &self,
         resource: &Resource,
         scope: KeyScope,
         o: Options,
-        conn: Option<Arc<ConnKill>>,
-        table: bool,
+        caller: Caller,
     ) -> Result<Response, ApiError> {
+        let ticket = self
+            .inner
+            .admission
+            .watch(caller.client, o.selector_bytes)?;
+        let seat = self
+            .seat(resource, o.resource_version, caller.client)
+            .await?;
         let mut req = WatchRequest::new()
             .scope(scope)
             .resource_version(o.resource_version)
@@ -369,19 +490,21 @@ impl Server {
             req = req.send_initial_events(send);
         }
         let engine = resource.engine.clone();
-        let opened = blocking(move || Ok(engine.watch(req))).await?;
+        // The seat goes with the engine call: a call that outlives its
+        // request (the client went) still holds it.
+        let opened = blocking(move || {
+            let _seat = seat;
+            Ok(engine.watch(req))
+        })
+        .await?;
         let body = match opened {
             Ok(watch) => {
-                let mut body = WatchBody::new(resource.clone(), watch);
-                if table {
+                let mut body = WatchBody::new(resource.clone(), watch).admitted(ticket);
+                if caller.table {
                     body = body.as_tables();
                 }
-                match conn {
-                    Some(kill) => {
-                        let reaper = self.inner.reaper.clone();
-                        let stall = reaper.register(kill, resource.metrics.clone());
-                        body.reaped_by(stall, reaper)
-                    }
+                match caller.flight {
+                    Some(flight) => body.in_flight(flight, self.inner.config.watch_in_flight_bytes),
                     None => body,
                 }
             }
@@ -391,7 +514,7 @@ impl Server {
                 // cache cannot serve is an ERROR event on a 200, which is
                 // what makes a client re-list (the apiserver's error
                 // watcher).
-                if matches!(e.code, 400 | 429 | 503) {
+                if matches!(e.code, 400 | 422 | 429 | 503) {
                     return Err(e);
                 }
                 WatchBody::error(resource.clone(), e)
@@ -406,123 +529,204 @@ impl Server {
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         Ok(response)
     }
-}
 
-async fn list(
-    resource: &Resource,
-    scope: KeyScope,
-    o: Options,
-    table: bool,
-) -> Result<Response, ApiError> {
-    let at = ReadAt::for_list(
-        o.resource_version,
-        o.resource_version_match,
-        o.limit > 0,
-        o.continue_token.is_some(),
-    )
-    .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let cancel = ReadCancel::new();
-    let mut req = ListRequest::new().scope(scope).at(at).cancel_on(&cancel);
-    if o.limit > 0 {
-        req = req.limit(o.limit);
-    }
-    if let Some(token) = o.continue_token {
-        req = req.continue_from(token);
-    }
-    if let Some(labels) = o.labels {
-        req = req.labels(labels);
-    }
-    if let Some(fields) = o.fields {
-        req = req.fields(fields);
-    }
-    let _guard = CancelOnDrop(cancel);
-    let r = resource.clone();
-    blocking(move || {
-        let page = r.engine.list(&req)?;
-        let token = page.continue_token.as_ref().map(ToString::to_string);
-        if table {
-            let mut metadata =
-                serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
-            if let Some(t) = &token {
-                metadata["continue"] = serde_json::json!(t);
+    async fn list(
+        &self,
+        resource: &Resource,
+        scope: KeyScope,
+        o: Options,
+        caller: Caller,
+    ) -> Result<Response, ApiError> {
+        let at = ReadAt::for_list(
+            o.resource_version,
+            o.resource_version_match,
+            o.limit > 0,
+            o.continue_token.is_some(),
+        )
+        .map_err(ApiError::invalid_options)?;
+        let cancel = ReadCancel::new();
+        let mut req = ListRequest::new().scope(scope).at(at).cancel_on(&cancel);
+        if o.limit > 0 {
+            req = req.limit(o.limit);
+        }
+        if let Some(token) = o.continue_token {
+            req = req.continue_from(token);
+        }
+        if let Some(labels) = o.labels {
+            req = req.labels(labels);
+        }
+        if let Some(fields) = o.fields {
+            req = req.fields(fields);
+        }
+        self.inner
+            .admission
+            .check_unwritten(self.inner.reaper.in_flight())?;
+        let _guard = CancelOnDrop(cancel);
+        let seat = self
+            .seat(resource, o.resource_version, caller.client)
+            .await?;
+        let r = resource.clone();
+        blocking(move || {
+            let _seat = seat;
+            let page = r.engine.list(&req)?;
+            let token = page.continue_token.as_ref().map(ToString::to_string);
+            if caller.table {
+                let mut metadata =
+                    serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
+                if let Some(t) = &token {
+                    metadata["continue"] = serde_json::json!(t);
+                }
+                let objects: Vec<_> = page
+                    .items
+                    .iter()
+                    .map(|i| object_json(&r.info, &i.object, i.resource_version))
+                    .collect();
+                let body = crate::table::table(
+                    &r.info,
+                    metadata,
+                    objects.iter().map(|j| &j.bytes()[..]),
+                    true,
+                );
+                return Ok(list_response(caller.gzip, crate::table::CONTENT_TYPE, body));
             }
-            let objects: Vec<_> = page
-                .items
-                .iter()
-                .map(|i| object_json(&r.info, &i.object, i.resource_version))
-                .collect();
-            let body = crate::table::table(
-                &r.info,
-                metadata,
-                objects.iter().map(|j| &j.bytes()[..]),
-                true,
-            );
-            return Ok(table_response(body));
-        }
-        let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
-        for item in &page.items {
+            let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
+            for item in &page.items {
+                let json = object_json(&r.info, &item.object, item.resource_version);
+                body.push(json.bytes());
+            }
+            Ok(list_response(
+                caller.gzip,
+                "application/json",
+                body.finish(),
+            ))
+        })
+        .await
+    }
+
+    async fn get(
+        &self,
+        resource: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        o: Options,
+        caller: Caller,
+    ) -> Result<Response, ApiError> {
+        let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
+            .map_err(ApiError::invalid_options)?;
+        let key = resource.info.key(ns, name);
+        self.inner
+            .admission
+            .check_unwritten(self.inner.reaper.in_flight())?;
+        let seat = self
+            .seat(resource, o.resource_version, caller.client)
+            .await?;
+        let r = resource.clone();
+        let name = name.to_owned();
+        blocking(move || {
+            let _seat = seat;
+            let got = r.engine.get(&key, at)?;
+            let Some(item) = got.item else {
+                return Err(ApiError::not_found(&r.info.plural, &name));
+            };
             let json = object_json(&r.info, &item.object, item.resource_version);
-            body.push(json.bytes());
-        }
-        Ok(json_response(StatusCode::OK, body.finish()))
-    })
-    .await
+            if caller.table {
+                let metadata =
+                    serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
+                let body = crate::table::table(
+                    &r.info,
+                    metadata,
+                    std::iter::once(&json.bytes()[..]),
+                    true,
+                );
+                return Ok(table_response(body));
+            }
+            let bytes = match json {
+                ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
+            };
+            Ok(json_response(StatusCode::OK, bytes))
+        })
+        .await
+    }
 }
 
-async fn get(
-    resource: &Resource,
-    ns: Option<&str>,
-    name: &str,
-    o: Options,
-    table: bool,
-) -> Result<Response, ApiError> {
-    let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let key = resource.info.key(ns, name);
-    let r = resource.clone();
-    let name = name.to_owned();
-    blocking(move || {
-        let got = r.engine.get(&key, at)?;
-        let Some(item) = got.item else {
-            return Err(ApiError::not_found(&r.info.plural, &name));
-        };
-        let json = object_json(&r.info, &item.object, item.resource_version);
-        if table {
-            let metadata =
-                serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
-            let body =
-                crate::table::table(&r.info, metadata, std::iter::once(&json.bytes()[..]), true);
-            return Ok(table_response(body));
+/// The request's options for `resource`, its field selector checked
+/// against the fields the resource's objects carry.
+fn options_for(resource: &Resource, pairs: &[(String, String)]) -> Result<Options, ApiError> {
+    let o = Options::parse(pairs)?;
+    if let Some(fields) = &o.fields {
+        for term in fields.terms() {
+            if !resource.info.selectable(term.field()) {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {}",
+                    term.field()
+                )));
+            }
         }
-        let bytes = match json {
-            ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
-        };
-        Ok(json_response(StatusCode::OK, bytes))
-    })
-    .await
+    }
+    Ok(o)
 }
 
-/// Who asks, as the resource handlers need it: the connection's kill
-/// switch (with [`Server::serve`]) and whether it wants `Table`s.
+/// Who asks, as the resource handlers need it: its address (for
+/// admission), its response's flight (with [`Server::serve`]), whether it
+/// wants `Table`s and takes gzip.
+#[derive(Debug, Clone)]
 struct Caller {
-    conn: Option<Arc<ConnKill>>,
+    client: Client,
+    flight: Option<Arc<Flight>>,
     table: bool,
+    gzip: bool,
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = std::convert::Infallible;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Self::Rejection> {
+        let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
         Ok(Caller {
-            conn: parts.extensions.get::<Arc<ConnKill>>().cloned(),
-            table: crate::table::wanted(
-                parts
-                    .headers
-                    .get(header::ACCEPT)
-                    .and_then(|v| v.to_str().ok()),
-            ),
+            client: parts
+                .extensions
+                .get::<Client>()
+                .copied()
+                .unwrap_or_default(),
+            flight: parts.extensions.get::<Arc<Flight>>().cloned(),
+            table: crate::table::wanted(header(header::ACCEPT)),
+            gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
         })
     }
+}
+
+/// Every response says its content type is the one it declares (the
+/// apiserver's `X-Content-Type-Options: nosniff`): error bodies echo a
+/// client's text.
+async fn nosniff(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    response
+}
+
+/// A list's `200`, gzipped if the client takes gzip and the body is
+/// large enough to gain (see the module `compress`).
+fn list_response(gzip: bool, content_type: &'static str, body: impl Into<Bytes>) -> Response {
+    let body: Bytes = body.into();
+    let zipped = if gzip {
+        crate::compress::gzip_if_large(&body)
+    } else {
+        None
+    };
+    let mut r = match zipped {
+        Some(z) => {
+            let mut r = (StatusCode::OK, z).into_response();
+            r.headers_mut()
+                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            r
+        }
+        None => (StatusCode::OK, body).into_response(),
+    };
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    r
 }
 
 /// 405: the server only reads.

@@ -11,10 +11,6 @@ use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
 
 use crate::resource::{Resource, ResourceInfo};
 
-/// The fields a pod's engine decodes and indexes (field selectors on
-/// others match nothing).
-pub const POD_FIELDS: [&str; 2] = ["spec.nodeName", "status.phase"];
-
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).
 pub fn resource_on(
@@ -43,7 +39,7 @@ pub fn etcd_resource(
         decoder = decoder.field(f);
     }
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
-    resource_on(info, Arc::new(source))
+    resource_on(info.with_fields(fields), Arc::new(source))
 }
 
 /// A demo pod as the apiserver stores one (JSON), at version `rv`.

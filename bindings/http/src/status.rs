@@ -81,6 +81,40 @@ impl ApiError {
         }
     }
 
+    /// 429 `TooManyRequests` with a retry hint: admission refused the
+    /// request (the apiserver's priority and fairness answer).
+    pub fn too_many_requests(message: impl Into<String>, retry_after: Duration) -> ApiError {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..ApiError::new(429, "TooManyRequests", message)
+        }
+    }
+
+    /// 422 `Invalid`: list options that parse but break a rule (the
+    /// apiserver's `ValidateListOptions`), as `NewInvalid` reports them
+    /// for the kind `ListOptions` of `meta.k8s.io`. `error` reads
+    /// `field: Forbidden: rule`, as [`herald::OptionsError`] prints.
+    pub fn invalid_options(error: impl std::fmt::Display) -> ApiError {
+        let error = error.to_string();
+        let (field, detail) = error.split_once(": ").unwrap_or(("", error.as_str()));
+        ApiError {
+            details: Some(Box::new(json!({
+                "group": "meta.k8s.io",
+                "kind": "ListOptions",
+                "causes": [{
+                    "reason": "FieldValueForbidden",
+                    "message": detail,
+                    "field": field,
+                }],
+            }))),
+            ..ApiError::new(
+                422,
+                "Invalid",
+                format!("ListOptions.meta.k8s.io \"\" is invalid: {error}"),
+            )
+        }
+    }
+
     /// 504 `Timeout` with a retry hint: the cache did not reach the
     /// requested version in time (the apiserver's
     /// `NewTooLargeResourceVersionError`).
@@ -171,9 +205,8 @@ impl From<ReadError> for ApiError {
             ReadError::EngineStopped => ApiError::unavailable(message),
             ReadError::Gone(_) => ApiError::expired(message),
             ReadError::TooLargeResourceVersion(t) => ApiError::too_large(message, t.retry_after()),
-            ReadError::InvalidContinue(_) | ReadError::InvalidOptions(_) => {
-                ApiError::bad_request(message)
-            }
+            ReadError::InvalidOptions(rule) => ApiError::invalid_options(rule),
+            ReadError::InvalidContinue(_) => ApiError::bad_request(message),
             // The apiserver answers a continue token it cannot serve with
             // 410: the client lists again from the start.
             ReadError::ForeignContinue => ApiError::expired(message),
@@ -192,7 +225,7 @@ impl From<WatchError> for ApiError {
         match e {
             WatchError::Gone(_) => ApiError::expired(message),
             WatchError::EngineStopped => ApiError::unavailable(message),
-            WatchError::InvalidOptions(_) => ApiError::bad_request(message),
+            WatchError::InvalidOptions(rule) => ApiError::invalid_options(rule),
             WatchError::Upstream(r) => ApiError::from(r),
             _ => ApiError::internal(message),
         }

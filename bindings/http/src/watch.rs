@@ -1,12 +1,16 @@
 //! A watch response's body: a Herald [`Watch`] read as the client's
 //! socket takes it.
 //!
-//! hyper polls the body only when the connection can take more, so a
-//! client that does not read stops the polling, and the watch's backlog
-//! stays in the engine, where the slow-watcher policy bounds it (a parked
-//! watcher reads the shared history; one the history outruns ends
-//! `Gone`). What a connection holds of its own is one batch of at most
-//! [`BATCH`] events, the engine's watch handle, and hyper's buffers.
+//! Served by [`crate::Server::serve`], the body hands hyper a new chunk
+//! only while its connection holds less than
+//! [`ServerConfig::watch_in_flight_bytes`](crate::ServerConfig) (64 KiB)
+//! not yet written to the socket, and sizes the chunk to what that leaves
+//! (at least one event): a client that does not read stops the body, the
+//! watch's backlog stays in the engine, where the slow-watcher policy
+//! bounds it (a parked watcher reads the shared history; one the history
+//! outruns ends `Gone`), and what the connection holds of its own is that
+//! many bytes plus one event, the engine's watch handle and hyper's
+//! buffers (see the module `conn`).
 //!
 //! Each poll visits up to [`BATCH`] events with `Watch::poll_visit_batch`
 //! (the connection's task is the waker: an idle watch costs the runtime
@@ -23,7 +27,8 @@ use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
 use http_body::{Body, Frame};
 
-use crate::conn::{Reaper, Stall};
+use crate::admit::WatchTicket;
+use crate::conn::Flight;
 use crate::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
 use crate::metrics::{OpenWatch, Tally};
 use crate::resource::Resource;
@@ -41,8 +46,14 @@ pub struct WatchBody {
     resource: Resource,
     tally: Tally,
     buf: BytesMut,
-    /// The reaper's view of this body, when served by [`crate::Server::serve`].
-    stall: Option<(Arc<Stall>, Arc<Reaper>)>,
+    /// What the connection holds in flight, and the most it may, when
+    /// served by [`crate::Server::serve`].
+    flight: Option<(Arc<Flight>, usize)>,
+    /// The mean size of an event written (bytes, a moving average): how
+    /// many events a chunk may carry.
+    mean_event: usize,
+    /// The watch's admission (counted until the body is dropped).
+    _ticket: Option<WatchTicket>,
     /// Objects as one-row tables (the client asked for `Table`s), and
     /// whether the column definitions were sent.
     table: Option<bool>,
@@ -77,7 +88,9 @@ impl WatchBody {
             resource,
             tally: Tally::default(),
             buf: BytesMut::new(),
-            stall: None,
+            flight: None,
+            mean_event: 1024,
+            _ticket: None,
             table: None,
         }
     }
@@ -89,19 +102,23 @@ impl WatchBody {
         self
     }
 
-    /// Lets `reaper` close the connection if its client stops reading.
-    pub(crate) fn reaped_by(mut self, stall: Arc<Stall>, reaper: Arc<Reaper>) -> WatchBody {
-        self.stall = Some((stall, reaper));
+    /// Writes only while `flight` holds less than `limit` bytes (see the
+    /// module's docs), and marks it a watch's.
+    pub(crate) fn in_flight(mut self, flight: Arc<Flight>, limit: usize) -> WatchBody {
+        flight.set_watch(self.resource.metrics.clone());
+        self.flight = Some((flight, limit.max(1)));
+        self
+    }
+
+    /// Keeps the watch's admission until the body is dropped.
+    pub(crate) fn admitted(mut self, ticket: WatchTicket) -> WatchBody {
+        self._ticket = Some(ticket);
         self
     }
 
     fn take_chunk(&mut self) -> Option<Bytes> {
         self.resource.metrics.flush(&mut self.tally);
-        let chunk = (!self.buf.is_empty()).then(|| self.buf.split().freeze());
-        if let (Some(_), Some((stall, reaper))) = (&chunk, &self.stall) {
-            stall.handed(reaper);
-        }
-        chunk
+        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
     }
 }
 
@@ -114,8 +131,14 @@ impl Body for WatchBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
-        if let Some((stall, _)) = &this.stall {
-            stall.polled();
+        // Events this chunk may carry: what the bytes in flight leave room
+        // for, at the mean event size, at least one.
+        let mut max = BATCH;
+        if let Some((flight, limit)) = &this.flight {
+            match flight.poll_room(cx, *limit) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(room) => max = (room / this.mean_event.max(1)).clamp(1, BATCH),
+            }
         }
         if let Some(error) = this.error.take() {
             let start = this.buf.len();
@@ -129,7 +152,7 @@ impl Body for WatchBody {
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
-        let polled = watch.poll_visit_batch(cx, BATCH, |ev| {
+        let polled = watch.poll_visit_batch(cx, max, |ev| {
             let start = buf.len();
             let rv = ev.resource_version();
             match (ev.kind(), ev.object()) {
@@ -162,6 +185,9 @@ impl Body for WatchBody {
         match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(visited) => {
+                if let Some(mean) = this.buf.len().checked_div(visited.events) {
+                    this.mean_event = (this.mean_event * 3 + mean) / 4;
+                }
                 if let Some(end) = visited.end {
                     if let Some(error) = end_error(&end) {
                         let start = this.buf.len();
