@@ -353,3 +353,189 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
     assert_eq!((s.terminations.gone, s.terminations.too_slow), (1, 0));
     assert_eq!(s.budget_rounds, 0, "park never waits");
 }
+
+/// Watches begun from the current version while the dispatcher lags
+/// about 2,000 changes behind the writer are handed nothing of that lag:
+/// every change between the dispatcher's cursor and their start is at or
+/// below their version, which the reference never sends (seeds/000
+/// `process`: only events newer than the watcher's version), so it must
+/// neither fill their queues nor count against them. Readers that pause
+/// through it are never waited for and never end `TooSlow`, however far
+/// the clock moves; the next changes reach each of them once, in order.
+#[test]
+fn watches_begun_while_the_dispatcher_lags_are_not_handed_the_lag() {
+    const LAG: u64 = 2_000;
+    const WATCHES: usize = 1_000;
+    let clock = ManualClock::new();
+    // A fixed ring with room for the lag: the writer never waits for the
+    // held dispatcher.
+    let (engine, mut writer) = Engine::new(
+        Config::default()
+            .clock(clock.clone())
+            .history_bounds(4096, 4096)
+            .slow_watchers(SlowWatchers::reference_budget()),
+    )
+    .unwrap();
+    writer.replace([], 1.into()).unwrap();
+    // Hold the dispatcher in a budget round: a blocker that never reads,
+    // budget accrued (2 s: the 100 ms cap), then changes until its queue
+    // is full and the round begins.
+    let blocker = live_watch(&engine, 1);
+    clock.advance(Duration::from_secs(2));
+    let mut rv = 1;
+    while engine.stats().budget_rounds == 0 {
+        rv += 1;
+        add(&mut writer, rv);
+        // Dispatched (the relist and every change), or the round began.
+        eventually("the change is dispatched", || {
+            let s = engine.stats();
+            s.changes_dispatched == rv || s.budget_rounds == 1
+        });
+    }
+    // The dispatcher waits for the blocker (on the still clock): the
+    // writer runs ahead of it.
+    for _ in 0..LAG {
+        rv += 1;
+        add(&mut writer, rv);
+    }
+    let start = engine.resource_version();
+    assert_eq!(start.get(), rv);
+    let mut watches: Vec<Watch> = (0..WATCHES)
+        .map(|_| {
+            engine
+                .watch(WatchRequest::new().resource_version(Some(start)))
+                .unwrap()
+        })
+        .collect();
+    // The round's budget runs out: the blocker ends, the dispatcher takes
+    // the watches up, LAG changes behind the writer.
+    clock.advance(100 * MS);
+    eventually("the watches are registered", || {
+        let s = engine.stats();
+        s.terminations.too_slow == 1 && s.watchers_active == WATCHES as u64
+    });
+    // No one reads. Move the clock past any budget, again while the
+    // dispatcher has not caught up (a round it waits in ends within the
+    // cap), then once more.
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    clock.advance(Duration::from_secs(1));
+    while engine.stats().changes_dispatched < rv {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "never caught up: {:?}",
+            engine.stats()
+        );
+        clock.advance(100 * MS);
+        std::thread::sleep(MS);
+    }
+    clock.advance(Duration::from_secs(1));
+    let s = engine.stats();
+    assert_eq!(
+        (s.terminations.too_slow, s.terminations.total()),
+        (1, 1),
+        "only the blocker ended: nothing newer than the watches' start exists"
+    );
+    assert_eq!(s.budget_rounds, 1, "never waited for a watch of the lag");
+    assert_eq!(s.watchers_active, WATCHES as u64);
+    // Every watch has no event, and no end, to give.
+    for w in &mut watches {
+        assert_eq!(w.try_recv(), Err(TryRecvError::Empty));
+    }
+    // The changes after their start: each exactly once, in order.
+    add(&mut writer, rv + 1);
+    add(&mut writer, rv + 2);
+    for w in &mut watches {
+        expect_rv(w, rv + 1);
+        expect_rv(w, rv + 2);
+        assert_eq!(w.try_recv(), Err(TryRecvError::Empty));
+    }
+    assert_eq!(engine.stats().terminations.total(), 1);
+    drop(blocker);
+}
+
+/// The gauges are current: a watcher the time budget ends while the tick
+/// catches up is no longer counted in `watchers_active` at once, not a
+/// turn later; after the catch-up the dispatcher sleeps until its next
+/// tick, which on a still clock never comes.
+#[test]
+fn a_watcher_ended_in_the_ticks_catch_up_is_no_longer_active() {
+    let clock = ManualClock::new();
+    let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
+    writer.replace([], 1.into()).unwrap();
+    // Three watchers that never read, one per namespace.
+    let watch = |ns| {
+        engine
+            .watch(
+                WatchRequest::new()
+                    .resource_version(Some(1.into()))
+                    .scope(KeyScope::prefix(ns)),
+            )
+            .unwrap()
+    };
+    let (a, b, c) = (watch("a"), watch("b"), watch("c"));
+    eventually("all three registered", || {
+        engine.stats().watchers_active == 3
+    });
+    let write = |writer: &mut Writer, ns: &str, rv: u64| {
+        let o = Object::builder(ns, &format!("o{rv}")).build();
+        writer.apply(Change::added(o, rv.into())).unwrap();
+    };
+    // Fill each queue (10 changes), no round yet.
+    let mut rv = 1;
+    for ns in ["a", "b", "c"] {
+        for _ in 0..10 {
+            rv += 1;
+            write(&mut writer, ns, rv);
+        }
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched == rv);
+    assert_eq!(engine.stats().budget_rounds, 0);
+    // The first tick (at 1 s to 1.25 s), and 65 ms of budget.
+    clock.advance(Duration::from_millis(1300));
+    eventually("the first tick", || engine.stats().ticks == 1);
+    // A's next change: a round that holds the dispatcher (a turn that is
+    // not a tick's: the next is 1 s to 1.25 s away).
+    write(&mut writer, "a", rv + 1);
+    eventually("A's round", || engine.stats().budget_rounds == 1);
+    // Meanwhile B's and C's next changes wait in the ring.
+    write(&mut writer, "b", rv + 2);
+    write(&mut writer, "c", rv + 3);
+    // Past A's budget and the next tick: A ends; the next turn is a
+    // tick's, whose catch-up meets B's change (100 ms of budget).
+    clock.advance(Duration::from_secs(2));
+    eventually("B's round", || engine.stats().budget_rounds == 2);
+    assert_eq!(engine.stats().ticks, 1, "B's round is in the catch-up");
+    assert_eq!(engine.stats().terminations.too_slow, 1);
+    // B's budget runs out: B ends, and the catch-up goes on to C's change,
+    // whose round (5 ms accrued since B's) holds the dispatcher in the
+    // same turn: no clock move, no write since B ended.
+    clock.advance(100 * MS);
+    eventually("C's round", || engine.stats().budget_rounds == 3);
+    let s = engine.stats();
+    assert_eq!(s.ticks, 1, "C's round is in the same catch-up");
+    assert_eq!(s.terminations.too_slow, 2);
+    assert_eq!(
+        (s.watchers_active, s.watchers_retiring),
+        (1, 2),
+        "B ended in this catch-up: no longer active"
+    );
+    // C's budget runs out: C ends, the tick follows, and the dispatcher
+    // sleeps until the next one.
+    clock.advance(5 * MS);
+    eventually("C ends and the tick is done", || {
+        let s = engine.stats();
+        s.terminations.too_slow == 3 && s.ticks == 2
+    });
+    // No further clock move or write: the gauges say so all the same.
+    let give_up = std::time::Instant::now() + Duration::from_secs(10);
+    while engine.stats().watchers_active != 0 {
+        assert!(
+            std::time::Instant::now() < give_up,
+            "an ended watcher still counted as active: {:?}",
+            engine.stats()
+        );
+        std::thread::sleep(MS);
+    }
+    assert_eq!(engine.stats().watchers_retiring, 3);
+    drop((a, b, c));
+}

@@ -479,7 +479,17 @@ impl Dispatcher {
             let frequency = self.shared.config.bookmark_frequency;
             schedule_bookmark(&mut self.wheel, frequency, now, w.clone());
         }
-        w.activate(self.cursor, generation);
+        // Live from the writer's head, not the cursor: whatever lies between
+        // (a dispatcher that lags) was published before the version this
+        // watch was admitted against (`reached`), so none of it is newer
+        // than a start from the current version, and the consumer replays
+        // what a start from an older one needs itself. Queued, it would
+        // fill the queue of a reader that pauses, which the time budget
+        // then ends `TooSlow` (seeds/000 `process`: only events newer than
+        // the watcher's version are sent).
+        let live_from = self.shared.ring.head();
+        debug_assert!(live_from >= self.cursor);
+        w.activate(live_from, generation);
         self.move_to(&w, place::ROUTED);
         self.routes.insert(w);
         self.routes_dirty = true;
@@ -661,7 +671,7 @@ impl Dispatcher {
                     // Followers admit every change and read it themselves.
                     deliveries += routes.followers().len() as u64;
                     routes.for_each_candidate(object, prev, |w| {
-                        if !w.is_live() || w.is_ended() {
+                        if !w.takes(pos) || w.is_ended() {
                             return;
                         }
                         if let Some(v) = w.spec.filter.verdict(kind, object, prev) {
@@ -709,15 +719,20 @@ impl Dispatcher {
     }
 
     /// The policy serves what it kept for this change (the time budget's
-    /// round); the watchers it ended are forgotten.
+    /// round); the watchers it ended are forgotten, and the gauges say so
+    /// at once: this may run in a tick's catch-up, or the writer's inline
+    /// batch, after which the dispatcher may sleep until its next tick.
     #[cold]
     fn serve_kept(&mut self) {
         self.kept = false;
         let mut ended = std::mem::take(&mut self.ended);
         self.policy
             .serve_kept(&self.shared, &mut self.wakes, &mut ended);
-        for w in ended.drain(..) {
-            self.retire(&w);
+        if !ended.is_empty() {
+            for w in ended.drain(..) {
+                self.retire(&w);
+            }
+            self.update_gauges();
         }
         self.ended = ended;
     }

@@ -29,8 +29,12 @@
 //! thread.
 //!
 //! Registration happens between batches: a watcher becomes live at the
-//! cursor; the watcher replays anything older from the ring by itself, so
-//! the dispatcher never does per-watcher catch-up work.
+//! writer's head, which is the cursor unless the dispatcher lags; the
+//! watcher replays anything older from the ring by itself, so the
+//! dispatcher never does per-watcher catch-up work, and never queues for
+//! it a change below that point (one at or below the start of a watch
+//! from the current version, which would only fill its queue: seeds/000
+//! `process` sends only events newer than the watcher's version).
 //!
 //! ## Registrations, removals and waits
 //!

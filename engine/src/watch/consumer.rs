@@ -541,7 +541,7 @@ impl Watch {
     }
 
     /// Where a live watch replays up to before it turns to its queue: the
-    /// dispatcher's cursor when it took over, or, for a follower, the
+    /// position the dispatcher took over from, or, for a follower, the
     /// ring's head (its queue carries only bookmark markers).
     #[inline]
     fn live_to(&self, taken_over: u64) -> u64 {

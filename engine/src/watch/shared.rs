@@ -15,9 +15,11 @@
 //!   overwritten meanwhile (then the watch ends with `Gone`).
 //! - `attach`: written only by the dispatcher, `Release`; read by the
 //!   consumer with `Acquire`. Either "not yet", "live from `d`" (the
-//!   dispatcher's cursor when it registered or resumed the watcher: from
-//!   `d` on it enqueues every admitted change) or "parked at `p`" (the queue
-//!   was full when change `p` came; the dispatcher enqueues nothing more).
+//!   writer's head when the dispatcher registered the watcher, its own
+//!   cursor when it resumed it: from `d` on it enqueues every admitted
+//!   change, and nothing below `d`, even while its cursor is still behind
+//!   it) or "parked at `p`" (the queue was full when change `p` came; the
+//!   dispatcher enqueues nothing more).
 //!   The consumer replays every position below `d`, or everything while
 //!   parked, from the ring itself, and skips queued positions it has
 //!   already passed: each hand-over loses and repeats nothing. See
@@ -522,7 +524,9 @@ impl WatcherShared {
         self.waker.wake();
     }
 
-    /// Dispatcher: registers the watcher as live from `pos`.
+    /// Dispatcher: registers the watcher as live from `pos`: the changes
+    /// from `pos` on are enqueued for it ([`takes`](Self::takes)), and
+    /// whatever it needs below `pos` its consumer replays from the ring.
     pub(crate) fn activate(&self, pos: u64, generation: u64) {
         // Relaxed: published by the Release store of `attach` below.
         self.generation.store(generation, Ordering::Relaxed);
@@ -536,6 +540,21 @@ impl WatcherShared {
     /// writes `attach`.
     pub(crate) fn is_live(&self) -> bool {
         self.attach.load(Ordering::Relaxed) & PARKED == 0
+    }
+
+    /// Dispatcher: whether the change at `pos` is to be enqueued for this
+    /// watcher: it is live, from `pos` or before. A change below where it
+    /// went live is never queued, even while the dispatcher's cursor is
+    /// behind that point: the consumer replays what it needs of those from
+    /// the ring, and a queue filled with the others (at or below its start)
+    /// would make a reader that pauses look slow for changes it never
+    /// delivers. One load, as [`is_live`](Self::is_live) (`Relaxed`: only
+    /// the dispatcher writes `attach`).
+    #[inline]
+    pub(crate) fn takes(&self, pos: u64) -> bool {
+        let raw = self.attach.load(Ordering::Relaxed);
+        // Not attached (all ones) and parked both have the `PARKED` bit.
+        raw & PARKED == 0 && raw <= pos
     }
 
     /// Dispatcher: the queue was full for change `pos`; stop enqueuing.
