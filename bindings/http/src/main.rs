@@ -29,7 +29,9 @@ fn collect_when_idle() {
     }
     let now = Instant::now();
     let due = LAST.with(|last| {
-        let due = last.get().is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
+        let due = last
+            .get()
+            .is_none_or(|t| now.duration_since(t) >= Duration::from_secs(1));
         if due {
             last.set(Some(now));
         }
@@ -107,7 +109,7 @@ struct Args {
     #[arg(long, default_value_t = 10_000)]
     max_watches_per_client: usize,
     /// Selector text held by open watches, in all (bytes); beyond: 429.
-    #[arg(long, default_value_t = 64 << 20)]
+    #[arg(long, default_value_t = 16 << 20)]
     max_selector_bytes: usize,
     /// Response bytes not yet taken by clients, in all; beyond, lists and
     /// gets get 429.
@@ -161,6 +163,10 @@ fn main() {
         .enable_all()
         .max_blocking_threads(config.blocking_threads())
         .on_thread_park(collect_when_idle)
+        // A blocking thread that built a list holds its pages until it
+        // collects; one idle for a second exits, and mimalloc reclaims
+        // them (tokio's default keeps it ten seconds).
+        .thread_keep_alive(Duration::from_secs(1))
         .build();
     let result = match runtime {
         Ok(rt) => rt.block_on(run(args, config)),

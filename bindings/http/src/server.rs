@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
@@ -61,8 +61,9 @@ pub struct ServerConfig {
     pub max_watches: usize,
     /// Watches open at once per client address (10,000); past it: 429.
     pub max_watches_per_client: usize,
-    /// Selector text held by open watches, in all (64 MiB; a parsed
-    /// selector costs several times its text); past it: 429.
+    /// Selector text held by open watches, in all (16 MiB; a parsed
+    /// selector costs up to about twelve times its text, a set's values
+    /// each a string of their own); past it: 429.
     pub max_selector_bytes: usize,
     /// Response bytes not yet taken by their clients, in all (512 MiB):
     /// past it a list or get is refused with 429 until clients read (or
@@ -83,7 +84,7 @@ impl Default for ServerConfig {
             queue_wait: Duration::from_secs(5),
             max_watches: 100_000,
             max_watches_per_client: 10_000,
-            max_selector_bytes: 64 << 20,
+            max_selector_bytes: 16 << 20,
             max_unwritten_bytes: 512 << 20,
         }
     }
@@ -734,34 +735,65 @@ async fn method_not_allowed(method: Method) -> Response {
     ApiError::method_not_allowed(method.as_str()).into_response()
 }
 
+/// A path's segments, percent-decoded; a segment that is not UTF-8 once
+/// decoded is a `400` `Status` (axum's own answer is plain text).
+type Segments<T> = Result<Path<T>, PathRejection>;
+
+fn segments<T>(p: Segments<T>) -> Result<T, ApiError> {
+    p.map(|Path(t)| t).map_err(|e| {
+        let text = e.body_text();
+        let what = if text.contains("`ns`") {
+            "invalid namespace"
+        } else if text.contains("`name`") {
+            "invalid resource name"
+        } else {
+            "invalid path"
+        };
+        ApiError::bad_request(format!("{what}: {text}"))
+    })
+}
+
 async fn cluster_collection(
     State(s): State<Server>,
     caller: Caller,
-    Path(plural): Path<String>,
+    path: Segments<String>,
     q: Pairs,
 ) -> Response {
-    s.collection(None, &plural, q, caller).await
+    match segments(path) {
+        Ok(plural) => s.collection(None, &plural, q, caller).await,
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn namespaced_collection(
     State(s): State<Server>,
     caller: Caller,
-    Path((ns, plural)): Path<(String, String)>,
+    path: Segments<(String, String)>,
     q: Pairs,
 ) -> Response {
-    s.collection(Some(ns), &plural, q, caller).await
+    match segments(path) {
+        Ok((ns, plural)) => s.collection(Some(ns), &plural, q, caller).await,
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn cluster_object(
     State(s): State<Server>,
     caller: Caller,
-    Path((plural, name)): Path<(String, String)>,
+    path: Segments<(String, String)>,
     q: Pairs,
 ) -> Response {
+    let (plural, name) = match segments(path) {
+        Ok(p) => p,
+        Err(e) => return e.into_response(),
+    };
     // Namespaces are implicit (no Namespace objects are served): every
     // name is an active one, so that a client that checks the namespace
     // of a missing object (kubectl does) reports the object missing.
     if plural == "namespaces" && !s.inner.resources.contains_key("namespaces") {
+        if let Err(e) = names::namespace(&name) {
+            return e.into_response();
+        }
         let ns = serde_json::json!({
             "kind": "Namespace",
             "apiVersion": "v1",
@@ -783,10 +815,13 @@ async fn cluster_object(
 async fn namespaced_object(
     State(s): State<Server>,
     caller: Caller,
-    Path((ns, plural, name)): Path<(String, String, String)>,
+    path: Segments<(String, String, String)>,
     q: Pairs,
 ) -> Response {
-    s.object(Some(ns), &plural, &name, q, caller).await
+    match segments(path) {
+        Ok((ns, plural, name)) => s.object(Some(ns), &plural, &name, q, caller).await,
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn version() -> Response {

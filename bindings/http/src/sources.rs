@@ -133,6 +133,11 @@ impl Demo {
     }
 }
 
+/// Changes the demo's source keeps behind its head; older ones are
+/// compacted away (as the apiserver compacts etcd), so a demo left
+/// running at thousands of changes a second does not grow for ever.
+pub(crate) const DEMO_KEEP: u64 = 20_000;
+
 fn change(source: &MemorySource, pods: usize, rate: f64, stop: &AtomicBool) {
     let every = Duration::from_secs_f64(1.0 / rate);
     let mut next = Instant::now();
@@ -140,7 +145,10 @@ fn change(source: &MemorySource, pods: usize, rate: f64, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         let i = (n.wrapping_mul(7919) % pods as u64) as usize;
         let generation = n / pods as u64 + 1;
-        source.put_with(|rv| demo_pod(i, rv.get(), generation));
+        let rv = source.put_with(|rv| demo_pod(i, rv.get(), generation));
+        if n.is_multiple_of(1024) && rv.get() > DEMO_KEEP {
+            source.compact((rv.get() - DEMO_KEEP).into());
+        }
         n += 1;
         next += every;
         let now = Instant::now();
@@ -180,6 +188,19 @@ mod tests {
             assert_eq!(v["metadata"]["name"], item.object.name());
         }
         let a = demo_pod(3, 9, 0);
+        // Compacted as it goes: a demo at full speed keeps DEMO_KEEP
+        // changes behind its head, not every change it made.
+        let fast = Demo::start(10, 1e9).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let at = |d: &Demo| d.source().current_revision().map_or(0, |r| r.get());
+        while at(&fast) < 3 * DEMO_KEEP {
+            assert!(Instant::now() < deadline, "the demo did not move");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(matches!(
+            fast.source().watch(1.into()).map(drop),
+            Err(herald::SourceError::Compacted { .. })
+        ));
         let b = demo_pod(3, 10, 1);
         assert_ne!(a.field("status.phase"), b.field("status.phase"));
     }
