@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "== engine and object-manager layout (no import circle between files, none over 900 lines)"
+echo "== engine, object-manager and HTTP front layout (no import circle between files, none over 900 lines)"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "python3 is missing: installing it (apt-get)"
     { apt-get update -qq && apt-get install -y -qq python3 >/dev/null; } \
@@ -25,6 +25,7 @@ fi
 python3 scripts/check-layout.py --self-test
 python3 scripts/check-layout.py
 python3 scripts/check-layout.py kubelet/src
+python3 scripts/check-layout.py bindings/http/src
 
 echo "== etcd and protoc for the etcd upstream's tests (scripts/ensure-etcd.sh)"
 # Fails loudly if it cannot install them: the etcd tests are never skipped.

@@ -31,7 +31,7 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use crate::metrics::ServerMetrics;
+use crate::counts::ServerMetrics;
 use crate::status::ApiError;
 
 /// A request's client: the address its connection came from.

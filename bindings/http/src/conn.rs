@@ -20,7 +20,9 @@
 //!   `request_timeout` (60 s, the apiserver's) is closed (`write_deadline`).
 //!
 //! The reaper looks once a second (more often for short timeouts) and
-//! counts what it closes. An idle watch (nothing to send) never stalls.
+//! counts what it closes; once a second it logs what was closed and what
+//! admission refused, if anything. An idle watch (nothing to send) never
+//! stalls.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -33,7 +35,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use tokio::sync::Notify;
 
-use crate::metrics::{ResourceMetrics, ServerMetrics};
+use crate::counts::{Reported, ResourceMetrics, ServerMetrics};
 
 /// A connection's kill switch, in every request's extensions.
 #[derive(Debug, Default)]
@@ -346,12 +348,18 @@ impl Reaper {
             (r.stall.min(r.deadline) / 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
         });
         let mut tick = tokio::time::interval(every);
+        let mut reported = Reported::default();
+        let mut last_log = Instant::now();
         loop {
             tick.tick().await;
             let Some(r) = reaper.upgrade() else {
                 return;
             };
             r.sweep();
+            if last_log.elapsed() >= Duration::from_secs(1) {
+                last_log = Instant::now();
+                r.metrics.log_news(&mut reported);
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resource::ResourceInfo;
+use crate::info::ResourceInfo;
 
 /// The Kubernetes minor version the served API follows.
 pub const KUBERNETES_MINOR: &str = "32";

@@ -17,7 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use herald::{EventKind, Object, ResourceVersion};
 use serde_json::{Map, Value, json};
 
-use crate::resource::ResourceInfo;
+use crate::info::ResourceInfo;
 
 /// Where an object's JSON came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -250,7 +250,7 @@ impl std::fmt::Debug for ListBody {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::ResourceInfo;
+    use crate::info::ResourceInfo;
 
     #[test]
     fn a_stored_payload_is_shared_and_a_bare_object_is_described() {

@@ -39,8 +39,11 @@
 mod admit;
 pub mod compress;
 mod conn;
+mod counts;
 pub mod discovery;
 pub mod encode;
+mod info;
+mod listen;
 pub mod metrics;
 mod names;
 pub mod params;
@@ -51,7 +54,8 @@ mod status;
 pub mod table;
 mod watch;
 
-pub use resource::{POD_FIELDS, Resource, ResourceInfo};
+pub use info::{POD_FIELDS, ResourceInfo};
+pub use resource::Resource;
 pub use server::{Server, ServerConfig};
 pub use sources::{Demo, demo_pod, etcd_resource, resource_on};
 pub use status::{ApiError, end_error};

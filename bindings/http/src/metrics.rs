@@ -3,14 +3,11 @@
 //! exists, and Herald's own stage histograms.
 //!
 //! The engine's figures are read from [`herald::Engine::stats`] at scrape
-//! time; the server's own (events and bytes written, their sizes,
-//! requests by verb and code) are counted by the connections in local
-//! tallies and added to shared atomics once per written batch, so the
-//! fan-out path does not share a counter per event.
+//! time; the server's own are counted as it serves (the module `counts`,
+//! whose types are re-exported here).
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -19,173 +16,9 @@ use prometheus_client::registry::Registry;
 
 use crate::resource::Resource;
 
-/// Upper bounds of `apiserver_watch_events_sizes` (bytes; the apiserver's
-/// `ExponentialBuckets(1024, 2.0, 8)`).
-pub const EVENT_SIZE_BUCKETS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072];
-
-/// What the server counts for one resource (shared by its connections).
-#[derive(Debug, Default)]
-pub struct ResourceMetrics {
-    events_sent: AtomicU64,
-    bytes_sent: AtomicU64,
-    /// Per bucket of [`EVENT_SIZE_BUCKETS`], then one for larger events
-    /// (not cumulative).
-    size_buckets: [AtomicU64; 9],
-    watches_open: AtomicU64,
-    described: AtomicU64,
-    stalled: AtomicU64,
-    /// (verb, code) -> requests.
-    requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
-}
-
-/// A connection's tally of what it wrote since its last flush.
-#[derive(Debug, Default)]
-pub struct Tally {
-    events: u64,
-    bytes: u64,
-    sizes: [u64; 9],
-    described: u64,
-}
-
-impl Tally {
-    /// One event of `size` bytes written.
-    #[inline]
-    pub fn event(&mut self, size: usize) {
-        self.events += 1;
-        self.bytes += size as u64;
-        let i = EVENT_SIZE_BUCKETS
-            .iter()
-            .position(|&le| size as u64 <= le)
-            .unwrap_or(EVENT_SIZE_BUCKETS.len());
-        self.sizes[i] += 1;
-    }
-
-    /// One object described from its metadata (its payload was not JSON).
-    pub fn described(&mut self) {
-        self.described += 1;
-    }
-}
-
-impl ResourceMetrics {
-    /// Adds a connection's tally and resets it.
-    pub fn flush(&self, tally: &mut Tally) {
-        if tally.events == 0 && tally.described == 0 {
-            return;
-        }
-        self.events_sent.fetch_add(tally.events, Ordering::Relaxed);
-        self.bytes_sent.fetch_add(tally.bytes, Ordering::Relaxed);
-        for (shared, &n) in self.size_buckets.iter().zip(&tally.sizes) {
-            if n > 0 {
-                shared.fetch_add(n, Ordering::Relaxed);
-            }
-        }
-        self.described.fetch_add(tally.described, Ordering::Relaxed);
-        *tally = Tally::default();
-    }
-
-    /// A request answered with `code`.
-    pub fn request(&self, verb: &'static str, code: u16) {
-        let mut r = self.requests.lock().unwrap_or_else(|e| e.into_inner());
-        *r.entry((verb, code)).or_default() += 1;
-    }
-
-    /// A watch connection opened (the guard closes it).
-    pub fn watch_opened(self: &std::sync::Arc<Self>) -> OpenWatch {
-        self.watches_open.fetch_add(1, Ordering::Relaxed);
-        OpenWatch(self.clone())
-    }
-
-    /// A watch connection closed for not reading (see [`crate::ServerConfig`]).
-    pub fn stalled(&self) {
-        self.stalled.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Watch connections closed so far for not reading.
-    pub fn stalled_total(&self) -> u64 {
-        self.stalled.load(Ordering::Relaxed)
-    }
-
-    /// Watch events written so far.
-    pub fn events_sent(&self) -> u64 {
-        self.events_sent.load(Ordering::Relaxed)
-    }
-
-    /// Watch connections open now.
-    pub fn watches_open(&self) -> u64 {
-        self.watches_open.load(Ordering::Relaxed)
-    }
-}
-
-/// An open watch connection; dropping it counts it closed.
-#[derive(Debug)]
-pub struct OpenWatch(std::sync::Arc<ResourceMetrics>);
-
-impl Drop for OpenWatch {
-    fn drop(&mut self) {
-        self.0.watches_open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// What the server counts over every resource: what admission refused
-/// and the reaper closed (by reason), and the response bytes its clients
-/// have not taken yet.
-#[derive(Debug, Default)]
-pub struct ServerMetrics {
-    rejected: Mutex<BTreeMap<&'static str, u64>>,
-    closed: Mutex<BTreeMap<&'static str, u64>>,
-    /// Response bytes handed to the connections and not yet written.
-    pub(crate) unwritten: AtomicUsize,
-    /// Per admission class (read, waiting): seats taken, requests queued.
-    seats: [[AtomicUsize; 2]; 2],
-}
-
-impl ServerMetrics {
-    /// A request refused by admission (`reason`: its label value).
-    pub fn rejected(&self, reason: &'static str) {
-        *self
-            .rejected
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(reason)
-            .or_default() += 1;
-    }
-
-    /// Requests refused for `reason` so far.
-    pub fn rejected_total(&self, reason: &str) -> u64 {
-        let map = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(reason).copied().unwrap_or(0)
-    }
-
-    /// A connection closed by the reaper (`reason`: its label value).
-    pub fn closed(&self, reason: &'static str) {
-        *self
-            .closed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(reason)
-            .or_default() += 1;
-    }
-
-    /// Connections closed for `reason` so far.
-    pub fn closed_total(&self, reason: &str) -> u64 {
-        let map = self.closed.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(reason).copied().unwrap_or(0)
-    }
-
-    /// Response bytes not yet taken by their clients.
-    pub fn unwritten_bytes(&self) -> usize {
-        self.unwritten.load(Ordering::Relaxed)
-    }
-
-    /// Admission class `class` (0: read, 1: waiting) has `taken` seats
-    /// taken and `queued` requests waiting.
-    pub fn seats(&self, class: usize, taken: usize, queued: usize) {
-        if let Some([t, q]) = self.seats.get(class) {
-            t.store(taken, Ordering::Relaxed);
-            q.store(queued, Ordering::Relaxed);
-        }
-    }
-}
+pub use crate::counts::{
+    EVENT_SIZE_BUCKETS, OpenWatch, Reported, ResourceMetrics, ServerMetrics, Tally,
+};
 
 /// The label values each server counter always shows (0 until counted).
 const REJECTIONS: [&str; 4] = [

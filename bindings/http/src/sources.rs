@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
 use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
 
-use crate::resource::{Resource, ResourceInfo};
+use crate::info::ResourceInfo;
+use crate::resource::Resource;
 
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).

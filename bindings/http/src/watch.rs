@@ -29,8 +29,8 @@ use http_body::{Body, Frame};
 
 use crate::admit::WatchTicket;
 use crate::conn::Flight;
+use crate::counts::{OpenWatch, Tally};
 use crate::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
-use crate::metrics::{OpenWatch, Tally};
 use crate::resource::Resource;
 use crate::status::{ApiError, end_error};
 

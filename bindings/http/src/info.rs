@@ -1,0 +1,196 @@
+//! A resource's names and shape, as the apiserver's discovery and paths
+//! spell them ([`ResourceInfo`]).
+
+/// The fields a pod's engine decodes and indexes.
+pub const POD_FIELDS: [&str; 2] = ["spec.nodeName", "status.phase"];
+
+/// A resource's names and shape, as the apiserver's discovery gives them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// The path segment (`pods`).
+    pub plural: String,
+    /// The singular name (`pod`).
+    pub singular: String,
+    /// The object kind (`Pod`).
+    pub kind: String,
+    /// The list kind (`PodList`).
+    pub list_kind: String,
+    /// Whether objects live in namespaces (the engine's keys are
+    /// `namespace/name`) or not (`name`).
+    pub namespaced: bool,
+    /// Short names (`po`), for `kubectl get po`.
+    pub short_names: Vec<String>,
+    /// The field labels its objects carry for field selectors, besides
+    /// `metadata.name` and `metadata.namespace` (which every object has).
+    /// A field selector on any other is refused with 400 `field label not
+    /// supported`, as the apiserver refuses one it cannot select on: an
+    /// object without the field would never match, silently.
+    pub fields: Vec<String>,
+}
+
+impl ResourceInfo {
+    /// A namespaced core/v1 resource.
+    pub fn namespaced(plural: &str, singular: &str, kind: &str, short: &[&str]) -> ResourceInfo {
+        ResourceInfo {
+            plural: plural.into(),
+            singular: singular.into(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            namespaced: true,
+            short_names: short.iter().map(|s| (*s).into()).collect(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// The same with these selectable `fields`.
+    pub fn with_fields<S: AsRef<str>>(mut self, fields: &[S]) -> ResourceInfo {
+        self.fields = fields.iter().map(|f| f.as_ref().to_owned()).collect();
+        self
+    }
+
+    /// Whether a field selector may name `field`.
+    pub fn selectable(&self, field: &str) -> bool {
+        matches!(field, herald::FIELD_NAME | herald::FIELD_NAMESPACE)
+            || self.fields.iter().any(|f| f == field)
+    }
+
+    /// `pods`, with [`POD_FIELDS`].
+    pub fn pods() -> ResourceInfo {
+        ResourceInfo::namespaced("pods", "pod", "Pod", &["po"]).with_fields(&POD_FIELDS)
+    }
+
+    /// `configmaps`.
+    pub fn configmaps() -> ResourceInfo {
+        ResourceInfo::namespaced("configmaps", "configmap", "ConfigMap", &["cm"])
+    }
+
+    /// `secrets`.
+    pub fn secrets() -> ResourceInfo {
+        ResourceInfo::namespaced("secrets", "secret", "Secret", &[])
+    }
+
+    /// The well-known core/v1 resource of this plural name, if Herald
+    /// knows its kind.
+    pub fn known(plural: &str) -> Option<ResourceInfo> {
+        match plural {
+            "pods" => Some(ResourceInfo::pods()),
+            "configmaps" => Some(ResourceInfo::configmaps()),
+            "secrets" => Some(ResourceInfo::secrets()),
+            "services" => Some(ResourceInfo::namespaced(
+                "services",
+                "service",
+                "Service",
+                &["svc"],
+            )),
+            "endpoints" => Some(ResourceInfo::namespaced(
+                "endpoints",
+                "endpoints",
+                "Endpoints",
+                &["ep"],
+            )),
+            "events" => Some(ResourceInfo::namespaced(
+                "events",
+                "event",
+                "Event",
+                &["ev"],
+            )),
+            "serviceaccounts" => Some(ResourceInfo::namespaced(
+                "serviceaccounts",
+                "serviceaccount",
+                "ServiceAccount",
+                &["sa"],
+            )),
+            _ => None,
+        }
+    }
+
+    /// The engine key of `name` in `namespace`.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("{ns}/{name}"),
+            _ => name.to_owned(),
+        }
+    }
+
+    /// The value of the initial-events-end bookmark's
+    /// `kubernetes.io/initial-events-list-blueprint` annotation: the empty
+    /// list of this kind as the apiserver encodes it in JSON (with the
+    /// encoder's trailing newline), base64-encoded; client-go builds the
+    /// list it returns from a watch-list from it.
+    pub fn list_blueprint(&self) -> String {
+        let empty = format!(
+            "{{\"kind\":\"{}\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"items\":null}}\n",
+            self.list_kind
+        );
+        base64(empty.as_bytes())
+    }
+}
+
+/// Standard base64 with padding.
+fn base64(data: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for chunk in data.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_is_standard() {
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
+    }
+
+    #[test]
+    fn the_blueprint_is_the_apiservers() {
+        // Kubernetes 1.32's, for pods.
+        assert_eq!(
+            ResourceInfo::pods().list_blueprint(),
+            "eyJraW5kIjoiUG9kTGlzdCIsImFwaVZlcnNpb24iOiJ2MSIsIm1ldGFkYXRhIjp7fSwiaXRlbXMiOm51bGx9Cg=="
+        );
+    }
+
+    #[test]
+    fn keys_follow_the_scope() {
+        let pods = ResourceInfo::pods();
+        assert_eq!(pods.key(Some("ns"), "a"), "ns/a");
+        assert_eq!(pods.key(None, "a"), "a");
+        assert_eq!(ResourceInfo::known("cm"), None);
+        assert_eq!(ResourceInfo::known("configmaps").unwrap().kind, "ConfigMap");
+    }
+
+    #[test]
+    fn selectable_fields_are_the_decoded_ones_and_metadata() {
+        let pods = ResourceInfo::pods();
+        for f in [
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "status.phase",
+        ] {
+            assert!(pods.selectable(f), "{f}");
+        }
+        assert!(!pods.selectable("spec.fooBar"));
+        assert!(!ResourceInfo::secrets().selectable("spec.nodeName"));
+    }
+}
