@@ -13,8 +13,20 @@
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
+#
+# `scripts/test.sh fast`: the edit-compile-test loop's tier: the layout
+# gates and the engine's tests, offline, nothing installed (a few minutes
+# on 2 cores; the Kubernetes shape's tests join it with its crate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = fast ]; then
+    echo "== fast tier: layout, the engine's tests"
+    python3 scripts/check-layout.py
+    python3 scripts/check-crates.py
+    cargo test -p herald
+    exit 0
+fi
 
 echo "== engine, object-manager and HTTP front layout (no import circle between files, none over 900 lines)"
 if ! command -v python3 >/dev/null 2>&1; then
@@ -26,6 +38,10 @@ python3 scripts/check-layout.py --self-test
 python3 scripts/check-layout.py
 python3 scripts/check-layout.py kubelet/src
 python3 scripts/check-layout.py bindings/http/src
+# Every crate: the layout above, and dependencies pointing inward (the
+# debts it still lets through are named, each with what removes it).
+python3 scripts/check-crates.py --self-test
+python3 scripts/check-crates.py
 
 echo "== etcd and protoc for the etcd upstream's tests (scripts/ensure-etcd.sh)"
 # Fails loudly if it cannot install them: the etcd tests are never skipped.

@@ -20,10 +20,10 @@ impl Server {
     /// Each connection runs in a task of its own with a kill switch, and
     /// each response counts what it holds in flight (see the module
     /// `conn`): a watch holds at most
-    /// [`ServerConfig::watch_in_flight_bytes`] and is closed when its
-    /// client stops reading for [`ServerConfig::write_stall_timeout`];
+    /// [`ServerConfig::watch_in_flight_bytes`](crate::ServerConfig::watch_in_flight_bytes) and is closed when its
+    /// client stops reading for [`ServerConfig::write_stall_timeout`](crate::ServerConfig::write_stall_timeout);
     /// any other response is closed if not written within
-    /// [`ServerConfig::request_timeout`]. Requests are admitted by their
+    /// [`ServerConfig::request_timeout`](crate::ServerConfig::request_timeout). Requests are admitted by their
     /// client's address (see the module `admit`).
     pub async fn serve(
         self,

@@ -1,8 +1,7 @@
 //! Engines, writers, objects and reads.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::Mutex;
 
 use herald::{
     Change, ChangeKind, Config, Continue, FieldSelector, KeyScope, LabelSelector, ListRequest,
@@ -12,27 +11,9 @@ use pyo3::PyClassInitializer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
 
+use crate::convert::{labels_dict, lock, seconds};
 use crate::errors;
 use crate::watch::Watch;
-
-/// Locks a mutex, through poisoning (no panic crosses into Python; a
-/// poisoned lock only means another call failed half-way, which the
-/// engine's own state never depends on).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Seconds from Python as a duration: not negative, not NaN; more than a
-/// duration holds (`float("inf")`) saturates, as every engine duration
-/// does ("never").
-pub(crate) fn seconds(what: &str, s: f64) -> PyResult<Duration> {
-    if s.is_nan() || s < 0.0 {
-        return Err(errors::invalid(format!(
-            "{what} must be seconds >= 0, not {s}"
-        )));
-    }
-    Ok(Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX))
-}
 
 /// The payload's bytes: `bytes` or `bytearray` (copied once, into the
 /// engine's `Bytes`).
@@ -71,18 +52,6 @@ fn build(
         b = b.field(k, v);
     }
     b.payload(payload).build()
-}
-
-/// An object's labels as a dict.
-pub(crate) fn labels_dict<'py>(
-    py: Python<'py>,
-    o: &herald::Object,
-) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    for (k, v) in o.labels() {
-        d.set_item(k, v)?;
-    }
-    Ok(d)
 }
 
 /// The scope of a watch or a list: a namespace (prefix) or one key.

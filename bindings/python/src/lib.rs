@@ -11,6 +11,7 @@
 //! - Every Rust error becomes a typed exception under `HeraldError`
 //!   (`errors.rs`); no call panics on any input.
 
+mod convert;
 mod engine;
 mod errors;
 mod watch;

@@ -39,7 +39,7 @@ use pyo3::prelude::*;
 use pyo3::sync::GILOnceCell;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
-use crate::engine::{labels_dict, lock, seconds};
+use crate::convert::{labels_dict, lock, seconds};
 use crate::errors;
 
 /// Events taken from the engine per visit.

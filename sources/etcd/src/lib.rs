@@ -43,11 +43,13 @@
 //! in one transaction).
 #![forbid(unsafe_code)]
 
+mod config;
 mod decode;
 pub mod local;
 mod source;
 mod version;
 
+pub use config::{ConnectError, EtcdConfig, MAX_KEEP_ALIVE};
 pub use decode::{DecodeError, Decoder};
-pub use source::{ConnectError, EtcdConfig, EtcdSource, EtcdStats, MAX_KEEP_ALIVE};
+pub use source::{EtcdSource, EtcdStats};
 pub use version::{Distrust, ProgressTrust, ServerVersion};
