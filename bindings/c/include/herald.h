@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-// [`herald_engine_new_flags`]: the writer fans each change out on its own
+// [`herald_engine_new_flags`](crate::herald_engine_new_flags): the writer fans each change out on its own
 // thread when the engine's dispatcher thread is idle (the engine's
 // `Config::inline_dispatch`), waking that thread only when work remains.
 // Without it (the default), each write wakes the dispatcher thread (a
@@ -81,7 +81,7 @@ typedef uint64_t herald_engine;
 // An engine's one writer.
 typedef uint64_t herald_writer;
 
-// Counters of an engine ([`herald_engine_stats`]).
+// Counters of an engine ([`herald_engine_stats`](crate::herald_engine_stats)).
 typedef struct herald_stats {
   // Changes the writer applied.
   uint64_t changes_received;
@@ -97,16 +97,32 @@ typedef struct herald_stats {
   uint64_t relists;
 } herald_stats;
 
-// The kind of a write ([`herald_writer_apply`]).
-typedef int32_t herald_change_kind;
+// What a watch or a list covers ([`HeraldWatchRequest::scope`]).
+typedef int32_t herald_scope;
 
-// A label or a field: key and value.
-typedef struct herald_pair {
-  // The label's key or the field's path (`spec.nodeName`).
-  struct herald_str key;
-  // Its value.
-  struct herald_str value;
-} herald_pair;
+// What to list.
+typedef struct herald_list_request {
+  // As [`HeraldWatchRequest::scope`].
+  herald_scope scope;
+  // The prefix or the key.
+  struct herald_str scope_value;
+  // A Kubernetes label selector.
+  struct herald_str label_selector;
+  // A Kubernetes field selector.
+  struct herald_str field_selector;
+  // The version to read at, with [`HERALD_HAS_RESOURCE_VERSION`].
+  uint64_t resource_version;
+  // [`HERALD_HAS_RESOURCE_VERSION`], [`HERALD_MATCH_EXACT`],
+  // [`HERALD_MATCH_NOT_OLDER_THAN`].
+  uint32_t flags;
+  // At most this many items per page; 0: all.
+  size_t limit;
+  // The previous page's continue token (empty: the first page).
+  struct herald_str continue_token;
+} herald_list_request;
+
+// A list's or a get's result.
+typedef uint64_t herald_list;
 
 // Bytes handed out, borrowed (see the function for how long they live).
 typedef struct herald_bytes {
@@ -116,38 +132,15 @@ typedef struct herald_bytes {
   size_t len;
 } herald_bytes;
 
-// An object to write. Its key is `namespace/name`, or `name` when the
-// namespace is empty.
-typedef struct herald_object {
-  // The namespace (empty: cluster-scoped).
-  struct herald_str namespace_;
-  // The name.
-  struct herald_str name;
-  // `labels_len` labels (null when 0).
-  const struct herald_pair *labels;
-  // How many labels.
-  size_t labels_len;
-  // `fields_len` selectable fields (null when 0).
-  const struct herald_pair *fields;
-  // How many fields.
-  size_t fields_len;
-  // The payload, kept as given (copied once).
+// One item of a list, borrowed: lives until the list is freed.
+typedef struct herald_item {
+  // The object's key.
+  struct herald_bytes key;
+  // Its payload.
   struct herald_bytes payload;
-} herald_object;
-
-// One change of [`herald_writer_apply_batch`]: what
-// [`herald_writer_apply`] takes.
-typedef struct herald_change {
-  // A `HERALD_CHANGE_*`.
-  herald_change_kind kind;
-  // Its resource version (above the previous change's).
+  // The version of its last change.
   uint64_t resource_version;
-  // The object (a deletion's: its last state).
-  struct herald_object object;
-} herald_change;
-
-// What a watch or a list covers ([`HeraldWatchRequest::scope`]).
-typedef int32_t herald_scope;
+} herald_item;
 
 // What to watch.
 typedef struct herald_watch_request {
@@ -206,84 +199,46 @@ typedef struct herald_end {
 // A set of watches with one readiness descriptor.
 typedef uint64_t herald_watch_set;
 
-// What to list.
-typedef struct herald_list_request {
-  // As [`HeraldWatchRequest::scope`].
-  herald_scope scope;
-  // The prefix or the key.
-  struct herald_str scope_value;
-  // A Kubernetes label selector.
-  struct herald_str label_selector;
-  // A Kubernetes field selector.
-  struct herald_str field_selector;
-  // The version to read at, with [`HERALD_HAS_RESOURCE_VERSION`].
-  uint64_t resource_version;
-  // [`HERALD_HAS_RESOURCE_VERSION`], [`HERALD_MATCH_EXACT`],
-  // [`HERALD_MATCH_NOT_OLDER_THAN`].
-  uint32_t flags;
-  // At most this many items per page; 0: all.
-  size_t limit;
-  // The previous page's continue token (empty: the first page).
-  struct herald_str continue_token;
-} herald_list_request;
+// The kind of a write ([`herald_writer_apply`](crate::herald_writer_apply)).
+typedef int32_t herald_change_kind;
 
-// A list's or a get's result.
-typedef uint64_t herald_list;
+// A label or a field: key and value.
+typedef struct herald_pair {
+  // The label's key or the field's path (`spec.nodeName`).
+  struct herald_str key;
+  // Its value.
+  struct herald_str value;
+} herald_pair;
 
-// One item of a list, borrowed: lives until the list is freed.
-typedef struct herald_item {
-  // The object's key.
-  struct herald_bytes key;
-  // Its payload.
+// An object to write. Its key is `namespace/name`, or `name` when the
+// namespace is empty.
+typedef struct herald_object {
+  // The namespace (empty: cluster-scoped).
+  struct herald_str namespace_;
+  // The name.
+  struct herald_str name;
+  // `labels_len` labels (null when 0).
+  const struct herald_pair *labels;
+  // How many labels.
+  size_t labels_len;
+  // `fields_len` selectable fields (null when 0).
+  const struct herald_pair *fields;
+  // How many fields.
+  size_t fields_len;
+  // The payload, kept as given (copied once).
   struct herald_bytes payload;
-  // The version of its last change.
+} herald_object;
+
+// One change of [`herald_writer_apply_batch`]: what
+// [`herald_writer_apply`] takes.
+typedef struct herald_change {
+  // A `HERALD_CHANGE_*`.
+  herald_change_kind kind;
+  // Its resource version (above the previous change's).
   uint64_t resource_version;
-} herald_item;
-
-// Done.
-#define HERALD_OK 0
-
-// Nothing yet: a poll found no event (a watch in a set is armed: the
-// set's descriptor becomes readable when it has one), or a wait timed out.
-#define HERALD_PENDING 1
-
-// A pointer argument that must not be null was null.
-#define HERALD_E_NULL -1
-
-// A handle that is 0, of another kind, never issued, or already freed.
-#define HERALD_E_HANDLE -2
-
-// An argument out of its domain: a malformed selector, a string that is
-// not UTF-8, an invalid object name, options Kubernetes refuses, a
-// malformed continue token, a watch in a set passed to
-// [`herald_watch_wait`].
-#define HERALD_E_INVALID -3
-
-// The resource version asked for is older than the history kept (HTTP
-// 410 Gone: list again).
-#define HERALD_E_GONE -4
-
-// The resource version asked for was not reached in time (HTTP 504 with
-// a retry-after).
-#define HERALD_E_TOO_LARGE_RESOURCE_VERSION -5
-
-// A write at or below the engine's resource version (nothing changed).
-#define HERALD_E_OUT_OF_ORDER -6
-
-// The engine was stopped.
-#define HERALD_E_STOPPED -7
-
-// The engine holds no list yet, or lost its source (HTTP 429: retry).
-#define HERALD_E_NOT_READY -8
-
-// A bug in Herald: a panic, caught at the boundary.
-#define HERALD_E_PANIC -9
-
-// The operating system refused a resource (an `eventfd`).
-#define HERALD_E_SYSTEM -10
-
-// Any other error the engine reports (the message says which).
-#define HERALD_E_OTHER -11
+  // The object (a deletion's: its last state).
+  struct herald_object object;
+} herald_change;
 
 // A new object.
 #define HERALD_CHANGE_ADDED 0
@@ -345,19 +300,62 @@ typedef struct herald_item {
 // The engine failed.
 #define HERALD_END_ENGINE_FAILED 8
 
+// Done.
+#define HERALD_OK 0
+
+// Nothing yet: a poll found no event (a watch in a set is armed: the
+// set's descriptor becomes readable when it has one), or a wait timed out.
+#define HERALD_PENDING 1
+
+// A pointer argument that must not be null was null.
+#define HERALD_E_NULL -1
+
+// A handle that is 0, of another kind, never issued, or already freed.
+#define HERALD_E_HANDLE -2
+
+// An argument out of its domain: a malformed selector, a string that is
+// not UTF-8, an invalid object name, options Kubernetes refuses, a
+// malformed continue token, a watch in a set passed to
+// [`herald_watch_wait`](crate::herald_watch_wait).
+#define HERALD_E_INVALID -3
+
+// The resource version asked for is older than the history kept (HTTP
+// 410 Gone: list again).
+#define HERALD_E_GONE -4
+
+// The resource version asked for was not reached in time (HTTP 504 with
+// a retry-after).
+#define HERALD_E_TOO_LARGE_RESOURCE_VERSION -5
+
+// A write at or below the engine's resource version (nothing changed).
+#define HERALD_E_OUT_OF_ORDER -6
+
+// The engine was stopped.
+#define HERALD_E_STOPPED -7
+
+// The engine holds no list yet, or lost its source (HTTP 429: retry).
+#define HERALD_E_NOT_READY -8
+
+// A bug in Herald: a panic, caught at the boundary.
+#define HERALD_E_PANIC -9
+
+// The operating system refused a resource (an `eventfd`).
+#define HERALD_E_SYSTEM -10
+
+// Any other error the engine reports (the message says which).
+#define HERALD_E_OTHER -11
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
-// Copies the calling thread's last error message, NUL-terminated and
-// cut to fit, into `buf` (`len` bytes; `buf` may be null when `len` is
-// 0). Returns the message's full length in bytes (without the NUL):
-// call again with a larger buffer if it did not fit. The message is that
-// of the last call on this thread that failed; success leaves it.
-size_t herald_last_error(char *buf, size_t len);
-
 // Creates an engine and its one writer. `config` may be null (the
 // defaults). As [`herald_engine_new_flags`] with no flags.
+//
+// # Safety
+// `config` is null or points to a readable [`HeraldConfig`] whose
+// `indexed_fields` are valid as [`HeraldStr`] requires; `engine_out` and
+// `writer_out` are null or writable.
 herald_status herald_engine_new(const struct herald_config *config, herald_engine *engine_out, herald_writer *writer_out);
 
 // Creates an engine and its one writer, as [`herald_engine_new`], with
@@ -366,6 +364,9 @@ herald_status herald_engine_new(const struct herald_config *config, herald_engin
 // (A function of its own, not a field of [`HeraldConfig`]: that struct
 // is not versioned, and a caller built against a header without the
 // field would pass a shorter one.)
+//
+// # Safety
+// As [`herald_engine_new`].
 herald_status herald_engine_new_flags(const struct herald_config *config, uint32_t flags, herald_engine *engine_out, herald_writer *writer_out);
 
 // Stops the engine: watches end with [`HERALD_END_ENGINE_STOPPED`],
@@ -377,41 +378,76 @@ herald_status herald_engine_stop(herald_engine engine_h);
 herald_status herald_engine_free(herald_engine engine_h);
 
 // The engine's resource version: the last it applied.
+//
+// # Safety
+// `out` is null or points to a writable `u64`.
 herald_status herald_engine_resource_version(herald_engine engine_h, uint64_t *out);
 
 // The engine's counters.
+//
+// # Safety
+// `out` is null or points to a writable [`HeraldStats`].
 herald_status herald_engine_stats(herald_engine engine_h, struct herald_stats *out);
 
-// Applies one change at `resource_version` (above the engine's).
-// `kind` is a `HERALD_CHANGE_*`; a deletion's object is the last state.
-herald_status herald_writer_apply(herald_writer writer, herald_change_kind kind, uint64_t resource_version, const struct herald_object *object_in);
+// Lists from the cache: one page, as Kubernetes' LIST with the request's
+// version rules (unset: the cache's latest; `0`: any; with
+// [`HERALD_MATCH_EXACT`]: that version, from history). The result is a
+// list handle: read it with [`herald_list_len`], [`herald_list_item`],
+// [`herald_list_info`]; free it with [`herald_list_free`].
+//
+// # Safety
+// `request` is null or points to a readable [`HeraldListRequest`] whose
+// strings are valid as [`HeraldStr`] requires; `out` is null or writable.
+herald_status herald_engine_list(herald_engine engine_h, const struct herald_list_request *request, herald_list *out);
 
-// Applies `changes_len` changes in order, as that many
-// [`herald_writer_apply`] calls would, in one call: the engine's
-// dispatcher is woken once, after the last, not after each (for a source
-// that receives changes in batches, as a reflector does from etcd). It
-// stops at the first change refused, whose error it returns; the changes
-// before it are applied. `*applied_out` (when not null) is how many were
-// applied, on success and on error. Every change's kind and strings are
-// checked before any is applied (a malformed one applies none); the
-// engine refuses a change (out of order, a bad name, not ready) when it
-// comes to it.
-herald_status herald_writer_apply_batch(herald_writer writer, const struct herald_change *changes, size_t changes_len, size_t *applied_out);
+// Gets one object by key, as a list of 0 or 1 items (read it as a list).
+// Version rules as [`herald_engine_list`]'s without paging.
+//
+// # Safety
+// `key` is valid as [`HeraldStr`] requires (its bytes readable for the
+// call); `out` is null or writable.
+herald_status herald_engine_get(herald_engine engine_h, struct herald_str key, uint64_t resource_version, uint32_t flags, herald_list *out);
 
-// Replaces the whole state with `objects_len` objects at
-// `resource_version` (a list from the source): watches see the
-// difference as events.
-herald_status herald_writer_replace(herald_writer writer, const struct herald_object *objects, size_t objects_len, uint64_t resource_version);
+// How many items the list holds.
+//
+// # Safety
+// `out` is null or points to a writable `size_t`.
+herald_status herald_list_len(herald_list list_h, size_t *out);
 
-// The source is at `resource_version` with nothing more for this
-// engine (a progress notification): waiting reads and watches move on.
-herald_status herald_writer_progress(herald_writer writer, uint64_t resource_version);
+// Item `index` (in key order); its bytes live until the list is freed.
+//
+// # Safety
+// `out` is null or points to a writable [`HeraldItem`]; the views written
+// stay valid until the list is freed.
+herald_status herald_list_item(herald_list list_h, size_t index, struct herald_item *out);
 
-// Frees the writer's handle (no more writes; the engine keeps what it
-// has).
-herald_status herald_writer_free(herald_writer writer);
+// The version the list was read at, and its continue token (empty on
+// the last page; the bytes live until the list is freed). Either
+// out-parameter may be null.
+//
+// # Safety
+// `resource_version_out` and `continue_out` are null or writable; the
+// token's view stays valid until the list is freed.
+herald_status herald_list_info(herald_list list_h, uint64_t *resource_version_out, struct herald_bytes *continue_out);
+
+// Frees a list (its views end).
+herald_status herald_list_free(herald_list list_h);
+
+// Copies the calling thread's last error message, NUL-terminated and
+// cut to fit, into `buf` (`len` bytes; `buf` may be null when `len` is
+// 0). Returns the message's full length in bytes (without the NUL):
+// call again with a larger buffer if it did not fit. The message is that
+// of the last call on this thread that failed; success leaves it.
+//
+// # Safety
+// `buf` is null (then `len` must be 0) or points to `len` writable bytes.
+size_t herald_last_error(char *buf, size_t len);
 
 // Opens a watch on the engine.
+//
+// # Safety
+// `request` is null or points to a readable [`HeraldWatchRequest`] whose
+// strings are valid as [`HeraldStr`] requires; `out` is null or writable.
 herald_status herald_watch_open(herald_engine engine_h, const struct herald_watch_request *request, herald_watch *out);
 
 // Takes up to `max` ready events into `events` (an array of `max`),
@@ -425,6 +461,11 @@ herald_status herald_watch_open(herald_engine engine_h, const struct herald_watc
 //
 // The views' bytes live until the next call on this watch (from any
 // thread) or its free.
+//
+// # Safety
+// `events` is null (then `max` must be 0) or points to `max` writable
+// [`HeraldEvent`]s; `n_out` and `end_out` are null or writable. The views
+// written stay valid until the next call on the same watch, or its free.
 herald_status herald_watch_poll(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out);
 
 // As [`herald_watch_poll`], and for a watch in a set, when the batch
@@ -436,12 +477,18 @@ herald_status herald_watch_poll(herald_watch watch_h, struct herald_event *event
 // [`herald_watch_poll`]. `*armed_out` is also true when the call returns
 // [`HERALD_PENDING`] (armed, nothing), and always false for a watch in
 // no set. The views live as [`herald_watch_poll`]'s.
+//
+// # Safety
+// As [`herald_watch_poll`]; `armed_out` is null or writable.
 herald_status herald_watch_poll_arming(herald_watch watch_h, struct herald_event *events, size_t max, size_t *n_out, struct herald_end *end_out, bool *armed_out);
 
 // As [`herald_watch_poll`], but blocks the calling thread up to
 // `timeout_ms` (`UINT64_MAX`: without limit) until there is an event or
 // the end; [`HERALD_PENDING`] when the time ran out. Not for a watch in a
 // set ([`HERALD_E_INVALID`]): the set's loop polls it.
+//
+// # Safety
+// As [`herald_watch_poll`].
 herald_status herald_watch_wait(herald_watch watch_h, struct herald_event *events, size_t max, uint64_t timeout_ms, size_t *n_out, struct herald_end *end_out);
 
 // Stops the watch: its next receive reports [`HERALD_END_STOPPED`]
@@ -453,6 +500,9 @@ herald_status herald_watch_stop(herald_watch watch_h);
 herald_status herald_watch_free(herald_watch watch_h);
 
 // Creates a watch set: one descriptor for many watches.
+//
+// # Safety
+// `out` is null or points to a writable [`HeraldWatchSet`].
 herald_status herald_watch_set_new(herald_watch_set *out);
 
 // The set's descriptor (an `eventfd`, non-blocking): readable while a
@@ -460,6 +510,9 @@ herald_status herald_watch_set_new(herald_watch_set *out);
 // [`herald_watch_set_ready`]. Add it to `epoll` (level- or
 // edge-triggered), `poll`, io_uring or libuv; do not read or close it.
 // It lives as long as the set.
+//
+// # Safety
+// `fd_out` is null or points to a writable `int`.
 herald_status herald_watch_set_fd(herald_watch_set set_h, int32_t *fd_out);
 
 // Adds a watch to the set, for good (a watch is in at most one set). It
@@ -467,41 +520,64 @@ herald_status herald_watch_set_fd(herald_watch_set set_h, int32_t *fd_out);
 herald_status herald_watch_set_add(herald_watch_set set_h, herald_watch watch_h);
 
 // Takes up to `max` watches that may have something into `out` (an array
-// of `max`), `*n_out` of them; poll each with [`herald_watch_poll`]
+// of `max`), `*n_out` of them; poll each with [`herald_watch_poll`](crate::herald_watch_poll)
 // (a watch that has nothing after all returns [`HERALD_PENDING`] and is
 // armed again). The descriptor stays readable while more remain. A
 // watch freed meanwhile may still be named once: its poll returns
 // [`HERALD_E_HANDLE`].
+//
+// # Safety
+// `out` is null (then `max` must be 0) or points to `max` writable
+// [`HeraldWatch`]es; `n_out` is null or writable.
 herald_status herald_watch_set_ready(herald_watch_set set_h, herald_watch *out, size_t max, size_t *n_out);
 
 // Frees the set and closes its descriptor (remove it from your loop
 // first). Its watches live on, with no set to wake.
 herald_status herald_watch_set_free(herald_watch_set set_h);
 
-// Lists from the cache: one page, as Kubernetes' LIST with the request's
-// version rules (unset: the cache's latest; `0`: any; with
-// [`HERALD_MATCH_EXACT`]: that version, from history). The result is a
-// list handle: read it with [`herald_list_len`], [`herald_list_item`],
-// [`herald_list_info`]; free it with [`herald_list_free`].
-herald_status herald_engine_list(herald_engine engine_h, const struct herald_list_request *request, herald_list *out);
+// Applies one change at `resource_version` (above the engine's).
+// `kind` is a `HERALD_CHANGE_*`; a deletion's object is the last state.
+//
+// # Safety
+// `object_in` is null or points to a readable [`HeraldObject`] whose
+// strings, arrays and payload are valid for reads of their lengths (a
+// pointer may be null only with its length 0) for the call.
+herald_status herald_writer_apply(herald_writer writer, herald_change_kind kind, uint64_t resource_version, const struct herald_object *object_in);
 
-// Gets one object by key, as a list of 0 or 1 items (read it as a list).
-// Version rules as [`herald_engine_list`]'s without paging.
-herald_status herald_engine_get(herald_engine engine_h, struct herald_str key, uint64_t resource_version, uint32_t flags, herald_list *out);
+// Applies `changes_len` changes in order, as that many
+// [`herald_writer_apply`] calls would, in one call: the engine's
+// dispatcher is woken once, after the last, not after each (for a source
+// that receives changes in batches, as a reflector does from etcd). It
+// stops at the first change refused, whose error it returns; the changes
+// before it are applied. `*applied_out` (when not null) is how many were
+// applied, on success and on error. Every change's kind and strings are
+// checked before any is applied (a malformed one applies none); the
+// engine refuses a change (out of order, a bad name, not ready) when it
+// comes to it.
+//
+// # Safety
+// `changes` is null (then `changes_len` must be 0) or points to
+// `changes_len` readable [`HeraldChange`]s whose objects are valid as
+// [`herald_writer_apply`] requires; `applied_out` is null or writable.
+herald_status herald_writer_apply_batch(herald_writer writer, const struct herald_change *changes, size_t changes_len, size_t *applied_out);
 
-// How many items the list holds.
-herald_status herald_list_len(herald_list list_h, size_t *out);
+// Replaces the whole state with `objects_len` objects at
+// `resource_version` (a list from the source): watches see the
+// difference as events.
+//
+// # Safety
+// `objects` is null (then `objects_len` must be 0) or points to
+// `objects_len` readable [`HeraldObject`]s, each valid as
+// [`herald_writer_apply`] requires.
+herald_status herald_writer_replace(herald_writer writer, const struct herald_object *objects, size_t objects_len, uint64_t resource_version);
 
-// Item `index` (in key order); its bytes live until the list is freed.
-herald_status herald_list_item(herald_list list_h, size_t index, struct herald_item *out);
+// The source is at `resource_version` with nothing more for this
+// engine (a progress notification): waiting reads and watches move on.
+herald_status herald_writer_progress(herald_writer writer, uint64_t resource_version);
 
-// The version the list was read at, and its continue token (empty on
-// the last page; the bytes live until the list is freed). Either
-// out-parameter may be null.
-herald_status herald_list_info(herald_list list_h, uint64_t *resource_version_out, struct herald_bytes *continue_out);
-
-// Frees a list (its views end).
-herald_status herald_list_free(herald_list list_h);
+// Frees the writer's handle (no more writes; the engine keeps what it
+// has).
+herald_status herald_writer_free(herald_writer writer);
 
 #ifdef __cplusplus
 }  // extern "C"
