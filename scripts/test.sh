@@ -84,10 +84,11 @@ echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
     CARGO_TARGET_DIR=target/loom \
     cargo test -p herald-loom-tests --release
-# The C ABI's watch set (its wake protocol, bindings/c/src/set.rs).
+# The readiness set behind the C and Python bindings' watch sets (its
+# wake protocol, bindings/ready).
 RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
     CARGO_TARGET_DIR=target/loom \
-    cargo test -p herald-c --test loom_set --release
+    cargo test -p herald-ready --test loom_set --release
 
 echo "== miri (unit tests of the ring, queue, histogram, clock, wheel, budget)"
 if { cargo +nightly miri --version >/dev/null 2>&1 \

@@ -32,7 +32,6 @@ mod data;
 mod engine;
 mod handles;
 mod reads;
-pub mod set;
 mod status;
 mod watch;
 mod watch_set;
@@ -40,6 +39,8 @@ mod writer;
 
 pub use data::*;
 pub use engine::*;
+/// The readiness set behind a watch set (the crate `herald-ready`).
+pub use herald_ready as set;
 pub use reads::*;
 pub use status::*;
 pub use watch::*;

@@ -10,8 +10,8 @@ use crate::args::*;
 use crate::data::*;
 use crate::engine::engine;
 use crate::handles::{Kind, Registry};
-use crate::set::Member;
 use crate::status::*;
+use herald_ready::Member;
 
 pub(crate) static WATCHES: Registry<WatchSlot> = Registry::new(Kind::Watch);
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use crate::args::*;
 use crate::data::*;
 use crate::handles::{Kind, Registry};
-use crate::set::ReadySet;
 use crate::status::*;
 use crate::watch::watch;
+use herald_ready::ReadySet;
 
 pub(crate) static SETS: Registry<ReadySet> = Registry::new(Kind::WatchSet);
 

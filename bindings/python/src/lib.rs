@@ -5,7 +5,7 @@
 //!   `engine.writer()`.
 //! - A `Watch` is a blocking iterator that releases the
 //!   GIL while it waits, an asyncio async iterator driven by the engine's
-//!   readiness wakes (one [`ReadySet`](herald_c::set::ReadySet) per event
+//!   readiness wakes (one [`ReadySet`](herald_ready::ReadySet) per event
 //!   loop, read by the loop's `add_reader` callback: no thread per watch,
 //!   and no wake takes the GIL), and a batch `poll`.
 //! - Every Rust error becomes a typed exception under `HeraldError`

@@ -32,7 +32,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
 use herald::{EndReason, EventKind, EventRef, WatchStopper};
-use herald_c::set::{Member, ReadySet};
+use herald_ready::{Member, ReadySet};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::intern;
 use pyo3::prelude::*;

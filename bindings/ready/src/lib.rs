@@ -4,7 +4,7 @@
 //! is: poll a watch with [`Member`]'s waker, and read the set when its
 //! descriptor is readable. The engine's readiness wakes drive it: a
 //! watch polled with nothing ready is armed with its own waker
-//! ([`Watch::poll_visit_batch`](herald::Watch::poll_visit_batch)), and the
+//! (herald's `Watch::poll_visit_batch`), and the
 //! wake queues the watch's handle and signals the descriptor, once until
 //! the set is read again. An idle watch costs the loop nothing.
 //!

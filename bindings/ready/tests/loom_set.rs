@@ -4,14 +4,14 @@
 //! with a ready watch: a lost wake-up), and one wake is one report.
 //!
 //! ```text
-//! RUSTFLAGS="--cfg herald_loom" cargo test -p herald-c --test loom_set --release
+//! RUSTFLAGS="--cfg herald_loom" cargo test -p herald-ready --test loom_set --release
 //! ```
 
 #![cfg(herald_loom)]
 
 use std::sync::Arc;
 
-use herald_c::set::ReadySet;
+use herald_ready::ReadySet;
 use loom::thread;
 
 /// Once the threads are done: what is queued can be seen (the descriptor
@@ -27,7 +27,7 @@ fn no_lost_wake(set: &ReadySet, taken: &mut Vec<u64>) {
 
 /// A set with members `1..=n`, each reported once already (the join
 /// queues them), so the wakes that follow are new ones.
-fn set_of(n: u64) -> (Arc<ReadySet>, Vec<Arc<herald_c::set::Member>>) {
+fn set_of(n: u64) -> (Arc<ReadySet>, Vec<Arc<herald_ready::Member>>) {
     let set = Arc::new(ReadySet::new().unwrap());
     let members: Vec<_> = (1..=n).map(|h| set.join(h)).collect();
     let mut first = Vec::new();
