@@ -107,6 +107,16 @@ pub(crate) struct Flight {
 
 impl Flight {
     /// Bytes in flight now.
+    ///
+    /// Orderings: the count publishes no data (the chunks are hyper's);
+    /// `AcqRel`/`Acquire` keep a body's second look in [`poll_room`]
+    /// after it registered its waker from missing a drop that came
+    /// between (the waker's own register/wake pair orders that as well).
+    /// The reaper's reads (`moved_ns`, `deadline_ns`, `ended`) are
+    /// `Relaxed` or `Acquire` on single words: a verdict a sweep late is
+    /// the next sweep's.
+    ///
+    /// [`poll_room`]: Flight::poll_room
     #[inline]
     pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.load(Ordering::Acquire)
@@ -152,7 +162,12 @@ impl Flight {
     }
 
     fn written(&self, n: usize) {
-        self.moved_ns.store(self.reaper.now_ns(), Ordering::Relaxed);
+        // Progress matters only while something stays in flight (a
+        // hand-over from none stamps it again): a reader that keeps up
+        // empties its flight with every chunk and reads no clock here.
+        if self.in_flight.load(Ordering::Relaxed) > n {
+            self.moved_ns.store(self.reaper.now_ns(), Ordering::Relaxed);
+        }
         self.in_flight.fetch_sub(n, Ordering::AcqRel);
         self.reaper
             .metrics
