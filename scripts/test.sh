@@ -37,7 +37,7 @@ fi
 python3 scripts/check-layout.py --self-test
 python3 scripts/check-layout.py
 python3 scripts/check-layout.py kubelet/src
-python3 scripts/check-layout.py bindings/http/src
+python3 scripts/check-layout.py server/src
 # Every crate: the layout above, and dependencies pointing inward (the
 # debts it still lets through are named, each with what removes it).
 python3 scripts/check-crates.py --self-test
@@ -67,7 +67,7 @@ if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
         || { echo "FAILED to install the Python kubernetes client and pytest (PyPI)" >&2; exit 1; }
 fi
 cargo build -p herald-http --bin herald-server
-HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q bindings/http/tests/python
+HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q server/tests/python
 
 echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
 bindings/c/test.sh
