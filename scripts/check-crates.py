@@ -35,6 +35,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 
 RINGS = {
     "herald": 0,
+    "herald-kube": 1,
     "herald-etcd": 2,
     "herald-http": 3,
     "herald-ready": 3,

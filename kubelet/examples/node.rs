@@ -15,7 +15,7 @@
 use std::time::{Duration, Instant};
 
 use herald::{Change, Config, Engine, Object};
-use herald_etcd::Decoder;
+use herald_kube::Decoder;
 use herald_kubelet::{
     EngineUpstream, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream, Upstream,
 };

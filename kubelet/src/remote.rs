@@ -17,7 +17,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_core::Stream;
 use herald::{Object, ResourceVersion};
-use herald_etcd::Decoder;
+use herald_kube::Decoder;
 use http_body_util::{BodyExt, Empty};
 use hyper::{Request, StatusCode, Uri};
 use hyper_util::client::legacy::Client;

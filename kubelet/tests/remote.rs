@@ -10,8 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herald::{BackoffConfig, MemorySource, Object};
-use herald_etcd::Decoder;
-use herald_http::{ResourceInfo, Server, ServerConfig, resource_on};
+use herald_http::{Server, ServerConfig, resource_on};
+use herald_kube::{Decoder, ResourceInfo};
 use herald_kubelet::{GetError, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream};
 use serde_json::json;
 

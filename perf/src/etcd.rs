@@ -53,7 +53,8 @@ use etcd_client::{
 use futures_core::Stream;
 use herald::{Config, Engine, Reflector, ReflectorConfig, WatchRequest};
 use herald_etcd::local::{EtcdBinary, LocalEtcd, etcd_binary};
-use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+use herald_etcd::{EtcdConfig, EtcdSource};
+use herald_kube::Decoder;
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;

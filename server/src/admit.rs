@@ -29,10 +29,10 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use herald_kube::ApiError;
 use tokio::sync::oneshot;
 
 use crate::counts::ServerMetrics;
-use crate::status::ApiError;
 
 /// A request's client: the address its connection came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

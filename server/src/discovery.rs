@@ -2,9 +2,8 @@
 //! `/api`, `/api/v1` and `/apis`, in the apiserver's unaggregated form
 //! (clients that ask for the aggregated form accept this one too).
 
+use herald_kube::ResourceInfo;
 use serde_json::{Value, json};
-
-use crate::info::ResourceInfo;
 
 /// The Kubernetes minor version the served API follows.
 pub const KUBERNETES_MINOR: &str = "32";

@@ -1,8 +1,8 @@
 //! The Kubernetes list/watch API over HTTP, served from Herald engines.
 //!
 //! A [`Server`] serves one or more [`Resource`]s (an engine each, fed by
-//! a source through a reflector: the in-memory source, or etcd) under the
-//! apiserver's core v1 paths, for the clients Kubernetes users run
+//! a source through a reflector: the in-memory source, or etcd with the
+//! `etcd` feature, on by default) under the apiserver's core v1 paths, for the clients Kubernetes users run
 //! (`kubectl`, client-go, kube-rs, the Python client):
 //!
 //! - `GET /api/v1/{resource}`, `/api/v1/namespaces/{ns}/{resource}`: LIST
@@ -14,18 +14,24 @@
 //!   initial-events-end bookmark) and `timeoutSeconds`;
 //! - `GET .../{resource}/{name}`: one object, at a version if asked;
 //! - errors as `Status` objects with the apiserver's codes and reasons
-//!   ([`ApiError`]); a version the cache no longer holds, inside a watch,
-//!   is an `ERROR` event with code 410 on a 200, which makes clients
-//!   re-list;
+//!   ([`herald_kube::ApiError`], written by [`status::response`]); a
+//!   version the cache no longer holds, inside a watch, is an `ERROR`
+//!   event with code 410 on a 200, which makes clients re-list;
 //! - discovery (`/version`, `/api`, `/api/v1`, `/apis`), `/metrics`
 //!   (Prometheus text), `/healthz`, `/livez`, `/readyz`.
 //!
-//! An object is sent as the JSON its source stored (see [`encode`]): each
-//! change is encoded once, and every connection that receives it copies
-//! the same bytes.
+//! An object is sent as the JSON its source stored (see
+//! [`herald_kube::encode`]): each change is encoded once, and every
+//! connection that receives it copies the same bytes.
+//!
+//! The Kubernetes shape (resource names, `Status` bodies, list and watch
+//! options, the JSON of objects, events, lists and tables) is
+//! `herald_kube`'s; this crate is the HTTP around it: routes, connections,
+//! admission, metrics.
 //!
 //! ```no_run
-//! use herald_http::{Demo, ResourceInfo, Server, ServerConfig, resource_on};
+//! use herald_http::{Demo, Server, ServerConfig, resource_on};
+//! use herald_kube::ResourceInfo;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let demo = Demo::start(1_000, 20.0)?;
 //! let pods = resource_on(ResourceInfo::pods(), std::sync::Arc::new(demo.source().clone()))?;
@@ -41,22 +47,18 @@ pub mod compress;
 mod conn;
 mod counts;
 pub mod discovery;
-pub mod encode;
-mod info;
 mod listen;
 pub mod metrics;
 mod names;
-pub mod params;
 mod resource;
 mod server;
 mod sources;
-mod status;
-pub mod table;
+pub mod status;
 mod watch;
 
-pub use info::{POD_FIELDS, ResourceInfo};
 pub use resource::Resource;
 pub use server::{Server, ServerConfig};
-pub use sources::{Demo, demo_pod, etcd_resource, resource_on};
-pub use status::{ApiError, end_error};
+#[cfg(feature = "etcd")]
+pub use sources::etcd_resource;
+pub use sources::{Demo, demo_pod, resource_on};
 pub use watch::{BATCH, WatchBody};

@@ -5,6 +5,10 @@
 //! herald-server --etcd http://127.0.0.1:2379 --prefix /registry/pods/
 //! kubectl --server=http://127.0.0.1:8080 get pods -A -w
 //! ```
+//!
+//! `--etcd` needs a build with the `etcd` feature (the default); a build
+//! without it refuses the flag, saying so, rather than serve something
+//! else.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,9 +50,8 @@ fn collect_when_idle() {
 }
 
 use clap::Parser;
-use herald_http::{
-    Demo, POD_FIELDS, ResourceInfo, Server, ServerConfig, etcd_resource, resource_on,
-};
+use herald_http::{Demo, Server, ServerConfig, resource_on};
+use herald_kube::ResourceInfo;
 
 #[derive(Debug, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
@@ -63,7 +66,8 @@ struct Args {
     /// Demo changes per second.
     #[arg(long, default_value_t = 20.0)]
     demo_rate: f64,
-    /// etcd endpoints (comma-separated): serve what is stored there instead.
+    /// etcd endpoints (comma-separated): serve what is stored there instead
+    /// (in a build with the `etcd` feature, the default).
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
     /// With --etcd: the key prefix of the resource (the apiserver's
@@ -178,6 +182,36 @@ fn main() {
     }
 }
 
+/// The resource read from the etcd `args` name.
+#[cfg(feature = "etcd")]
+fn etcd(
+    info: ResourceInfo,
+    args: &Args,
+) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+    let fields = if args.field.is_empty() && info.plural == "pods" {
+        herald_kube::POD_FIELDS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    } else {
+        args.field.clone()
+    };
+    herald_http::etcd_resource(info, &args.etcd, &args.prefix, &fields)
+}
+
+/// A build without etcd: `--etcd` is refused.
+#[cfg(not(feature = "etcd"))]
+fn etcd(
+    _info: ResourceInfo,
+    _args: &Args,
+) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+    Err(
+        "--etcd: this herald-server was built without etcd (cargo feature `etcd`, \
+         on by default; rebuild without --no-default-features)"
+            .into(),
+    )
+}
+
 async fn run(
     args: Args,
     config: ServerConfig,
@@ -198,12 +232,7 @@ async fn run(
         _demo = Some(demo);
         r
     } else {
-        let fields = if args.field.is_empty() && info.plural == "pods" {
-            POD_FIELDS.iter().map(|s| (*s).to_owned()).collect()
-        } else {
-            args.field.clone()
-        };
-        etcd_resource(info, &args.etcd, &args.prefix, &fields)?
+        etcd(info, &args)?
     };
     let server = Server::new([resource], config);
     let listener = tokio::net::TcpListener::bind(&args.listen)

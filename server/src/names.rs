@@ -11,7 +11,7 @@
 //! is empty or carries a `/` would widen the request's reach. An empty
 //! namespace segment (`/namespaces//pods`) names no path at all.
 
-use crate::status::ApiError;
+use herald_kube::ApiError;
 
 /// The longest namespace (a DNS-1123 label).
 pub(crate) const MAX_NAMESPACE_LEN: usize = 63;

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use herald::{Engine, Reflector};
+use herald_kube::ResourceInfo;
+use herald_kube::encode::Restamps;
 
 use crate::counts::ResourceMetrics;
-use crate::info::ResourceInfo;
 
 /// A served resource: its names, the engine serving it, and the reflector
 /// keeping the engine in step with its source (if any).
@@ -16,7 +17,7 @@ pub struct Resource {
     pub(crate) engine: Engine,
     pub(crate) reflector: Option<Arc<Reflector>>,
     pub(crate) metrics: Arc<ResourceMetrics>,
-    pub(crate) restamps: Arc<crate::encode::Restamps>,
+    pub(crate) restamps: Arc<Restamps>,
 }
 
 impl Resource {

@@ -15,17 +15,18 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{self, any};
 use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
+use herald_kube::encode::{ListBody, ObjectJson, object_json};
+use herald_kube::params::Options;
+use herald_kube::{ApiError, table};
 use prometheus_client::registry::Registry;
 
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
 use crate::discovery;
-use crate::encode::{ListBody, ObjectJson, object_json};
 use crate::names;
-use crate::params::Options;
 use crate::resource::Resource;
-use crate::status::ApiError;
+use crate::status;
 use crate::watch::WatchBody;
 
 /// The server's settings.
@@ -147,7 +148,7 @@ fn table_response(body: Vec<u8>) -> Response {
     let mut r = (StatusCode::OK, body).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static(crate::table::CONTENT_TYPE),
+        HeaderValue::from_static(table::CONTENT_TYPE),
     );
     r
 }
@@ -282,11 +283,11 @@ impl Server {
         caller: Caller,
     ) -> Response {
         if let Some(Err(e)) = ns.as_deref().map(names::namespace) {
-            return e.into_response();
+            return status::response(e);
         }
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
-            Err(e) => return e.into_response(),
+            Err(e) => return status::response(e),
         };
         let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
             Ok(o) => o,
@@ -315,11 +316,11 @@ impl Server {
             .map_or(Ok(()), names::namespace)
             .and_then(|()| names::object_name(name));
         if let Err(e) = checked {
-            return e.into_response();
+            return status::response(e);
         }
         let resource = match self.resource(plural, ns.is_some()) {
             Ok(r) => r,
-            Err(e) => return e.into_response(),
+            Err(e) => return status::response(e),
         };
         let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
             Ok(o) => o,
@@ -357,7 +358,7 @@ impl Server {
         verb: &'static str,
         r: Result<Response, ApiError>,
     ) -> Response {
-        let response = r.unwrap_or_else(IntoResponse::into_response);
+        let response = r.unwrap_or_else(status::response);
         resource.metrics.request(verb, response.status().as_u16());
         response
     }
@@ -498,13 +499,13 @@ impl Server {
                     .iter()
                     .map(|i| object_json(&r.info, &i.object, i.resource_version))
                     .collect();
-                let body = crate::table::table(
+                let body = table::table(
                     &r.info,
                     metadata,
                     objects.iter().map(|j| &j.bytes()[..]),
                     true,
                 );
-                return Ok(list_response(caller.gzip, crate::table::CONTENT_TYPE, body));
+                return Ok(list_response(caller.gzip, table::CONTENT_TYPE, body));
             }
             let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
             for item in &page.items {
@@ -549,12 +550,8 @@ impl Server {
             if caller.table {
                 let metadata =
                     serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
-                let body = crate::table::table(
-                    &r.info,
-                    metadata,
-                    std::iter::once(&json.bytes()[..]),
-                    true,
-                );
+                let body =
+                    table::table(&r.info, metadata, std::iter::once(&json.bytes()[..]), true);
                 return Ok(table_response(body));
             }
             let bytes = match json {
@@ -606,7 +603,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 .copied()
                 .unwrap_or_default(),
             flight: parts.extensions.get::<Arc<Flight>>().cloned(),
-            table: crate::table::wanted(header(header::ACCEPT)),
+            table: table::wanted(header(header::ACCEPT)),
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
         })
     }
@@ -648,7 +645,7 @@ fn list_response(gzip: bool, content_type: &'static str, body: impl Into<Bytes>)
 
 /// 405: the server only reads.
 async fn method_not_allowed(method: Method) -> Response {
-    ApiError::method_not_allowed(method.as_str()).into_response()
+    status::response(ApiError::method_not_allowed(method.as_str()))
 }
 
 /// A path's segments, percent-decoded; a segment that is not UTF-8 once
@@ -677,7 +674,7 @@ async fn cluster_collection(
 ) -> Response {
     match segments(path) {
         Ok(plural) => s.collection(None, &plural, q, caller).await,
-        Err(e) => e.into_response(),
+        Err(e) => status::response(e),
     }
 }
 
@@ -689,7 +686,7 @@ async fn namespaced_collection(
 ) -> Response {
     match segments(path) {
         Ok((ns, plural)) => s.collection(Some(ns), &plural, q, caller).await,
-        Err(e) => e.into_response(),
+        Err(e) => status::response(e),
     }
 }
 
@@ -701,14 +698,14 @@ async fn cluster_object(
 ) -> Response {
     let (plural, name) = match segments(path) {
         Ok(p) => p,
-        Err(e) => return e.into_response(),
+        Err(e) => return status::response(e),
     };
     // Namespaces are implicit (no Namespace objects are served): every
     // name is an active one, so that a client that checks the namespace
     // of a missing object (kubectl does) reports the object missing.
     if plural == "namespaces" && !s.inner.resources.contains_key("namespaces") {
         if let Err(e) = names::namespace(&name) {
-            return e.into_response();
+            return status::response(e);
         }
         let ns = serde_json::json!({
             "kind": "Namespace",
@@ -722,7 +719,7 @@ async fn cluster_object(
     // A namespaced resource has no cluster-scoped objects.
     match s.resource(&plural, false) {
         Ok(r) if r.info.namespaced => {
-            ApiError::no_route(&format!("/api/v1/{plural}/{name}")).into_response()
+            status::response(ApiError::no_route(&format!("/api/v1/{plural}/{name}")))
         }
         _ => s.object(None, &plural, &name, q, caller).await,
     }
@@ -736,7 +733,7 @@ async fn namespaced_object(
 ) -> Response {
     match segments(path) {
         Ok((ns, plural, name)) => s.object(Some(ns), &plural, &name, q, caller).await,
-        Err(e) => e.into_response(),
+        Err(e) => status::response(e),
     }
 }
 
@@ -810,7 +807,7 @@ async fn metrics(State(s): State<Server>) -> Response {
 }
 
 async fn fallback(uri: Uri) -> Response {
-    ApiError::no_route(uri.path()).into_response()
+    status::response(ApiError::no_route(uri.path()))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Resources fed by a source: the embedded in-memory source (with the
-//! demo's changing pods) or an etcd cluster.
+//! demo's changing pods) or, in a build with the `etcd` feature (the
+//! default), an etcd cluster.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -7,9 +8,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
-use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+#[cfg(feature = "etcd")]
+use herald_etcd::{EtcdConfig, EtcdSource};
+#[cfg(feature = "etcd")]
+use herald_kube::Decoder;
+use herald_kube::ResourceInfo;
 
-use crate::info::ResourceInfo;
 use crate::resource::Resource;
 
 /// An engine for `info` fed by `source` through a reflector. Pods get a
@@ -29,6 +33,8 @@ pub fn resource_on(
 
 /// A resource read from etcd: `endpoints`, keys under `prefix` (the
 /// apiserver's `/registry/pods/`), JSON values decoded with `fields`.
+/// Only in a build with the `etcd` feature (the default).
+#[cfg(feature = "etcd")]
 pub fn etcd_resource(
     info: ResourceInfo,
     endpoints: &[String],

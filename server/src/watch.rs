@@ -16,7 +16,7 @@
 //! (the connection's task is the waker: an idle watch costs the runtime
 //! nothing) and writes them as one chunk of JSON lines; an object's JSON
 //! is its stored payload, copied, never encoded here (see
-//! [`crate::encode`]).
+//! [`herald_kube::encode`]).
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -25,14 +25,14 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
+use herald_kube::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
+use herald_kube::{ApiError, end_error, table};
 use http_body::{Body, Frame};
 
 use crate::admit::WatchTicket;
 use crate::conn::Flight;
 use crate::counts::{OpenWatch, Tally};
-use crate::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
 use crate::resource::Resource;
-use crate::status::{ApiError, end_error};
 
 /// Events written per chunk at most.
 pub const BATCH: usize = 64;
@@ -96,7 +96,7 @@ impl WatchBody {
     }
 
     /// Sends each object as a one-row `meta.k8s.io/v1` `Table` (see
-    /// [`crate::table`]).
+    /// [`herald_kube::table`]).
     pub fn as_tables(mut self) -> WatchBody {
         self.table = Some(false);
         self
@@ -168,7 +168,7 @@ impl Body for WatchBody {
                     match table {
                         None => push_event(buf, event_type(kind), json.bytes()),
                         Some(headers_sent) => {
-                            let t = crate::table::table(
+                            let t = table::table(
                                 info,
                                 serde_json::json!({"resourceVersion": rv.get().to_string()}),
                                 std::iter::once(&json.bytes()[..]),

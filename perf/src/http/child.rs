@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_http::{ResourceInfo, Server, ServerConfig, resource_on};
+use herald_http::{Server, ServerConfig, resource_on};
+use herald_kube::ResourceInfo;
 
 use super::pod;
 use crate::alloc::Counting;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use crate::decode::Decoder;
+use herald_kube::Decoder;
+
 use crate::version::ProgressTrust;
 
 /// How an [`EtcdSource`](crate::EtcdSource) reaches etcd and what it mirrors.

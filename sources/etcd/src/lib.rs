@@ -31,7 +31,8 @@
 //!   resumes its watch from the last revision it applied (no re-list while
 //!   etcd still holds it). Watches require a leader, so a member cut off
 //!   from the cluster ends them and the client's balancer takes another.
-//! - **Values**: JSON objects shaped as Kubernetes' ([`Decoder`]), with
+//! - **Values**: JSON objects shaped as Kubernetes', read by the
+//!   configured [`herald_kube::Decoder`] ([`EtcdConfig::decoder`]), with
 //!   `metadata.resourceVersion` set from the revision. Undecodable values
 //!   (protobuf-encoded built-in types among them: run the apiserver with
 //!   `--storage-media-type=application/json`, or use CRDs) are counted in
@@ -44,12 +45,10 @@
 #![forbid(unsafe_code)]
 
 mod config;
-mod decode;
 pub mod local;
 mod source;
 mod version;
 
 pub use config::{ConnectError, EtcdConfig, MAX_KEEP_ALIVE};
-pub use decode::{DecodeError, Decoder};
 pub use source::{EtcdSource, EtcdStats};
 pub use version::{Distrust, ProgressTrust, ServerVersion};

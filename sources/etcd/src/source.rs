@@ -13,11 +13,11 @@ use etcd_client::{
 use herald::{
     Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch,
 };
+use herald_kube::DecodeError;
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::config::{ConnectError, EtcdConfig, check, connect_error};
-use crate::decode::DecodeError;
 use crate::version::{Distrust, ProgressTrust, ServerVersion, judge};
 
 /// What an [`EtcdSource`] has done, for monitoring and tests.
@@ -67,7 +67,8 @@ fn bump(c: &AtomicU64) {
 /// ```no_run
 /// use std::sync::Arc;
 /// use herald::{Config, Engine, Reflector, ReflectorConfig};
-/// use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+/// use herald_etcd::{EtcdConfig, EtcdSource};
+/// use herald_kube::Decoder;
 /// let config = EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")
 ///     .decoder(Decoder::new().field("spec.nodeName"));
 /// let source = EtcdSource::connect(config)?;

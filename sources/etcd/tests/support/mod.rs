@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Client, EventType, GetOptions, WatchOptions};
 use herald::*;
-use herald_etcd::{Decoder, EtcdConfig, EtcdSource};
+use herald_etcd::{EtcdConfig, EtcdSource};
+use herald_kube::Decoder;
 
 pub const PREFIX: &str = "/registry/pods/";
 

@@ -2,18 +2,20 @@
 //!
 //! etcd stores an object under `<prefix><namespace>/<name>` (a namespaced
 //! resource) or `<prefix><name>` (a cluster-scoped one), as the apiserver
-//! writes it. The [`Decoder`] reads the value as a JSON object shaped as
-//! Kubernetes' (`metadata.name`, `metadata.namespace`, `metadata.labels`),
-//! takes the configured field paths (`spec.nodeName`, `status.phase`) as
-//! the object's fields, and keeps the payload as stored with one change:
+//! writes it; the API names it by the same two parts. The [`Decoder`]
+//! reads the value as a JSON object shaped as Kubernetes'
+//! (`metadata.name`, `metadata.namespace`, `metadata.labels`), takes the
+//! configured field paths (`spec.nodeName`, `status.phase`) as the
+//! object's fields, and keeps the payload as stored with one change:
 //! `metadata.resourceVersion` is set from the revision (etcd does not
 //! store it; the apiserver sets it the same way, from `mod_revision`).
 //! Key order is kept.
 //!
 //! A value that is not such an object, or whose name and namespace do not
-//! match its key, is [undecodable](DecodeError): the source counts it,
-//! logs it and skips it (the apiserver stores built-in types as protobuf,
-//! `k8s\0`-prefixed; those are undecodable here, see the crate docs).
+//! match its key, is [undecodable](DecodeError): its reader decides what
+//! to do (the etcd source counts it, logs it and skips it). The apiserver
+//! stores built-in types as protobuf, `k8s\0`-prefixed: those are
+//! undecodable here until the protobuf codec lands in this crate.
 
 use std::fmt;
 
@@ -24,7 +26,7 @@ use serde_json::{Map, Value};
 /// Reads stored values as Kubernetes JSON objects.
 ///
 /// ```
-/// use herald_etcd::Decoder;
+/// use herald_kube::Decoder;
 /// let decoder = Decoder::new().field("spec.nodeName");
 /// let value = br#"{"metadata":{"name":"web","namespace":"prod","labels":{"app":"web"}},"spec":{"nodeName":"n1"}}"#;
 /// let object = decoder.decode(b"prod/web", value, 42.into())?;

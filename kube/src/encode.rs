@@ -1,8 +1,8 @@
 //! The JSON a client reads: objects, lists, watch events.
 //!
 //! An object is sent as its payload: the source stores each object's JSON
-//! once, with `metadata.resourceVersion` set (`herald_etcd::Decoder` does
-//! this for etcd; the demo source writes it), and every list and watch
+//! once, with `metadata.resourceVersion` set (the [`Decoder`](crate::Decoder)
+//! does this for etcd; the demo source writes it), and every list and watch
 //! frame that carries the object copies those bytes: nothing is encoded
 //! per connection (the reference's serialize-once). An object whose
 //! payload is not a JSON object (an engine fed with bare

@@ -1,0 +1,203 @@
+//! Errors as the apiserver reports them: a `metav1.Status` object with an
+//! HTTP code, a reason and a message (and a retry hint where a client
+//! should come back). Which of Herald's errors is which status is
+//! [`errors`](crate::errors)' policy; writing one as an HTTP response is
+//! the server's.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+/// A failed request: what the client is told, as a `Status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    /// The HTTP status code (also the Status object's `code`).
+    pub code: u16,
+    /// The machine-readable reason (`BadRequest`, `NotFound`, `Expired`, ...).
+    pub reason: &'static str,
+    /// The human-readable message.
+    pub message: String,
+    /// `details` of the Status, if any.
+    pub details: Option<Box<Value>>,
+    /// When the client should try again (`Retry-After`, and
+    /// `details.retryAfterSeconds`).
+    pub retry_after: Option<Duration>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after: None,
+        }
+    }
+
+    /// 400 `BadRequest`: a malformed parameter, with the parser's text.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message)
+    }
+
+    /// 404 `NotFound` for one object (`pods "web-0" not found`).
+    pub fn not_found(resource: &str, name: &str) -> ApiError {
+        ApiError {
+            details: Some(Box::new(json!({"name": name, "kind": resource}))),
+            ..ApiError::new(404, "NotFound", format!("{resource} \"{name}\" not found"))
+        }
+    }
+
+    /// 404 `NotFound` for a path the server does not serve.
+    pub fn no_route(path: &str) -> ApiError {
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
+    }
+
+    /// 405 `MethodNotAllowed`: the server only reads.
+    pub fn method_not_allowed(method: &str) -> ApiError {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{method} is not supported: this server serves list, watch and get"),
+        )
+    }
+
+    /// 410 `Expired`: a version older than the history the cache keeps
+    /// (the apiserver's `NewResourceExpired`; clients re-list on it).
+    pub fn expired(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message)
+    }
+
+    /// 429 `TooManyRequests` with a retry hint: the cache is not ready.
+    pub fn not_ready(message: impl Into<String>, retry_after: Duration) -> ApiError {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..ApiError::new(429, "TooManyRequests", message)
+        }
+    }
+
+    /// 429 `TooManyRequests` with a retry hint: admission refused the
+    /// request (the apiserver's priority and fairness answer).
+    pub fn too_many_requests(message: impl Into<String>, retry_after: Duration) -> ApiError {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..ApiError::new(429, "TooManyRequests", message)
+        }
+    }
+
+    /// 422 `Invalid`: list options that parse but break a rule (the
+    /// apiserver's `ValidateListOptions`), as `NewInvalid` reports them
+    /// for the kind `ListOptions` of `meta.k8s.io`. `error` reads
+    /// `field: Forbidden: rule`, as [`herald::OptionsError`] prints.
+    pub fn invalid_options(error: impl std::fmt::Display) -> ApiError {
+        let error = error.to_string();
+        let (field, detail) = error.split_once(": ").unwrap_or(("", error.as_str()));
+        ApiError {
+            details: Some(Box::new(json!({
+                "group": "meta.k8s.io",
+                "kind": "ListOptions",
+                "causes": [{
+                    "reason": "FieldValueForbidden",
+                    "message": detail,
+                    "field": field,
+                }],
+            }))),
+            ..ApiError::new(
+                422,
+                "Invalid",
+                format!("ListOptions.meta.k8s.io \"\" is invalid: {error}"),
+            )
+        }
+    }
+
+    /// 504 `Timeout` with a retry hint: the cache did not reach the
+    /// requested version in time (the apiserver's
+    /// `NewTooLargeResourceVersionError`).
+    pub fn too_large(message: impl Into<String>, retry_after: Duration) -> ApiError {
+        ApiError {
+            details: Some(Box::new(json!({
+                "causes": [{
+                    "reason": "ResourceVersionTooLarge",
+                    "message": "Too large resource version",
+                }],
+                "retryAfterSeconds": retry_after.as_secs().max(1),
+            }))),
+            retry_after: Some(retry_after),
+            ..ApiError::new(504, "Timeout", message)
+        }
+    }
+
+    /// 503 `ServiceUnavailable`: the engine is stopped or failed.
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError {
+            retry_after: Some(Duration::from_secs(1)),
+            ..ApiError::new(503, "ServiceUnavailable", message)
+        }
+    }
+
+    /// 500 `InternalError`.
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "InternalError", message)
+    }
+
+    /// The `Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        let mut details = self.details.as_deref().cloned();
+        if let Some(after) = self.retry_after {
+            let d = details.get_or_insert_with(|| json!({}));
+            d["retryAfterSeconds"] = json!(after.as_secs().max(1));
+        }
+        if let Some(d) = details {
+            status["details"] = d;
+        }
+        status
+    }
+
+    /// The `Status` object as JSON bytes.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.to_status()).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.code, self.reason, self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_status_has_the_apiservers_shape() {
+        let s = ApiError::not_found("pods", "web-0").to_status();
+        assert_eq!(s["kind"], "Status");
+        assert_eq!(s["code"], 404);
+        assert_eq!(s["reason"], "NotFound");
+        assert_eq!(s["message"], "pods \"web-0\" not found");
+        assert_eq!(s["details"]["name"], "web-0");
+        let t = ApiError::too_large("x", Duration::from_secs(2)).to_status();
+        assert_eq!(t["code"], 504);
+        assert_eq!(t["details"]["retryAfterSeconds"], 2);
+        assert_eq!(
+            t["details"]["causes"][0]["reason"],
+            "ResourceVersionTooLarge"
+        );
+    }
+}
