@@ -29,7 +29,6 @@ const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Starts attempted when a port picked as free was taken before etcd bound it.
 const START_ATTEMPTS: usize = 3;
 
-
 /// Why one attempt to start a cluster failed.
 enum StartFailure {
     /// A port picked as free was taken before etcd bound it: worth retrying.
@@ -399,4 +398,3 @@ impl Drop for LocalCluster {
         let _ = fs::remove_dir_all(&self.base);
     }
 }
-

@@ -64,4 +64,3 @@ pub(crate) fn log_tail(path: &Path) -> String {
         tail
     }
 }
-

@@ -59,4 +59,3 @@ impl LocalEtcd {
         self.cluster.pid(0)
     }
 }
-
