@@ -38,9 +38,9 @@ const CHANGES: u64 = 1_000;
 const LIST_RV: u64 = 1;
 
 fn pod(i: u64, version: u64) -> Object {
-    Object::builder("default", &format!("pod-{i:05}"))
-        .label("app", "web")
-        .field("spec.nodeName", &format!("node-{}", i % NODES))
+    herald_testkit::pod("default", &format!("pod-{i:05}"))
+        .app("web")
+        .node(&format!("node-{}", i % NODES))
         .payload(format!("version {version}"))
         .build()
 }

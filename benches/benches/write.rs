@@ -25,6 +25,7 @@ use std::sync::Mutex;
 
 use criterion::{Criterion, Throughput};
 use herald::{Change, Config, Engine, Object, ResourceVersion, Writer};
+use herald_testkit::lock;
 
 const PODS: usize = 1_000;
 const CHANGES: usize = 64_000;
@@ -99,7 +100,7 @@ fn write(c: &mut Criterion) {
             for k in 0..CHANGES {
                 rv += 1;
                 let object = pods[k % PODS].clone();
-                let mut p = plain.lock().unwrap_or_else(|e| e.into_inner());
+                let mut p = lock(&plain);
                 let prev = p.store.get(object.key()).cloned();
                 if p.history.len() == HISTORY {
                     p.history.pop_front();

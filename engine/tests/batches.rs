@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use common::*;
 use herald::*;
+use herald_testkit::pod;
 
 fn filters() -> Vec<ModelFilter> {
     let f = ModelFilter::parse;
@@ -117,7 +118,12 @@ fn workload_with_unknown_deletions(seed: u64, n: usize) -> (Vec<Object>, Vec<Cha
     // place and push the rest up.
     let at = n / 2;
     let rv = changes[at].resource_version().get();
-    let ghost = pod("ns-0", "ghost", "web", "db", "node-1", 0);
+    let ghost = pod("ns-0", "ghost")
+        .app("web")
+        .label("tier", "db")
+        .node("node-1")
+        .version(0)
+        .build();
     let mut out = Vec::with_capacity(n + 1);
     for (i, c) in changes.drain(..).enumerate() {
         let shift = u64::from(i >= at);

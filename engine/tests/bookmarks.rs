@@ -5,12 +5,10 @@
 //! block or end a watcher, and deadlines. The tests move the clock and wait
 //! for the dispatcher's tick counter: outcomes only, no sleeps.
 
-mod common;
-
 use std::time::Duration;
 
-use common::eventually;
 use herald::*;
+use herald_testkit::eventually;
 
 const S: Duration = Duration::from_secs(1);
 

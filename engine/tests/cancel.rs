@@ -6,12 +6,13 @@
 mod common;
 
 use std::sync::mpsc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
 use herald::*;
+use herald_testkit::ThreadWaker;
 
 const PROMPTLY: Duration = Duration::from_secs(10);
 
@@ -88,19 +89,11 @@ fn a_stopper_wakes_a_pending_stream_poll() {
     assert!(took < PROMPTLY, "{took:?}");
 }
 
-struct Unpark(thread::Thread);
-
-impl Wake for Unpark {
-    fn wake(self: std::sync::Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
 #[test]
 fn a_stopper_wakes_a_pending_poll_visit_batch() {
     let (engine, _writer) = listed();
     let (got, took) = stop_while_blocked(quiet_watch(&engine), |w| {
-        let waker = Waker::from(std::sync::Arc::new(Unpark(thread::current())));
+        let waker = ThreadWaker::current();
         let mut cx = Context::from_waker(&waker);
         loop {
             match w.poll_visit_batch(&mut cx, 64, |_| {}) {

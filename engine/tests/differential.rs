@@ -38,7 +38,8 @@
 //! # Running
 //!
 //! - Fast profile (default, `cargo test`): 1,500 cases.
-//!   `CARGO_TARGET_DIR=/work/main/target/helper-diff cargo test -p herald --test differential`
+//!   `cargo test -p herald --test differential` (from the workspace root;
+//!   `$CARGO_TARGET_DIR` if set, else `target/`)
 //! - Extended profile (over 1,000,000 operations; a burst counts each of
 //!   its changes):
 //!   `HERALD_PROPTEST_CASES=10000 HERALD_PROPTEST_REPORT=1 cargo test --release -p herald --test differential -- --nocapture`
@@ -67,6 +68,7 @@ use std::time::{Duration, Instant};
 
 use futures::Stream;
 use herald::*;
+use herald_testkit::{lock, pod};
 use model::*;
 use proptest::prelude::*;
 use proptest::test_runner::{
@@ -1412,11 +1414,7 @@ fn engine_read(w: &mut Watch, max: usize, how: How) -> Vec<Recv> {
 static COVERAGE: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
 
 fn cover(what: String, n: u64) {
-    *COVERAGE
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .entry(what)
-        .or_default() += n;
+    *lock(&COVERAGE).entry(what).or_default() += n;
 }
 
 fn run_case(ops: &[Op]) -> Res<u64> {
@@ -1531,7 +1529,7 @@ fn engine_matches_model() {
         eprintln!("{summary}");
     }
     if report {
-        for (what, n) in COVERAGE.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        for (what, n) in lock(&COVERAGE).iter() {
             eprintln!("  {what}: {n}");
         }
     }
@@ -1551,15 +1549,6 @@ fn engine_matches_model() {
 // ---------------------------------------------------------------------------
 // The model's own tests (it must be right before it judges the engine).
 // ---------------------------------------------------------------------------
-
-fn pod(key: &str, app: &str, node: &str, tag: &str) -> Object {
-    let (ns, name) = key.split_once('/').unwrap();
-    Object::builder(ns, name)
-        .label("app", app)
-        .field("spec.nodeName", node)
-        .payload(tag.to_owned())
-        .build()
-}
 
 fn web() -> Filter {
     Filter {
@@ -1584,7 +1573,7 @@ fn events(m: &mut Model, id: usize) -> Vec<Recv> {
 #[test]
 fn model_writer_rules() {
     let mut m = Model::new(4, TOO_LARGE);
-    let a = pod("ns/a", "web", "n1", "1");
+    let a = pod("ns", "a").app("web").node("n1").payload("1").build();
     assert_eq!(
         m.apply(ChangeKind::Added, a.clone(), 1),
         Err(WriteError::NotReady)
@@ -1639,8 +1628,8 @@ fn model_writer_rules() {
 #[test]
 fn model_verdict_uses_prev_object() {
     let f = web();
-    let w = pod("ns/a", "web", "n1", "1");
-    let d = pod("ns/a", "db", "n1", "2");
+    let w = pod("ns", "a").app("web").node("n1").payload("1").build();
+    let d = pod("ns", "a").app("db").node("n1").payload("2").build();
     assert_eq!(
         verdict(&f, ChangeKind::Modified, &w, Some(&d)).map(|v| v.0),
         Some(EventKind::Added)
@@ -1663,7 +1652,7 @@ fn model_verdict_uses_prev_object() {
 
 #[test]
 fn model_selectors() {
-    let o = pod("x/k1", "a", "n1", "");
+    let o = pod("x", "k1").app("a").node("n1").build();
     let l = |r: LabelReq| r.matches(&o);
     assert!(l(LabelReq::Eq("app".into(), "a".into())));
     assert!(!l(LabelReq::NotEq("app".into(), "a".into())));
@@ -1690,7 +1679,10 @@ fn model_selectors() {
 fn model_watch_starts_and_ring() {
     let mut m = Model::new(4, TOO_LARGE);
     m.replace(
-        vec![pod("ns/b", "web", "n1", "l"), pod("ns/a", "web", "n1", "l")],
+        vec![
+            pod("ns", "b").app("web").node("n1").payload("l").build(),
+            pod("ns", "a").app("web").node("n1").payload("l").build(),
+        ],
         10,
     )
     .unwrap();
@@ -1716,7 +1708,7 @@ fn model_watch_starts_and_ring() {
     for rv in 11..=16 {
         m.apply(
             ChangeKind::Added,
-            pod(&format!("ns/o{rv}"), "web", "n1", ""),
+            pod("ns", &format!("o{rv}")).app("web").node("n1").build(),
             rv,
         )
         .unwrap();
@@ -1755,8 +1747,12 @@ fn model_waits_times_out_and_ends() {
     spec.resource_version = None;
     spec.timeout = Some(Duration::from_secs(5));
     let deadline = m.watch(&spec).unwrap();
-    m.apply(ChangeKind::Added, pod("ns/a", "web", "n1", ""), 11)
-        .unwrap();
+    m.apply(
+        ChangeKind::Added,
+        pod("ns", "a").app("web").node("n1").build(),
+        11,
+    )
+    .unwrap();
     assert_eq!(m.recv(future), Recv::Empty);
     assert!(matches!(m.recv(reached), Recv::Empty));
     m.advance(Duration::from_secs(3));

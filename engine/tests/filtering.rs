@@ -6,13 +6,13 @@ mod common;
 use common::*;
 use futures::StreamExt;
 use herald::*;
+use herald_testkit::eventually;
 
 fn pod(name: &str, labels: &[(&str, &str)], node: &str) -> Object {
-    let mut b = Object::builder("ns", name).field("spec.nodeName", node);
-    for (k, v) in labels {
-        b = b.label(k, v);
-    }
-    b.build()
+    herald_testkit::pod("ns", name)
+        .labels(labels)
+        .node(node)
+        .build()
 }
 
 fn listed(config: Config) -> (Engine, Writer) {

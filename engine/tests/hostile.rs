@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(name: &str) -> Object {
     Object::builder("ns", name).build()

@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(name: &str) -> Object {
     Object::builder("ns", name).label("app", "web").build()

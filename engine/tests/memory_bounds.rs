@@ -3,15 +3,13 @@
 //! counted by this binary's global allocator; the tests take turns (one
 //! lock), so each sees only its own engine's allocations.
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
-use common::*;
 use herald::*;
+use herald_testkit::{eventually, lock};
 
 struct Counting;
 
@@ -55,7 +53,7 @@ fn settled_above(engine: &Engine, base: isize, live: u64) -> isize {
 // time (forever on a manual clock that does not move): 20k -> 8.7 MiB.
 #[test]
 fn dropped_bookmark_watches_are_released_on_a_still_clock() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = lock(&TURN);
     let clock = ManualClock::new();
     let (engine, mut writer) = Engine::new(Config::default().clock(clock.clone())).unwrap();
     writer.replace([], 1.into()).unwrap();
@@ -96,7 +94,7 @@ fn dropped_bookmark_watches_are_released_on_a_still_clock() {
 // Finding 1: churn must not leave memory behind once it stops.
 #[test]
 fn churned_watches_are_released() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = lock(&TURN);
     let (engine, mut writer) = Engine::new(Config::default().index("spec.nodeName")).unwrap();
     writer.replace([], 1.into()).unwrap();
     let _ = settled_above(&engine, 0, 0);

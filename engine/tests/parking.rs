@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(i: u64) -> Object {
     Object::builder("ns", &format!("p{}", i % 50))

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(name: &str, v: &str) -> Object {
     Object::builder("ns", name).label("v", v).build()

@@ -7,13 +7,7 @@ mod common;
 
 use common::*;
 use herald::*;
-
-fn pod(name: &str, uid: &str) -> Object {
-    Object::builder("ns", name)
-        .field("metadata.uid", uid)
-        .label("app", "web")
-        .build()
-}
+use herald_testkit::pod;
 
 /// A UUID-shaped uid (as Kubernetes' are: their FNV-1a hashes spread over
 /// the space; short uids with a common prefix, such as `uid-7`, do not).
@@ -45,7 +39,7 @@ fn n_shards_together_receive_every_change_exactly_once() {
         for step in 0..300u64 {
             rv += 1;
             let k = step * 7 % 60;
-            let p = pod(&format!("p{k}"), &uid(k));
+            let p = pod("ns", &format!("p{k}")).app("web").uid(&uid(k)).build();
             let change = if live.contains(&k) && step % 5 == 0 {
                 live.remove(&k);
                 Change::deleted(p, rv.into())
@@ -100,7 +94,12 @@ fn a_shard_selector_combines_with_the_others_and_parses_from_the_wire() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     writer
         .replace(
-            (0..40).map(|k| pod(&format!("p{k}"), &format!("uid-{k}"))),
+            (0..40).map(|k| {
+                pod("ns", &format!("p{k}"))
+                    .app("web")
+                    .uid(&format!("uid-{k}"))
+                    .build()
+            }),
             5.into(),
         )
         .unwrap();

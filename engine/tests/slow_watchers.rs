@@ -5,12 +5,10 @@
 //! the clock moves only when a test moves it, and the tests wait only for
 //! outcomes.
 
-mod common;
-
 use std::time::Duration;
 
-use common::eventually;
 use herald::*;
+use herald_testkit::eventually;
 
 const MS: Duration = Duration::from_millis(1);
 

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 const WATCHERS: usize = 1_000;
 /// Watchers 0, 101, ..., 909 stall: 1%, spread over every filter.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(name: &str) -> Object {
     Object::builder("ns", name).label("app", "web").build()

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use common::*;
 use herald::ResourceVersionMatch::{Exact, NotOlderThan};
 use herald::*;
+use herald_testkit::eventually;
 
 fn obj(name: &str) -> Object {
     Object::builder("ns", name).build()

@@ -13,6 +13,7 @@ use herald::{BackoffConfig, MemorySource, Object};
 use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::{Decoder, ResourceInfo};
 use herald_kubelet::{GetError, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream};
+use herald_testkit::eventually;
 use serde_json::json;
 
 /// A Secret as the apiserver stores one, at `rv`.
@@ -73,7 +74,7 @@ impl Running {
         runtime.spawn(async move {
             let _ = serving.serve(listener, std::future::pending()).await;
         });
-        until("the server's engine lists", || {
+        eventually("the server's engine lists", || {
             server
                 .resources()
                 .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
@@ -104,14 +105,6 @@ impl Drop for Running {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
-    }
-}
-
-fn until(what: &str, f: impl Fn() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !f() {
-        assert!(Instant::now() < deadline, "{what}: not within 30 s");
-        thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -160,13 +153,13 @@ fn the_manager_follows_objects_served_over_http() {
     assert_eq!(m.get("ns", "absent"), Ok(None));
     assert_eq!(get_data(&m, "imm").as_deref(), Some("i1"));
     // The immutable one's watch (and connection) is gone.
-    until("the immutable stop", || m.stats().immutable_stops == 1);
+    eventually("the immutable stop", || m.stats().immutable_stops == 1);
     assert_eq!(m.stats().watches_open, 2);
 
     put(&store, "s1", "v2", false);
     put(&store, "absent", "here", false);
     put(&store, "imm", "changed", false);
-    until("the changes", || {
+    eventually("the changes", || {
         get_data(&m, "s1").as_deref() == Some("v2")
             && get_data(&m, "absent").as_deref() == Some("here")
     });
@@ -178,7 +171,7 @@ fn the_manager_follows_objects_served_over_http() {
             .payload(serde_json::to_vec(&v).unwrap())
             .build()
     });
-    until("the delete", || m.get("ns", "s1") == Ok(None));
+    eventually("the delete", || m.get("ns", "s1") == Ok(None));
     let mut other = pod("a", &[]);
     other.uid = "another".into();
     m.unregister_pod(&other);
@@ -201,17 +194,17 @@ fn a_killed_server_is_watched_again_once_it_is_back() {
     assert_eq!(get_data(&m, "s").as_deref(), Some("v1"));
 
     server.kill();
-    until("the watch's end", || m.stats().watch_ends >= 1);
+    eventually("the watch's end", || m.stats().watch_ends >= 1);
     // The last state is served while the server is away.
     assert_eq!(get_data(&m, "s").as_deref(), Some("v1"));
     put(&store, "s", "v2", false);
     let back = Running::start(&store, addr);
-    until("the new state", || {
+    eventually("the new state", || {
         get_data(&m, "s").as_deref() == Some("v2")
     });
     assert!(m.stats().reopens >= 1);
     put(&store, "s", "v3", false);
-    until("a change after the re-open", || {
+    eventually("a change after the re-open", || {
         get_data(&m, "s").as_deref() == Some("v3")
     });
     drop(back);
@@ -274,7 +267,7 @@ fn hostile_servers_end_watches_with_a_reason_and_nothing_panics() {
     for (status, body, expect) in cases {
         let m = manager_waiting(&hostile(status, body), Duration::from_millis(300));
         m.add_reference("ns", "s", "p").unwrap();
-        until("an end", || m.stats().watch_ends >= 1);
+        eventually("an end", || m.stats().watch_ends >= 1);
         let started = Instant::now();
         let err = m.get("ns", "s").unwrap_err();
         assert!(started.elapsed() >= Duration::from_millis(300));
@@ -296,7 +289,7 @@ fn nothing_listens() {
         .unwrap();
     let m = manager(&format!("http://{addr}"));
     m.add_reference("ns", "s", "p").unwrap();
-    until("ends", || m.stats().watch_ends >= 2);
+    eventually("ends", || m.stats().watch_ends >= 2);
     assert!(m.stats().reopens >= 1);
     m.stop();
     assert_eq!(m.get("ns", "s"), Err(GetError::Stopped));

@@ -3,7 +3,7 @@
 //! store Kubernetes would otherwise hit), on the same write stream.
 //!
 //! Each case starts a fresh single-member etcd on loopback
-//! ([`herald_etcd::local::LocalEtcd`]: `--unsafe-no-fsync`, the
+//! ([`herald_testkit::etcd::LocalEtcd`]: `--unsafe-no-fsync`, the
 //! launcher's setting) and runs two systems in interleaved rounds, as
 //! every case of the harness does:
 //!
@@ -52,9 +52,9 @@ use etcd_client::{
 };
 use futures_core::Stream;
 use herald::{Config, Engine, Reflector, ReflectorConfig, WatchRequest};
-use herald_etcd::local::{EtcdBinary, LocalEtcd, etcd_binary};
 use herald_etcd::{EtcdConfig, EtcdSource};
 use herald_kube::Decoder;
+use herald_testkit::etcd::{EtcdBinary, LocalEtcd, etcd_binary};
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;

@@ -471,7 +471,7 @@ fn systems_of(case: &Case, etcd: bool) -> Vec<SystemKind> {
 
 /// How many runs the scenario makes (for the progress bar).
 pub fn planned(p: &Profile) -> usize {
-    let etcd = herald_etcd::local::etcd_binary().is_ok();
+    let etcd = herald_testkit::etcd::etcd_binary().is_ok();
     cases(p).iter().map(|c| systems_of(c, etcd).len()).sum()
 }
 
@@ -506,7 +506,7 @@ fn workload(case: &Case, changes: usize) -> Arc<Workload> {
 pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
     raise_fd_limit();
     let p = &runner.profile;
-    let etcd = match herald_etcd::local::etcd_binary() {
+    let etcd = match herald_testkit::etcd::etcd_binary() {
         Ok(bin) => match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
             Ok(started) => Some(started),
             Err(e) => {

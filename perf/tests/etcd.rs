@@ -11,7 +11,7 @@ use std::process::Command;
 
 #[test]
 fn etcd_fanout_runs_both_systems_against_a_real_etcd() {
-    if let Err(e) = herald_etcd::local::etcd_binary() {
+    if let Err(e) = herald_testkit::etcd::etcd_binary() {
         panic!("the etcd-fanout test needs etcd: {e}");
     }
     let dir = std::env::temp_dir().join(format!("herald-perf-etcd-{}", std::process::id()));

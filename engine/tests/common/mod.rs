@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use herald::*;
+use herald_testkit::pod;
 
 /// splitmix64: a tiny deterministic generator, so failures reproduce.
 #[derive(Debug, Clone)]
@@ -42,15 +43,6 @@ pub fn node(i: u64) -> String {
     format!("node-{i}")
 }
 
-pub fn pod(ns: &str, name: &str, app: &str, tier: &str, node: &str, version: u64) -> Object {
-    Object::builder(ns, name)
-        .label("app", app)
-        .label("tier", tier)
-        .field("spec.nodeName", node)
-        .payload(format!("{ns}/{name}@{version}"))
-        .build()
-}
-
 /// A stream of changes with strictly increasing resource versions (with
 /// gaps, as etcd's revisions have) over `keys` keys in `namespaces`
 /// namespaces, moving objects between labels and nodes.
@@ -71,14 +63,12 @@ pub fn workload(
         let ns = format!("ns-{}", k % namespaces);
         let name = format!("pod-{k}");
         let key = format!("{ns}/{name}");
-        let obj = pod(
-            &ns,
-            &name,
-            rng.pick::<&str>(&APPS),
-            rng.pick::<&str>(&TIERS),
-            &node(rng.below(nodes)),
-            i as u64,
-        );
+        let obj = pod(&ns, &name)
+            .app(rng.pick::<&str>(&APPS))
+            .label("tier", rng.pick::<&str>(&TIERS))
+            .node(&node(rng.below(nodes)))
+            .version(i as u64)
+            .build();
         let change = match live.get(&key) {
             None => {
                 live.insert(key, obj.clone());
@@ -298,15 +288,6 @@ pub fn recv_events(w: &mut Watch, n: usize) -> (Vec<Seen>, Option<EndReason>) {
 pub fn recv_to_end(w: &mut Watch) -> (Vec<Seen>, EndReason) {
     let (evs, end) = recv_events(w, usize::MAX);
     (evs, end.expect("recv_events only returns early on an end"))
-}
-
-/// Waits (liveness, not timing) until `cond` holds.
-pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let limit = Instant::now() + Duration::from_secs(30);
-    while !cond() {
-        assert!(Instant::now() < limit, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// Asserts that nothing is ready and nothing arrives for a moment (used

@@ -1,4 +1,5 @@
-//! A reference model of Herald's contract: `/work/shared/SEMANTICS.md`,
+//! A reference model of Herald's contract: SEMANTICS.md (the design notes,
+//! not in this repository; the crate docs of `engine/src/lib.rs` state it),
 //! sections 1-6 and 8, written out as a plain sequential program (vectors
 //! and maps, no threads, no atomics, no cleverness). Each rule cites the
 //! section it comes from.

@@ -37,9 +37,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Once, PoisonError};
+use std::sync::{Arc, Mutex, Once};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use herald_testkit::lock;
 
 use crate::client::{self, BYSTANDER, End, Response, WatchStream};
 use crate::proc::{Proc, rss};
@@ -725,7 +727,7 @@ fn drift(pid: u32) -> f64 {
 /// Runs `cases` against one server process (restarted if a case kills
 /// it); fails if any case failed, naming each.
 pub(crate) fn run(server: Server, cases: Vec<Case>) {
-    let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _serial = lock(&SERIAL);
     let started = Instant::now();
     let mut p = server.start();
     let drift = if server.rate >= 1_000 {

@@ -1,8 +1,8 @@
 //! Herald's etcd v3 upstream: an [`EtcdSource`] that lists and watches one
 //! key prefix of an etcd cluster over gRPC, for a
-//! [`Reflector`](herald::Reflector) to keep an engine in step with, and
-//! [`local`], a launcher for etcd servers and clusters on loopback (tests,
-//! benchmarks).
+//! [`Reflector`](herald::Reflector) to keep an engine in step with. (The
+//! launcher for local etcd servers and clusters its tests run against is
+//! `herald_testkit::etcd`, in the dev-only fixtures crate.)
 //!
 //! This is its own crate so that the engine stays free of gRPC, tokio and
 //! `protoc`: an embedder that feeds Herald itself builds none of them.
@@ -45,7 +45,6 @@
 #![forbid(unsafe_code)]
 
 mod config;
-pub mod local;
 mod source;
 mod version;
 

@@ -10,7 +10,7 @@
 mod support;
 
 use herald::*;
-use herald_etcd::local::{LocalCluster, etcd_binary};
+use herald_testkit::etcd::{LocalCluster, etcd_binary};
 use support::*;
 
 #[test]

@@ -13,8 +13,9 @@ mod support;
 use std::time::Duration;
 
 use herald::*;
-use herald_etcd::local::{LocalEtcd, etcd_binary, old_etcd_binary};
 use herald_etcd::{Distrust, EtcdConfig, EtcdSource, ProgressTrust};
+use herald_testkit::etcd::{LocalEtcd, etcd_binary, old_etcd_binary};
+use herald_testkit::eventually;
 use support::*;
 
 /// A member, its endpoints, a runtime and a client for the test's writes.

@@ -314,15 +314,6 @@ pub fn collect_until(
     }
 }
 
-/// Waits until `f` holds (a minute at most).
-pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// Asserts two streams are equal, showing where they part.
 pub fn assert_same(seen: &[Seen], expected: &[Seen], what: &str) {
     if seen == expected {

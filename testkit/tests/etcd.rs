@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, ConnectOptions};
-use herald_etcd::local::{
+use herald_testkit::etcd::{
     EtcdBinary, LocalCluster, LocalError, LocalEtcd, MIN_ETCD_VERSION, etcd_binary, old_etcd_binary,
 };
 
