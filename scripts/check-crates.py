@@ -59,8 +59,6 @@ KNOWN = {
 # words), each with the change that removes it; any other circle or long
 # file fails.
 KNOWN_LAYOUT = {
-    ("herald-perf", "import circle"): "issue 31: one file per scenario behind a Scenario trait",
-    ("herald-perf", "scenarios.rs has"): "issue 31: one file per scenario",
 }
 
 

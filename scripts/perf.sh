@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# The main job: herald-perf's default suite, a result table per scenario.
+# The main job: herald-perf's quick profile (every scenario at one size, 5
+# interleaved rounds; a few minutes on 2 cores, after a build of a few
+# minutes), a result table per scenario, the targets, then the headline
+# table (one line per scenario). `scripts/perf.sh --full` runs the whole
+# default suite (about 35 minutes on 2 cores).
 # Installs what it needs first: protoc (the etcd upstream's gRPC client is
 # built from .proto files) and an etcd server for the etcd-fanout scenario.
 # Without etcd, that scenario says why it skipped and the rest runs.

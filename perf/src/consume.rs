@@ -80,8 +80,6 @@ pub struct RunOpts {
     /// Feed Herald from its in-memory source through a reflector, rather
     /// than through its writer directly.
     pub herald_source: bool,
-    /// The etcd server the etcd-fanout systems run against.
-    pub etcd: Option<Arc<crate::etcd::EtcdEnv>>,
 }
 
 impl Default for RunOpts {
@@ -96,7 +94,6 @@ impl Default for RunOpts {
             timeout: Duration::from_secs(120),
             readiness: true,
             herald_source: false,
-            etcd: None,
         }
     }
 }

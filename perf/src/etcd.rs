@@ -1,11 +1,12 @@
-//! The etcd-fanout scenario: Herald in front of a real etcd, against the
-//! same watchers opened on etcd itself (etcd's own watch fan-out, the
-//! store Kubernetes would otherwise hit), on the same write stream.
+//! The etcd systems (etcd-fanout's, and http-fanout's `etcd`): Herald in
+//! front of a real etcd, and the same watchers opened on etcd itself
+//! (etcd's own watch fan-out, the store Kubernetes would otherwise hit),
+//! on the same write stream.
 //!
-//! Each case starts a fresh single-member etcd on loopback
-//! ([`herald_testkit::etcd::LocalEtcd`]: `--unsafe-no-fsync`, the
-//! launcher's setting) and runs two systems in interleaved rounds, as
-//! every case of the harness does:
+//! The scenario that runs them starts an etcd ([`EtcdEnv::start`]: a
+//! fresh single-member etcd on loopback, [`herald_testkit::etcd::LocalEtcd`],
+//! `--unsafe-no-fsync`, the launcher's setting) and owns it; each run of a
+//! system gets it through [`run_on`]:
 //!
 //! - `herald+etcd`: one [`EtcdSource`] (one etcd watch of the prefix, with
 //!   previous values) and a [`Reflector`] keeping an [`Engine`] in step;
@@ -13,7 +14,7 @@
 //!   harness's consumer threads as in every other scenario.
 //! - `etcd`: N etcd watches of the prefix (with previous values, from the
 //!   run's first revision), each on its own gRPC stream, the streams
-//!   spread round-robin over C connections ([`Profile::etcd_connections`],
+//!   spread round-robin over C connections ([`Profile::etcd_connections`](crate::profile::Profile::etcd_connections),
 //!   10 by default); the same consumer threads poll each stream with the
 //!   waker of their readiness list, so a stream's messages are decoded on
 //!   the consumer that owns it, and the connections' frames are read by a
@@ -22,7 +23,7 @@
 //!
 //! The write stream is the same for both: a writer (a one-thread tokio
 //! runtime, one connection) puts JSON pods under a fresh prefix, 1,000
-//! keys, [`Profile::etcd_in_flight`] puts at a time (16) when flat out;
+//! keys, [`Profile::etcd_in_flight`](crate::profile::Profile::etcd_in_flight) puts at a time (16) when flat out;
 //! paced, it hands each put over when it is due. A put's revision is known
 //! only when it returns, so the writer stamps each write then, by
 //! revision, twice: the time just before the put was sent, and the time it
@@ -52,15 +53,16 @@ use etcd_client::{
 };
 use futures_core::Stream;
 use herald::{Config, Engine, Reflector, ReflectorConfig, WatchRequest};
+use herald_testkit::etcd::{EtcdBinary, LocalEtcd};
 use herald_etcd::{EtcdConfig, EtcdSource};
 use herald_kube::Decoder;
-use herald_testkit::etcd::{EtcdBinary, LocalEtcd, etcd_binary};
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;
-use crate::consume::{Pace, RunOpts};
+use crate::consume::{self, RunOpts, RunResult};
+use crate::kind::SystemKind;
 use crate::peers::herald::{HeraldSub, NODE_FIELD};
-use crate::scenarios::{Profile, Row, Runner, ScenarioKind, Size, SystemKind, all_match, spec};
+use crate::runner::run_system;
 use crate::system::{Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System};
 use crate::workload::{Filter, Workload, pod_name};
 
@@ -70,9 +72,6 @@ const SAMPLE_EVERY: Duration = Duration::from_millis(20);
 
 /// The longest a run's set-up waits (Herald's list, the watches).
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The longest a run may take (a lost delivery would otherwise hang it).
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One case's etcd: where it listens, its process, the runtimes the
 /// harness's etcd clients run on.
@@ -730,135 +729,31 @@ impl Subscriber for EtcdSub {
     }
 }
 
-/// The systems of the scenario among `chosen` (both when `chosen` names
-/// neither).
-pub fn systems(chosen: &[SystemKind]) -> Vec<SystemKind> {
-    let named: Vec<SystemKind> = SystemKind::ETCD
-        .into_iter()
-        .filter(|s| chosen.contains(s))
-        .collect();
-    if named.is_empty() {
-        SystemKind::ETCD.to_vec()
-    } else {
-        named
-    }
-}
-
-/// One case of the scenario.
-struct Case {
-    label: String,
-    watchers: usize,
-    /// Writes per second, when paced.
-    paced: Option<f64>,
-}
-
-fn cases(p: &Profile) -> Vec<Case> {
-    let mut out = Vec::new();
-    for &n in &p.etcd_watchers {
-        out.push(Case {
-            label: format!("{n} watchers, flat out"),
-            watchers: n,
-            paced: None,
-        });
-    }
-    let (events, _) = p.etcd_paced;
-    for &n in &p.etcd_watchers {
-        out.push(Case {
-            label: format!("{n} watchers @ {:.0}k events/s", events / 1e3),
-            watchers: n,
-            paced: Some(events / n as f64),
-        });
-    }
-    out
-}
-
-/// How many runs the scenario makes (for the progress bar).
-pub fn planned(p: &Profile, chosen: &[SystemKind]) -> usize {
-    cases(p).len() * systems(chosen).len()
-}
-
-/// Runs the scenario: a fresh etcd per case, the case's rounds on it.
-pub fn etcd_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
-    let p = &runner.profile;
-    let systems = systems(&runner.etcd_systems);
-    let cases = cases(p);
-    let skip = |rows: &mut Vec<Row>, case: &Case, why: &str| {
-        for &s in &systems {
-            let mut row = Row::skipped(ScenarioKind::EtcdFanout, &case.label, s, why.into());
-            row.watchers = case.watchers;
-            runner.push(rows, row);
+/// Runs one of the etcd systems (`herald+etcd`, `etcd`,
+/// `etcd-one-connection`) against `env`; any other system as
+/// [`run_system`] does.
+pub fn run_on(
+    env: &Arc<EtcdEnv>,
+    kind: SystemKind,
+    spec: &Spec,
+    workload: &Arc<Workload>,
+    opts: &RunOpts,
+) -> anyhow::Result<RunResult> {
+    let env = env.clone();
+    match kind {
+        SystemKind::HeraldEtcd => consume::run(&HeraldOnEtcd { env }, spec, workload, opts),
+        SystemKind::Etcd => {
+            let connections = env.connections();
+            consume::run(&EtcdWatchers { env, connections }, spec, workload, opts)
         }
-    };
-    let bin = match etcd_binary() {
-        Ok(bin) => bin,
-        Err(e) => {
-            for case in &cases {
-                skip(rows, case, &format!("skipped: no etcd here: {e}"));
-            }
-            return;
+        SystemKind::EtcdOneConnection => {
+            let watchers = EtcdWatchers {
+                env,
+                connections: 1,
+            };
+            consume::run(&watchers, spec, workload, opts)
         }
-    };
-    for case in &cases {
-        (runner.on_start)(&format!("etcd-fanout {}: starting etcd", case.label));
-        let (etcd, env) = match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
-            Ok(started) => started,
-            Err(e) => {
-                skip(rows, case, &format!("skipped: etcd did not start: {e:#}"));
-                continue;
-            }
-        };
-        let n = case.watchers;
-        let base = RunOpts {
-            check_filters: true,
-            timeout: RUN_TIMEOUT,
-            etcd: Some(env.clone()),
-            ..runner.opts()
-        };
-        match case.paced {
-            None => {
-                let cap = p.etcd_cap.max(1);
-                let base_writes = (p.etcd_deliveries / n).clamp(64.min(cap), cap);
-                let make = |writes: usize| {
-                    (
-                        spec(vec![Filter::All; n], false, 1_000, writes + 1),
-                        all_match(writes),
-                    )
-                };
-                runner.case(
-                    rows,
-                    ScenarioKind::EtcdFanout,
-                    &case.label,
-                    &systems,
-                    Size::Grown {
-                        base: base_writes,
-                        cap,
-                        make: &make,
-                    },
-                    &base,
-                );
-            }
-            Some(rate) => {
-                let (_, secs) = p.etcd_paced;
-                let writes = ((rate * secs).ceil() as usize).max(2);
-                let spec = spec(vec![Filter::All; n], false, 1_000, writes + 1);
-                let workload = all_match(writes);
-                let opts = RunOpts {
-                    pace: Pace::Rate(rate),
-                    sample_every: 1,
-                    ..base
-                };
-                runner.case(
-                    rows,
-                    ScenarioKind::EtcdFanout,
-                    &case.label,
-                    &systems,
-                    Size::Fixed(&spec, &workload),
-                    &opts,
-                );
-            }
-        }
-        drop(env);
-        drop(etcd);
+        _ => run_system(kind, spec, workload, opts),
     }
 }
 

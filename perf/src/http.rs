@@ -1,7 +1,8 @@
-//! The http-fanout scenario: Herald's Kubernetes API front
+//! The http-fanout scenario's systems: Herald's Kubernetes API front
 //! (`herald-http`) serving N watch connections on loopback, against the
 //! same watchers in-process (what the network costs) and, where an etcd
-//! is found, against etcd's own watch fan-out to N gRPC watchers.
+//! is found, against etcd's own watch fan-out to N gRPC watchers (the
+//! scenario, `scenarios/http_fanout.rs`, starts that etcd and owns it).
 //!
 //! - `herald-http`: a server process of its own ([`child`]: this binary,
 //!   started as `herald-perf __http-server`) holds a [`MemorySource`]
@@ -44,12 +45,13 @@ use tokio::net::TcpStream;
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;
-use crate::consume::{Pace, RunOpts};
+use crate::consume::{self, RunOpts, RunResult};
 use crate::etcd::{EtcdEnv, Sampler};
+use crate::kind::SystemKind;
 use crate::peers::herald::NODE_FIELD;
-use crate::scenarios::{Profile, Row, Runner, ScenarioKind, Size, SystemKind, all_match, spec};
+use crate::runner::run_system;
 use crate::system::{Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System};
-use crate::workload::{Filter, Shape, Workload, node_name, pod_name};
+use crate::workload::{Filter, Workload, node_name, pod_name};
 
 /// How long the set-up waits for the connections and the engine.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
@@ -419,195 +421,19 @@ impl Subscriber for HttpSub {
     }
 }
 
-/// One case of the scenario.
-struct Case {
-    label: String,
-    watchers: usize,
-    /// One in four watches everything, the rest one node each.
-    mixed: bool,
-    /// Deliveries per second in total, when paced.
-    paced: Option<f64>,
-}
-
-/// Nodes of the selector-mix case's workload.
-const MIXED_NODES: u32 = 100;
-
-fn cases(p: &Profile) -> Vec<Case> {
-    let mut out: Vec<Case> = p
-        .http_watchers
-        .iter()
-        .map(|&n| Case {
-            label: format!("{n} connections, all"),
-            watchers: n,
-            mixed: false,
-            paced: None,
-        })
-        .collect();
-    out.push(Case {
-        label: format!("{} connections, selector mix", p.http_mixed),
-        watchers: p.http_mixed,
-        mixed: true,
-        paced: None,
-    });
-    let (n, rate, _) = p.http_paced;
-    out.push(Case {
-        label: format!("{n} connections, all @ {:.0}k events/s", rate / 1e3),
-        watchers: n,
-        mixed: false,
-        paced: Some(rate),
-    });
-    out
-}
-
-/// The systems of a case: etcd's own fan-out only for watchers of
-/// everything (it has no selectors), and only where there is an etcd.
-fn systems_of(case: &Case, etcd: bool) -> Vec<SystemKind> {
-    let mut s = SystemKind::HTTP.to_vec();
-    if etcd && !case.mixed {
-        s.push(SystemKind::Etcd);
-    }
-    s
-}
-
-/// How many runs the scenario makes (for the progress bar).
-pub fn planned(p: &Profile) -> usize {
-    let etcd = herald_testkit::etcd::etcd_binary().is_ok();
-    cases(p).iter().map(|c| systems_of(c, etcd).len()).sum()
-}
-
-fn filters(case: &Case) -> Vec<Filter> {
-    (0..case.watchers)
-        .map(|i| {
-            if !case.mixed || i % 4 == 0 {
-                Filter::All
-            } else {
-                Filter::Node(i as u32 % MIXED_NODES)
-            }
-        })
-        .collect()
-}
-
-fn workload(case: &Case, changes: usize) -> Arc<Workload> {
-    if case.mixed {
-        Workload::build(Shape {
-            pods: MIXED_NODES * 10,
-            nodes: MIXED_NODES,
-            changes,
-            move_every: 10,
-            payload: 64,
-        })
-    } else {
-        all_match(changes)
-    }
-}
-
-/// Runs the scenario. One etcd (when found) serves every case's etcd
-/// rows; each of its runs writes under a prefix of its own and cleans up.
-pub fn http_fanout(runner: &Runner<'_>, rows: &mut Vec<Row>) {
-    raise_fd_limit();
-    let p = &runner.profile;
-    let etcd = match herald_testkit::etcd::etcd_binary() {
-        Ok(bin) => match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
-            Ok(started) => Some(started),
-            Err(e) => {
-                eprintln!(
-                    "herald-perf: http-fanout: etcd did not start, its rows are skipped: {e:#}"
-                );
-                None
-            }
-        },
-        Err(e) => {
-            eprintln!("herald-perf: http-fanout: no etcd here, its rows are skipped: {e}");
-            None
-        }
-    };
-    let limit = fd_limit();
-    for case in cases(p) {
-        let systems = systems_of(&case, etcd.is_some());
-        // One end of every connection in each process (the harness's
-        // clients, the child server), which inherits the harness's limit.
-        let needed = case.watchers as u64 + 1_024;
-        if limit < needed {
-            let why = format!(
-                "skipped: {} connections need about {needed} descriptors in each process; the limit is {limit} (RLIMIT_NOFILE, which may not be raised here)",
-                case.watchers
-            );
-            for &s in &systems {
-                let mut row = Row::skipped(ScenarioKind::HttpFanout, &case.label, s, why.clone());
-                row.watchers = case.watchers;
-                runner.push(rows, row);
-            }
-            continue;
-        }
-        let base = RunOpts {
-            check_filters: true,
-            timeout: Duration::from_secs(120),
-            etcd: etcd.as_ref().map(|(_, env)| env.clone()),
-            ..runner.opts()
-        };
-        let n = case.watchers;
-        let indexed = case.mixed;
-        match case.paced {
-            None => {
-                let cap = p.http_cap.max(1);
-                let base_changes = (p.http_deliveries / n).clamp(64.min(cap), cap);
-                let fs = filters(&case);
-                let make = |changes: usize| {
-                    (
-                        spec(fs.clone(), indexed, 1_000, changes + 1),
-                        workload(&case, changes),
-                    )
-                };
-                runner.case(
-                    rows,
-                    ScenarioKind::HttpFanout,
-                    &case.label,
-                    &systems,
-                    Size::Grown {
-                        base: base_changes,
-                        cap,
-                        make: &make,
-                    },
-                    &base,
-                );
-            }
-            Some(rate) => {
-                let (_, _, secs) = p.http_paced;
-                let per_watcher = rate / n as f64;
-                let changes = ((per_watcher * secs).ceil() as usize).max(2);
-                let spec = spec(filters(&case), indexed, 1_000, changes + 1);
-                let workload = workload(&case, changes);
-                let opts = RunOpts {
-                    pace: Pace::Rate(per_watcher),
-                    sample_every: 1,
-                    ..base
-                };
-                runner.case(
-                    rows,
-                    ScenarioKind::HttpFanout,
-                    &case.label,
-                    &systems,
-                    Size::Fixed(&spec, &workload),
-                    &opts,
-                );
-            }
-        }
-    }
-}
-
-/// The soft limit on descriptors now.
-fn fd_limit() -> u64 {
-    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft)
-}
-
-/// 10,000 connections are 10,000 descriptors in each process: raise the
-/// hard limit where the process may (it needs `CAP_SYS_RESOURCE`), then
-/// the soft one as far as the hard one allows (the child server inherits
-/// it).
-fn raise_fd_limit() {
-    const WANT: u64 = 65_536;
-    if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {
-        let _ = rlimit::increase_nofile_limit(WANT);
+/// Runs `herald-http`, `herald+source` and, against `etcd` when there
+/// is one, etcd's own fan-out; any other system as [`run_system`] does.
+pub fn run_on(
+    etcd: Option<&Arc<EtcdEnv>>,
+    kind: SystemKind,
+    spec: &Spec,
+    workload: &Arc<Workload>,
+    opts: &RunOpts,
+) -> anyhow::Result<RunResult> {
+    match (kind, etcd) {
+        (SystemKind::HeraldHttp, _) => consume::run(&HeraldHttp, spec, workload, opts),
+        (SystemKind::Etcd, Some(env)) => crate::etcd::run_on(env, kind, spec, workload, opts),
+        _ => run_system(kind, spec, workload, opts),
     }
 }
 

@@ -4,7 +4,8 @@
 //! JSON.
 //!
 //! ```text
-//! cargo run --release -p herald-perf                      # the default suite (~2 min)
+//! cargo run --release -p herald-perf                      # the quick profile: every scenario at one size (~4 min)
+//! cargo run --release -p herald-perf -- --full            # the whole default suite (~35 min on 2 cores)
 //! cargo run --release -p herald-perf -- fanout-all latency --systems herald,tokio-broadcast
 //! cargo run --release -p herald-perf -- --profile smoke --strict
 //! cargo run --release -p herald-perf -- --json results.json --plots target/perf
@@ -17,8 +18,13 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use herald_perf::alloc::Counting;
+use herald_perf::kind::SystemKind;
+use herald_perf::profile::Profile;
 use herald_perf::report;
-use herald_perf::scenarios::{Profile, Row, Runner, ScenarioKind, SystemKind};
+use herald_perf::row::Row;
+use herald_perf::runner::Runner;
+use herald_perf::scenario::Scenario;
+use herald_perf::scenarios;
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[global_allocator]
@@ -32,16 +38,20 @@ static GLOBAL: Counting = Counting;
 struct Args {
     /// Scenarios to run (default: all): fanout-all, fanout-indexed,
     /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout,
-    /// http-fanout.
+    /// http-fanout, kubelet.
     scenarios: Vec<String>,
     /// Scenarios to run, comma-separated (the same as naming them as
     /// arguments).
     #[arg(long = "scenarios", value_name = "SCENARIOS", value_delimiter = ',')]
     scenario_list: Vec<String>,
-    /// Sizes: smoke (seconds, checks the harness), default (~2 minutes),
-    /// full (larger).
-    #[arg(long, default_value = "default")]
+    /// Sizes: quick (every scenario at its headline size, ~4 minutes on
+    /// 2 cores), default (the whole suite, ~35 minutes), full (larger),
+    /// smoke (seconds, checks the harness).
+    #[arg(long, default_value = "quick")]
     profile: String,
+    /// The whole default suite: the same as `--profile default`.
+    #[arg(long, conflicts_with = "profile")]
+    full: bool,
     /// Systems to run, comma-separated (default: all): herald,
     /// reference-port, tokio-broadcast, crossbeam-cacher, disruptor; and
     /// etcd-fanout's herald+etcd, etcd (both unless one is named).
@@ -148,11 +158,17 @@ fn main() -> std::process::ExitCode {
 
 fn run() -> anyhow::Result<bool> {
     let args = Args::parse();
-    let mut profile = match args.profile.as_str() {
+    let name = if args.full {
+        "default"
+    } else {
+        args.profile.as_str()
+    };
+    let mut profile = match name {
+        "quick" => Profile::quick(),
         "smoke" => Profile::smoke(),
         "default" => Profile::default_suite(),
         "full" => Profile::full(),
-        other => anyhow::bail!("unknown profile {other:?}: smoke, default or full"),
+        other => anyhow::bail!("unknown profile {other:?}: quick, default, full or smoke"),
     };
     if let Some(t) = args.threads {
         anyhow::ensure!(t > 0, "--threads must be at least 1");
@@ -229,17 +245,14 @@ fn run() -> anyhow::Result<bool> {
     );
 
     let named: Vec<&String> = args.scenarios.iter().chain(&args.scenario_list).collect();
-    let scenarios: Vec<ScenarioKind> = if named.is_empty() {
-        ScenarioKind::ALL.to_vec()
+    let chosen: Vec<&dyn Scenario> = if named.is_empty() {
+        scenarios::ALL.to_vec()
     } else {
         named
             .into_iter()
             .map(|s| {
-                ScenarioKind::parse(s).ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "unknown scenario {s:?}: {}",
-                        ScenarioKind::ALL.map(|k| k.name()).join(", ")
-                    )
+                scenarios::find(s).ok_or_else(|| {
+                    anyhow::anyhow!("unknown scenario {s:?}: {}", scenarios::names())
                 })
             })
             .collect::<anyhow::Result<_>>()?
@@ -324,13 +337,16 @@ fn run() -> anyhow::Result<bool> {
         on_start: &on_start,
         on_row: &on_row,
     };
-    bar.set_length(runner.planned(&scenarios) as u64);
+    let planned: usize = chosen.iter().map(|s| s.planned(&runner)).sum();
+    bar.set_length(planned as u64);
 
     let suite = herald_perf::machine::CpuWindow::open();
     let mut rows = Vec::new();
-    for &s in &scenarios {
-        let got = runner.run(s);
-        bar.suspend(|| say(&report::table(s, &got)));
+    for s in &chosen {
+        let mut got = Vec::new();
+        s.run(&runner, &mut got);
+        let own: Vec<&Row> = got.iter().filter(|r| r.scenario == s.name()).collect();
+        bar.suspend(|| say(&s.table(&own)));
         rows.extend(got);
     }
     bar.finish_and_clear();
@@ -350,8 +366,12 @@ fn run() -> anyhow::Result<bool> {
         load.process_cores.map_or("?".into(), |c| format!("{c:.2}")),
         load.others_cores.map_or("?".into(), |c| format!("{c:.2}")),
     ));
-    let targets = report::targets(&rows);
+    let targets: Vec<report::Target> = scenarios::ALL
+        .iter()
+        .flat_map(|s| s.targets(&rows))
+        .collect();
     say(&report::targets_table(&targets));
+    let headline: Vec<report::Headline> = chosen.iter().filter_map(|s| s.headline(&rows)).collect();
 
     if !args.no_plots {
         for p in report::plots(&rows, &args.plots)? {
@@ -365,6 +385,7 @@ fn run() -> anyhow::Result<bool> {
             "profile": profile,
             "rows": rows,
             "targets": targets,
+            "headline": headline,
         });
         let text = serde_json::to_string_pretty(&doc)?;
         if json_to_stdout {
@@ -374,6 +395,15 @@ fn run() -> anyhow::Result<bool> {
             say(&format!("json: {}", path.display()));
         }
     }
+
+    // The headline last: one line per scenario, the figure a newcomer
+    // reads first.
+    say(&format!(
+        "{}\nsuite: {:.0} s wall clock (profile {}).",
+        report::headline_table(&headline),
+        load.wall_s,
+        profile.name
+    ));
 
     let mut ok = true;
     for r in &rows {

@@ -37,33 +37,23 @@ use herald::{Change, Config, Engine, Object};
 use herald_kubelet::{EngineUpstream, ManagerConfig, ObjectManager, PodRefs, is_immutable};
 
 use crate::alloc::Counting;
+use crate::kind::SystemKind;
 use crate::machine::{CpuUse, CpuWindow};
 use crate::peers::kubelet_reference::ReferenceCache;
-use crate::scenarios::{Round, Row, Runner, ScenarioKind, Spread, SystemKind};
+use crate::profile::KubeletSizes as Sizes;
+use crate::report::{self, Headline, fig, mb, med, note, ratio, spread_key, us};
+use crate::row::{Metric, Round, Row, Spread};
+use crate::runner::Runner;
+use crate::scenario::Scenario;
 
-/// The scenario's sizes.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Sizes {
-    /// Pods on the node.
-    pub pods: usize,
-    /// Secrets in all.
-    pub secrets: usize,
-    /// Namespaces the pods and Secrets are spread over.
-    pub namespaces: usize,
-    /// Secrets each pod references.
-    pub refs: usize,
-    /// Seconds of churn.
-    pub seconds: f64,
-    /// Pods replaced per second during the churn (each: an unregister, a
-    /// register and a get of each of its Secrets).
-    pub pods_per_s: f64,
-}
+/// The scenario's name.
+pub const NAME: &str = "kubelet";
 
 /// The longest a run waits for a manager to catch up after the churn.
 const CATCH_UP_LIMIT: Duration = Duration::from_secs(120);
 
 /// The systems, Herald first.
-pub const SYSTEMS: [SystemKind; 2] = [SystemKind::KubeletManager, SystemKind::KubeletReference];
+const SYSTEMS: [SystemKind; 2] = SystemKind::KUBELET;
 
 fn secret_name(i: usize) -> String {
     format!("secret-{i:05}")
@@ -126,7 +116,7 @@ fn pod(sizes: &Sizes, rng: &mut Rng, slot: usize, generation: usize) -> PodRefs 
 }
 
 /// What the scenario drives: the kubelet's `Manager` interface.
-trait Kubelet {
+trait Manager {
     fn register(&self, pod: &PodRefs);
     fn unregister(&self, pod: &PodRefs);
     fn get(&self, namespace: &str, name: &str) -> Result<Option<Object>, String>;
@@ -137,7 +127,7 @@ trait Kubelet {
     fn ends(&self) -> u64;
 }
 
-impl Kubelet for ObjectManager {
+impl Manager for ObjectManager {
     fn register(&self, pod: &PodRefs) {
         self.register_pod(pod).expect("valid names");
     }
@@ -158,7 +148,7 @@ impl Kubelet for ObjectManager {
     }
 }
 
-impl Kubelet for ReferenceCache {
+impl Manager for ReferenceCache {
     fn register(&self, pod: &PodRefs) {
         self.register_pod(&pod.namespace, &pod.name, &pod.uid, &pod.objects);
     }
@@ -217,7 +207,7 @@ fn run(system: SystemKind, sizes: &Sizes) -> anyhow::Result<Outcome> {
     if counting {
         Counting::enable();
     }
-    let kubelet: Box<dyn Kubelet + Send + Sync> = match system {
+    let kubelet: Box<dyn Manager + Send + Sync> = match system {
         SystemKind::KubeletManager => Box::new(ObjectManager::new(
             EngineUpstream::new(engine.clone()),
             ManagerConfig::default(),
@@ -379,47 +369,115 @@ fn run(system: SystemKind, sizes: &Sizes) -> anyhow::Result<Outcome> {
     })
 }
 
-/// Runs the scenario's rounds and pushes a row per system.
-pub fn kubelet(runner: &Runner<'_>, rows: &mut Vec<Row>) {
-    let sizes = runner.profile.kubelet;
-    let label = format!(
-        "{} pods x {} of {} secrets",
-        sizes.pods, sizes.refs, sizes.secrets
-    );
-    let n = SYSTEMS.len();
-    let mut outcomes: Vec<Vec<(usize, Outcome)>> = (0..n).map(|_| Vec::new()).collect();
-    let mut failed: Vec<Option<String>> = vec![None; n];
-    for round in 0..runner.profile.repeat.max(1) {
-        for order in 0..n {
-            let i = (order + round) % n;
-            if failed[i].is_some() {
-                continue;
-            }
-            let system = SYSTEMS[i];
-            (runner.on_start)(&format!(
-                "kubelet {label} {}: round {}/{}",
-                system.name(),
-                round + 1,
-                runner.profile.repeat
-            ));
-            match run(system, &sizes) {
-                Ok(o) => outcomes[i].push((order, o)),
-                Err(e) => failed[i] = Some(format!("skipped: {e:#}")),
+/// The scenario.
+#[derive(Debug)]
+pub struct Kubelet;
+
+impl Scenario for Kubelet {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn systems(&self, _runner: &Runner<'_>) -> Vec<SystemKind> {
+        SYSTEMS.to_vec()
+    }
+
+    fn planned(&self, runner: &Runner<'_>) -> usize {
+        runner.profile.repeat.max(1) * SYSTEMS.len()
+    }
+
+    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+        let sizes = runner.profile.kubelet;
+        let label = format!(
+            "{} pods x {} of {} secrets",
+            sizes.pods, sizes.refs, sizes.secrets
+        );
+        let n = SYSTEMS.len();
+        let mut outcomes: Vec<Vec<(usize, Outcome)>> = (0..n).map(|_| Vec::new()).collect();
+        let mut failed: Vec<Option<String>> = vec![None; n];
+        for round in 0..runner.profile.repeat.max(1) {
+            for order in 0..n {
+                let i = (order + round) % n;
+                if failed[i].is_some() {
+                    continue;
+                }
+                let system = SYSTEMS[i];
+                (runner.on_start)(&format!(
+                    "kubelet {label} {}: round {}/{}",
+                    system.name(),
+                    round + 1,
+                    runner.profile.repeat
+                ));
+                match run(system, &sizes) {
+                    Ok(o) => outcomes[i].push((order, o)),
+                    Err(e) => failed[i] = Some(format!("skipped: {e:#}")),
+                }
             }
         }
+        let herald_rate: Vec<f64> = outcomes[0].iter().map(|(_, o)| o.changes_per_s).collect();
+        for (i, &system) in SYSTEMS.iter().enumerate() {
+            let row = match &failed[i] {
+                Some(why) => Row::skipped(NAME, &label, system, why.clone()),
+                None => row_of(system, &label, &outcomes[i], &herald_rate),
+            };
+            runner.push(rows, row);
+        }
     }
-    let herald_rate: Vec<f64> = outcomes[0].iter().map(|(_, o)| o.changes_per_s).collect();
-    for (i, &system) in SYSTEMS.iter().enumerate() {
-        let row = match &failed[i] {
-            Some(why) => Row::skipped(ScenarioKind::Kubelet, &label, system, why.clone()),
-            None => row_of(system, &label, &outcomes[i], &herald_rate),
-        };
-        runner.push(rows, row);
+
+    fn table(&self, rows: &[&Row]) -> String {
+        report::table(
+            NAME,
+            "| case | system | changes absorbed/s | herald ÷ system, per round | manager µs CPU per change | get p50 / p99, start-up | get p50 / p99, churn | start-up | pods replaced/s | heap | watches open | threads | note |",
+            rows,
+            |r| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} | {} | {} | {} | {} |",
+                    r.case,
+                    r.system,
+                    spread_key(r, "changes_per_s", |v| v
+                        .map_or("-".into(), |v| format!("{:.2} M", v / 1e6))),
+                    match r.ratio {
+                        _ if r.system == "herald-kubelet" => "1.0x".into(),
+                        Some(_) => ratio(r),
+                        None => "-".into(),
+                    },
+                    spread_key(r, "manager_us_per_change", fig),
+                    spread_key(r, "startup_get_p50_us", us),
+                    spread_key(r, "startup_get_p99_us", us),
+                    spread_key(r, "get_p50_us", us),
+                    spread_key(r, "get_p99_us", us),
+                    spread_key(r, "startup_s", |v| v
+                        .map_or("-".into(), |v| format!("{v:.2} s"))),
+                    spread_key(r, "pods_per_s", |v| v
+                        .map_or("-".into(), |v| format!("{v:.0}"))),
+                    spread_key(r, "heap_bytes", mb),
+                    fig(med(r, "watches_open")),
+                    fig(med(r, "threads")),
+                    note(r)
+                )
+            },
+        )
+    }
+
+    /// Its one case: changes absorbed per second (no target).
+    fn headline(&self, rows: &[Row]) -> Option<Headline> {
+        let case = rows.iter().find(|r| r.scenario == NAME)?.case.clone();
+        report::headline_of(
+            NAME,
+            &report::case_rows(rows, NAME, &case),
+            SystemKind::KubeletManager.name(),
+            ("changes absorbed/s", &|r| {
+                spread_key(r, "changes_per_s", |v| {
+                    v.map_or("-".into(), |v| format!("{:.2} M", v / 1e6))
+                })
+            }),
+            ("-".into(), None),
+        )
     }
 }
 
 fn row_of(system: SystemKind, label: &str, runs: &[(usize, Outcome)], herald: &[f64]) -> Row {
-    let mut row = Row::skipped(ScenarioKind::Kubelet, label, system, String::new());
+    let mut row = Row::skipped(NAME, label, system, String::new());
     let us = |h: &Histogram<u64>, q: f64| h.value_at_quantile(q) as f64 / 1e3;
     type Figure = (&'static str, fn(&Outcome) -> Option<f64>);
     let figures: [Figure; 13] = [
@@ -494,7 +552,7 @@ fn row_of(system: SystemKind, label: &str, runs: &[(usize, Outcome)], herald: &[
         })
         .collect();
     row.noisy_rounds = row.rounds.iter().filter(|r| r.cpu.noisy()).count();
-    row.metric = Some(crate::scenarios::Metric::ChangesPerS);
+    row.metric = Some(Metric::ChangesPerS);
     row.ratio_rounds = herald
         .iter()
         .zip(runs)

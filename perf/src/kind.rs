@@ -1,0 +1,109 @@
+//! The systems under test, by name: what the command line, the tables and
+//! the JSON call them.
+
+use serde::Serialize;
+
+/// A system under test, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SystemKind {
+    /// Herald (this project).
+    Herald,
+    /// The Rust port of the reference's dispatch (one lock, per-watcher
+    /// bounded channels, time budget, terminate).
+    Reference,
+    /// `tokio::sync::broadcast`, filters applied by the receiver.
+    TokioBroadcast,
+    /// Per-watcher `crossbeam-channel` queues of `Arc`s, routed by a
+    /// hash-map index.
+    Crossbeam,
+    /// The `disruptor` crate: one shared ring, a cursor per watcher
+    /// (all-match only).
+    Disruptor,
+    /// Herald in front of a real etcd (etcd-fanout): an etcd source and a
+    /// reflector feeding the engine.
+    #[serde(rename = "herald+etcd")]
+    HeraldEtcd,
+    /// etcd's own watch fan-out (etcd-fanout): one etcd watch per watcher,
+    /// on `--etcd-connections` connections.
+    Etcd,
+    /// The same on one connection.
+    EtcdOneConnection,
+    /// Herald's Kubernetes API front (http-fanout): one HTTP watch
+    /// connection per watcher on loopback.
+    HeraldHttp,
+    /// Herald through the in-memory source and a reflector, watched
+    /// in-process (http-fanout's baseline).
+    #[serde(rename = "herald+source")]
+    HeraldSource,
+    /// The kubelet's object manager on Herald (the kubelet scenario).
+    KubeletManager,
+    /// A Rust port of the reference's object cache (seeds/002): a
+    /// reflector and a store per object (the kubelet scenario).
+    KubeletReference,
+}
+
+impl SystemKind {
+    /// Every system, Herald first.
+    pub const ALL: [SystemKind; 5] = [
+        SystemKind::Herald,
+        SystemKind::Reference,
+        SystemKind::TokioBroadcast,
+        SystemKind::Crossbeam,
+        SystemKind::Disruptor,
+    ];
+
+    /// The etcd-fanout scenario's systems (a real etcd behind both): not
+    /// among [`SystemKind::ALL`], which the in-memory scenarios run.
+    pub const ETCD: [SystemKind; 3] = [
+        SystemKind::HeraldEtcd,
+        SystemKind::Etcd,
+        SystemKind::EtcdOneConnection,
+    ];
+
+    /// The http-fanout scenario's systems (with [`SystemKind::Etcd`] where
+    /// an etcd is found).
+    pub const HTTP: [SystemKind; 2] = [SystemKind::HeraldHttp, SystemKind::HeraldSource];
+
+    /// The kubelet scenario's systems, Herald's first.
+    pub const KUBELET: [SystemKind; 2] = [SystemKind::KubeletManager, SystemKind::KubeletReference];
+
+    /// The name used on the command line and in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemKind::Herald => "herald",
+            SystemKind::HeraldHttp => "herald-http",
+            SystemKind::HeraldSource => "herald+source",
+            SystemKind::Reference => "reference-port",
+            SystemKind::TokioBroadcast => "tokio-broadcast",
+            SystemKind::Crossbeam => "crossbeam-cacher",
+            SystemKind::Disruptor => "disruptor",
+            SystemKind::HeraldEtcd => "herald+etcd",
+            SystemKind::Etcd => "etcd",
+            SystemKind::EtcdOneConnection => "etcd-one-connection",
+            SystemKind::KubeletManager => "herald-kubelet",
+            SystemKind::KubeletReference => "kubelet-reference",
+        }
+    }
+
+    /// Parses a command-line name.
+    pub fn parse(name: &str) -> Option<SystemKind> {
+        SystemKind::ALL
+            .into_iter()
+            .chain(SystemKind::ETCD)
+            .chain(SystemKind::HTTP)
+            .chain(SystemKind::KUBELET)
+            .find(|s| s.name() == name)
+    }
+
+    /// Whether this is Herald (the side ratios are taken for).
+    pub fn is_herald(self) -> bool {
+        matches!(
+            self,
+            SystemKind::Herald
+                | SystemKind::HeraldEtcd
+                | SystemKind::HeraldHttp
+                | SystemKind::KubeletManager
+        )
+    }
+}

@@ -1,0 +1,342 @@
+//! The runner: one case of a scenario on its systems, in interleaved
+//! rounds, after a sizing round when the case is flat out.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use crate::consume::{self, Pace, RunOpts, RunResult};
+use crate::kind::SystemKind;
+use crate::peers::crossbeam_cacher::CrossbeamCacher;
+use crate::peers::disruptor::DisruptorRing;
+use crate::peers::herald::Herald;
+use crate::peers::reference::ReferencePort;
+use crate::peers::tokio_broadcast::TokioBroadcast;
+use crate::profile::Profile;
+use crate::row::{Metric, Round, Row, Spread};
+use crate::system::Spec;
+use crate::workload::{Filter, Shape, Workload};
+
+/// A workload of `changes` to 1,000 pods on one node, never moving: the
+/// all-match scenarios' stream.
+pub fn all_match(changes: usize) -> Arc<Workload> {
+    Workload::build(Shape {
+        pods: 1_000,
+        nodes: 1,
+        changes,
+        move_every: 0,
+        payload: 64,
+    })
+}
+
+/// A spec whose watchers start from the list and are owed every change.
+pub fn spec(filters: Vec<Filter>, indexed: bool, queue: usize, ring: usize) -> Spec {
+    Spec {
+        filters,
+        indexed,
+        queue,
+        ring,
+        start: 0,
+        preloaded: 0,
+    }
+}
+
+/// Runs one system by kind (the systems are distinct types: this is the one
+/// place that names them all).
+pub fn run_system(
+    kind: SystemKind,
+    spec: &Spec,
+    workload: &Arc<Workload>,
+    opts: &RunOpts,
+) -> anyhow::Result<RunResult> {
+    match kind {
+        SystemKind::Herald => {
+            let herald = Herald {
+                source: opts.herald_source,
+                ..Herald::default()
+            };
+            consume::run(&herald, spec, workload, opts)
+        }
+        SystemKind::Reference => consume::run(&ReferencePort::default(), spec, workload, opts),
+        SystemKind::TokioBroadcast => {
+            consume::run(&TokioBroadcast::default(), spec, workload, opts)
+        }
+        SystemKind::Crossbeam => consume::run(&CrossbeamCacher::default(), spec, workload, opts),
+        SystemKind::Disruptor => consume::run(&DisruptorRing::default(), spec, workload, opts),
+        SystemKind::HeraldSource => {
+            let herald = Herald {
+                source: true,
+                ..Herald::default()
+            };
+            consume::run(&herald, spec, workload, opts)
+        }
+        SystemKind::HeraldHttp
+        | SystemKind::KubeletManager
+        | SystemKind::KubeletReference
+        | SystemKind::HeraldEtcd
+        | SystemKind::Etcd
+        | SystemKind::EtcdOneConnection => {
+            anyhow::bail!("{} runs in its own scenario, which builds it", kind.name())
+        }
+    }
+}
+
+/// Runs one system of a case: [`run_system`] for the in-memory systems; a
+/// scenario with systems of its own (an etcd behind them, a server
+/// process) passes its own.
+pub type RunFn<'a> =
+    dyn Fn(SystemKind, &Spec, &Arc<Workload>, &RunOpts) -> anyhow::Result<RunResult> + 'a;
+
+/// One case of a scenario, for [`Runner::case`].
+pub struct Case<'a> {
+    /// The scenario's name.
+    pub scenario: &'static str,
+    /// The case's label (the table's first column).
+    pub label: &'a str,
+    /// The systems it runs, Herald's first.
+    pub systems: &'a [SystemKind],
+    /// Its workload.
+    pub size: Size<'a>,
+    /// How each system is run.
+    pub opts: &'a RunOpts,
+    /// The figure a flat-out case's rounds are ranked by (a paced case's
+    /// are ranked by p99).
+    pub rank: Metric,
+    /// Runs one system.
+    pub run: &'a RunFn<'a>,
+}
+
+impl<'a> Case<'a> {
+    /// A case of the in-memory systems, its flat-out rounds ranked by
+    /// deliveries per second.
+    pub fn new(
+        scenario: &'static str,
+        label: &'a str,
+        systems: &'a [SystemKind],
+        size: Size<'a>,
+        opts: &'a RunOpts,
+    ) -> Case<'a> {
+        Case {
+            scenario,
+            label,
+            systems,
+            size,
+            opts,
+            rank: Metric::DeliveriesPerS,
+            run: &run_system,
+        }
+    }
+}
+
+/// How a case's workload is sized.
+pub enum Size<'a> {
+    /// One workload for every system and round.
+    Fixed(&'a Spec, &'a Arc<Workload>),
+    /// `make(changes)` builds the workload; a flat-out case starts at
+    /// `base` changes and, after its sizing round, runs each system on the
+    /// smallest `base * 2^k` (at most `cap`) that lasts the profile's
+    /// `min_seconds`.
+    Grown {
+        /// Changes in the sizing round.
+        base: usize,
+        /// The most changes a round may take.
+        cap: usize,
+        /// Builds the spec and workload of a round of so many changes.
+        make: &'a dyn Fn(usize) -> (Spec, Arc<Workload>),
+    },
+}
+
+impl std::fmt::Debug for Case<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Case")
+            .field("scenario", &self.scenario)
+            .field("label", &self.label)
+            .field("systems", &self.systems)
+            .field("rank", &self.rank)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Size<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Size::Fixed(_, workload) => write!(f, "Fixed({} changes)", workload.changes.len()),
+            Size::Grown { base, cap, .. } => write!(f, "Grown {{ base: {base}, cap: {cap} }}"),
+        }
+    }
+}
+
+/// Drives the scenarios, reporting each run as it finishes.
+pub struct Runner<'a> {
+    /// Sizes.
+    pub profile: Profile,
+    /// Systems to run (Herald is always among them).
+    pub systems: Vec<SystemKind>,
+    /// etcd-fanout's systems to run (empty: all three).
+    pub etcd_systems: Vec<SystemKind>,
+    /// Called with a description before each run.
+    pub on_start: &'a dyn Fn(&str),
+    /// Called with each row.
+    pub on_row: &'a dyn Fn(&Row),
+}
+
+impl std::fmt::Debug for Runner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("profile", &self.profile.name)
+            .field("systems", &self.systems)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runner<'_> {
+    /// The run options every case starts from: the profile's threads,
+    /// checks, readiness and Herald's feed.
+    pub fn opts(&self) -> RunOpts {
+        RunOpts {
+            threads: self.profile.threads,
+            check_filters: self.profile.check_filters,
+            readiness: self.profile.readiness,
+            herald_source: self.profile.herald_source,
+            ..RunOpts::default()
+        }
+    }
+
+    /// Reports `row` and adds it to `rows`.
+    pub fn push(&self, rows: &mut Vec<Row>, row: Row) {
+        (self.on_row)(&row);
+        rows.push(row);
+    }
+
+    /// Runs one case on `systems` in interleaved rounds (A B C, B C A,
+    /// C A B, ...: each round runs every system once, the order rotating),
+    /// after a sizing round when the case is flat out and grown; pushes a
+    /// row per system with its median round, the spreads and Herald's
+    /// advantage taken per round.
+    pub fn case(&self, rows: &mut Vec<Row>, case: Case<'_>) {
+        let Case {
+            scenario,
+            label,
+            systems,
+            size,
+            opts,
+            rank,
+            run,
+        } = case;
+        let n = systems.len();
+        let min_seconds = self.profile.min_seconds;
+        let mut built: HashMap<usize, (Spec, Arc<Workload>)> = HashMap::new();
+        let mut get = |changes: usize| -> (Spec, Arc<Workload>) {
+            match &size {
+                Size::Fixed(spec, workload) => ((*spec).clone(), (*workload).clone()),
+                Size::Grown { make, .. } => built
+                    .entry(changes)
+                    .or_insert_with(|| make(changes))
+                    .clone(),
+            }
+        };
+        // Each system's workload size, or why it cannot run.
+        let mut sizes: Vec<Result<usize, String>> = Vec::with_capacity(n);
+        let grow = opts.pace == Pace::FlatOut && min_seconds > 0.0;
+        match size {
+            Size::Grown { base, cap, .. } if grow => {
+                // The sizing round: not counted (it is also everyone's
+                // warm-up). A run's time grows with its changes.
+                let (spec, workload) = get(base);
+                for &s in systems {
+                    (self.on_start)(&format!("{scenario} {label} {}: sizing", s.name()));
+                    sizes.push(match run(s, &spec, &workload, opts) {
+                        Ok(r) => {
+                            let secs = r.elapsed.as_secs_f64();
+                            let mut changes = base;
+                            // Aimed 1.5x over: a warm run is often faster.
+                            while (changes as f64 / base as f64) * secs < min_seconds * 1.5
+                                && changes < cap
+                            {
+                                changes *= 2;
+                            }
+                            Ok(changes.min(cap))
+                        }
+                        Err(e) => Err(format!("skipped: {e:#}")),
+                    });
+                }
+            }
+            Size::Grown { base, .. } => sizes.resize(n, Ok(base)),
+            Size::Fixed(_, workload) => {
+                sizes.resize(n, Ok(workload.changes.len()));
+            }
+        }
+        let mut runs: Vec<Vec<(Round, RunResult)>> = (0..n).map(|_| Vec::new()).collect();
+        let mut watchers = 0;
+        for round in 0..self.profile.repeat.max(1) {
+            for order in 0..n {
+                let i = (order + round) % n;
+                let Ok(changes) = sizes[i] else { continue };
+                let s = systems[i];
+                (self.on_start)(&format!(
+                    "{scenario} {label} {}: round {}/{}",
+                    s.name(),
+                    round + 1,
+                    self.profile.repeat
+                ));
+                let (spec, workload) = get(changes);
+                watchers = spec.filters.len();
+                match run(s, &spec, &workload, opts) {
+                    Ok(r) => {
+                        let timed = workload.changes.len() - spec.start;
+                        // A run that came out short (the sizing round ran
+                        // slower than this one: warm-up, other load) has
+                        // the next rounds doubled, up to the cap.
+                        if let Size::Grown { cap, .. } = size
+                            && grow
+                            && r.elapsed.as_secs_f64() < min_seconds
+                            && changes < cap
+                        {
+                            sizes[i] = Ok((changes * 2).min(cap));
+                        }
+                        runs[i].push((Round::from_run(round, order, timed, &r), r));
+                    }
+                    Err(e) => sizes[i] = Err(format!("skipped: {e:#}")),
+                }
+            }
+        }
+        let metric = match opts.pace {
+            Pace::Rate(_) => Metric::P99,
+            Pace::FlatOut => rank,
+        };
+        let herald = systems
+            .iter()
+            .position(|s| s.is_herald())
+            .filter(|&h| sizes[h].is_ok())
+            .map(|h| {
+                runs[h]
+                    .iter()
+                    .map(|(r, _)| r.get(metric))
+                    .collect::<Vec<_>>()
+            });
+        for (i, &s) in systems.iter().enumerate() {
+            let row = match &sizes[i] {
+                Err(why) => Row::skipped(scenario, label, s, why.clone()),
+                Ok(_) => {
+                    let mut row = Row::from_rounds(scenario, label, s, metric, watchers, &runs[i]);
+                    if let Some(h) = &herald {
+                        row.ratio_rounds = h
+                            .iter()
+                            .zip(&row.rounds)
+                            .filter_map(|(h, r)| metric.advantage((*h)?, r.get(metric)?))
+                            .collect();
+                        row.ratio = Spread::of(&row.ratio_rounds);
+                    }
+                    if grow {
+                        row.short_rounds = row
+                            .rounds
+                            .iter()
+                            .filter(|r| r.seconds < min_seconds)
+                            .count();
+                    }
+                    row
+                }
+            };
+            self.push(rows, row);
+        }
+    }
+}

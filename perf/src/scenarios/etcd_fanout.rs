@@ -1,0 +1,462 @@
+//! etcd-fanout: N watchers of one key prefix fed by a real etcd through
+//! Herald (`herald+etcd`), against the same N watchers opened on etcd
+//! itself (`etcd` on `--etcd-connections` connections,
+//! `etcd-one-connection`), on the same write stream: flat out and paced.
+//! Each case starts a fresh etcd of its own (the systems: [`crate::etcd`]).
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use herald_testkit::etcd::etcd_binary;
+
+use crate::consume::{Pace, RunOpts};
+use crate::etcd::{EtcdEnv, run_on};
+use crate::kind::SystemKind;
+use crate::profile::Profile;
+use crate::report::{
+    self, Headline, Target, fig, find, m, mb, med, median, note, range, ratio, spread, spread_key,
+    us,
+};
+use crate::row::{Metric, Row};
+use crate::runner::{Case, Runner, Size, all_match, spec};
+use crate::scenario::Scenario;
+use crate::system::Spec;
+use crate::workload::{Filter, Workload};
+
+/// The scenario's name.
+pub const NAME: &str = "etcd-fanout";
+
+/// The longest a run may take (a lost delivery would otherwise hang it).
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The scenario.
+#[derive(Debug)]
+pub struct EtcdFanout;
+
+impl Scenario for EtcdFanout {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
+        systems_of(&runner.etcd_systems)
+    }
+
+    fn planned(&self, runner: &Runner<'_>) -> usize {
+        cases(&runner.profile).len() * systems_of(&runner.etcd_systems).len()
+    }
+
+    /// A fresh etcd per case, the case's rounds on it.
+    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+        let p = &runner.profile;
+        let systems = systems_of(&runner.etcd_systems);
+        let cases = cases(p);
+        let skip = |rows: &mut Vec<Row>, case: &Plan, why: &str| {
+            for &s in &systems {
+                let mut row = Row::skipped(NAME, &case.label, s, why.into());
+                row.watchers = case.watchers;
+                runner.push(rows, row);
+            }
+        };
+        let bin = match etcd_binary() {
+            Ok(bin) => bin,
+            Err(e) => {
+                for case in &cases {
+                    skip(rows, case, &format!("skipped: no etcd here: {e}"));
+                }
+                return;
+            }
+        };
+        for case in &cases {
+            (runner.on_start)(&format!("etcd-fanout {}: starting etcd", case.label));
+            let (etcd, env) = match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
+                Ok(started) => started,
+                Err(e) => {
+                    skip(rows, case, &format!("skipped: etcd did not start: {e:#}"));
+                    continue;
+                }
+            };
+            let n = case.watchers;
+            let run = |kind: SystemKind, spec: &Spec, workload: &Arc<Workload>, opts: &RunOpts| {
+                run_on(&env, kind, spec, workload, opts)
+            };
+            let base = RunOpts {
+                check_filters: true,
+                timeout: RUN_TIMEOUT,
+                ..runner.opts()
+            };
+            match case.paced {
+                None => {
+                    let cap = p.etcd_cap.max(1);
+                    let base_writes = (p.etcd_deliveries / n).clamp(64.min(cap), cap);
+                    let make = |writes: usize| {
+                        (
+                            spec(vec![Filter::All; n], false, 1_000, writes + 1),
+                            all_match(writes),
+                        )
+                    };
+                    let size = Size::Grown {
+                        base: base_writes,
+                        cap,
+                        make: &make,
+                    };
+                    runner.case(
+                        rows,
+                        Case {
+                            run: &run,
+                            ..Case::new(NAME, &case.label, &systems, size, &base)
+                        },
+                    );
+                }
+                Some(rate) => {
+                    let (_, secs) = p.etcd_paced;
+                    let writes = ((rate * secs).ceil() as usize).max(2);
+                    let spec = spec(vec![Filter::All; n], false, 1_000, writes + 1);
+                    let workload = all_match(writes);
+                    let opts = RunOpts {
+                        pace: Pace::Rate(rate),
+                        sample_every: 1,
+                        ..base
+                    };
+                    let size = Size::Fixed(&spec, &workload);
+                    runner.case(
+                        rows,
+                        Case {
+                            run: &run,
+                            ..Case::new(NAME, &case.label, &systems, size, &opts)
+                        },
+                    );
+                }
+            }
+            drop(env);
+            drop(etcd);
+        }
+    }
+
+    fn table(&self, rows: &[&Row]) -> String {
+        if rows.is_empty() {
+            return String::new();
+        }
+        tables(rows)
+    }
+
+    fn targets(&self, rows: &[Row]) -> Vec<Target> {
+        let mut t = Vec::new();
+        targets(rows, &mut t);
+        t
+    }
+
+    /// 1,000 watchers flat out (else the most watchers flat out), against
+    /// >= 20x each etcd row.
+    fn headline(&self, rows: &[Row]) -> Option<Headline> {
+        let h = rows
+            .iter()
+            .filter(|r| {
+                r.scenario == NAME
+                    && r.system == "herald+etcd"
+                    && r.case.ends_with("flat out")
+                    && !r.rounds.is_empty()
+            })
+            .max_by_key(|r| (r.case == "1000 watchers, flat out", r.watchers))?;
+        let case = report::case_rows(rows, NAME, &h.case);
+        let etcds: Vec<&&Row> = case
+            .iter()
+            .filter(|r| r.system != "herald+etcd" && r.ratio.is_some())
+            .collect();
+        let at_target = h.case == "1000 watchers, flat out";
+        let met = (at_target && !etcds.is_empty()).then(|| {
+            etcds
+                .iter()
+                .all(|r| r.ratio.is_some_and(|q| q.median >= 20.0))
+        });
+        let mut line = report::headline_of(
+            NAME,
+            &case,
+            "herald+etcd",
+            ("M deliveries/s", &|r| spread(r, Metric::DeliveriesPerS, m)),
+            (
+                if at_target {
+                    ">= 20x each etcd row".into()
+                } else {
+                    "- (target at 1,000 watchers)".into()
+                },
+                met,
+            ),
+        )?;
+        for (system, _) in &mut line.peers {
+            if let Some(r) = case.iter().find(|r| &r.system == system) {
+                *system = etcd_system(r);
+            }
+        }
+        Some(line)
+    }
+}
+
+/// The systems of the scenario among `chosen` (both when `chosen` names
+/// neither).
+fn systems_of(chosen: &[SystemKind]) -> Vec<SystemKind> {
+    let named: Vec<SystemKind> = SystemKind::ETCD
+        .into_iter()
+        .filter(|s| chosen.contains(s))
+        .collect();
+    if named.is_empty() {
+        SystemKind::ETCD.to_vec()
+    } else {
+        named
+    }
+}
+
+/// One case of the scenario.
+struct Plan {
+    label: String,
+    watchers: usize,
+    /// Writes per second, when paced.
+    paced: Option<f64>,
+}
+
+fn cases(p: &Profile) -> Vec<Plan> {
+    let mut out = Vec::new();
+    for &n in &p.etcd_watchers {
+        out.push(Plan {
+            label: format!("{n} watchers, flat out"),
+            watchers: n,
+            paced: None,
+        });
+    }
+    if p.headline_only {
+        return out;
+    }
+    let (events, _) = p.etcd_paced;
+    for &n in &p.etcd_watchers {
+        out.push(Plan {
+            label: format!("{n} watchers @ {:.0}k events/s", events / 1e3),
+            watchers: n,
+            paced: Some(events / n as f64),
+        });
+    }
+    out
+}
+
+/// etcd-fanout's system column: etcd's own watchers with their
+/// connections.
+fn etcd_system(r: &Row) -> String {
+    match r.peer.as_ref().and_then(|p| p.connections) {
+        Some(1) => "etcd, 1 connection".into(),
+        Some(c) => format!("etcd, {c} connections"),
+        None => r.system.clone(),
+    }
+}
+
+/// etcd-fanout's two tables: flat out (rates) and paced (latency).
+fn tables(rows: &[&Row]) -> String {
+    let mut out = String::from("### etcd-fanout\n\n");
+    let costs = |r: &Row| {
+        let heap = med(r, "heap_peak_bytes").filter(|h| *h > 0.0);
+        format!(
+            "{} | {} | {} | {} | {} | {}",
+            fig(med(r, "server_cores")),
+            spread_key(r, "server_us_per_delivery", fig),
+            fig(med(r, "server_us_per_write")),
+            mb(med(r, "server_rss_bytes")),
+            fig(med(r, "harness_cores")),
+            mb(heap),
+        )
+    };
+    let flat: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| r.case.ends_with("flat out"))
+        .collect();
+    let paced: Vec<&&Row> = rows
+        .iter()
+        .filter(|r| !r.case.ends_with("flat out"))
+        .collect();
+    const COSTS: &str =
+        "etcd cores | etcd µs/delivery | etcd µs/write | etcd RSS | harness cores | harness heap";
+    if !flat.is_empty() {
+        let in_flight = flat
+            .iter()
+            .find_map(|r| r.peer.as_ref())
+            .map_or(String::new(), |p| {
+                format!(", {} puts in flight", p.in_flight)
+            });
+        let _ = writeln!(
+            out,
+            "Flat out (the writer puts as fast as etcd takes them{in_flight}; a run ends when every watcher has every write; latency from the put's send, saturated):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| case | system | M deliveries/s | herald ÷ etcd, per round | p50 | p99 | {COSTS} | ended | note |"
+        );
+        let _ = writeln!(out, "|{}", " --- |".repeat(14));
+        for r in flat {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                etcd_system(r),
+                spread(r, Metric::DeliveriesPerS, m),
+                ratio(r),
+                us(med(r, Metric::P50.key())),
+                us(med(r, Metric::P99.key())),
+                costs(r),
+                r.ended,
+                note(r)
+            );
+        }
+        out.push('\n');
+    }
+    if !paced.is_empty() {
+        let _ = writeln!(
+            out,
+            "Paced (the writer puts deliveries/s ÷ watchers per second). Latency from the put's send to receive (an upper bound on commit to receive; the ratio and the target use it); and from the put's return (a lower bound: a delivery before the return counts as 0):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| case | system | p50 | p99 | p99.9 | etcd p99 ÷ herald p99, per round | from the return: p50 / p99 | put p50 / p99 | {COSTS} | ended | note |"
+        );
+        let _ = writeln!(out, "|{}", " --- |".repeat(16));
+        for r in paced {
+            let mut n = note(r);
+            if let Some(p) = &r.peer
+                && p.before_ack > 0
+            {
+                if !n.is_empty() {
+                    n.push_str("; ");
+                }
+                let share = 100.0 * p.before_ack as f64 / p.samples.max(1) as f64;
+                let _ = write!(n, "{share:.1}% received before the put returned");
+            }
+            let puts = r.peer.as_ref().map_or("-".into(), |p| {
+                format!("{} / {}", us(p.put_p50_us), us(p.put_p99_us))
+            });
+            let acked = format!(
+                "{} / {}",
+                us(med(r, "acked_p50_us")),
+                us(med(r, "acked_p99_us"))
+            );
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                etcd_system(r),
+                spread(r, Metric::P50, us),
+                spread(r, Metric::P99, us),
+                spread(r, Metric::P999, us),
+                ratio(r),
+                acked,
+                puts,
+                costs(r),
+                r.ended,
+                n
+            );
+        }
+    }
+    out
+}
+
+/// etcd-fanout's targets: Herald in front of etcd against etcd's own
+/// fan-out.
+fn targets(rows: &[Row], t: &mut Vec<Target>) {
+    let x = |v: f64| format!("{v:.1}x");
+    let clean = |r: &Row| r.violations == 0 && r.ended == 0;
+    let case = "1000 watchers, flat out";
+    let herald = find(rows, NAME, case, "herald+etcd");
+    // Against each of etcd's rows (its connections): judged on the one
+    // that does best.
+    let etcds: Vec<&Row> = ["etcd", "etcd-one-connection"]
+        .iter()
+        .filter_map(|s| find(rows, NAME, case, s))
+        .filter(|r| r.ratio.is_some())
+        .collect();
+    t.push(Target {
+        goal: "etcd-fanout, 1,000 watchers flat out: herald+etcd >= 20x etcd's own fan-out (per-round ratio, against each etcd row)"
+            .into(),
+        measured: if etcds.is_empty() {
+            "-".into()
+        } else {
+            etcds
+                .iter()
+                .map(|r| format!("{}: {}", etcd_system(r), range(r.ratio, x)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        met: (!etcds.is_empty()).then(|| {
+            etcds
+                .iter()
+                .all(|r| r.ratio.is_some_and(|q| q.median >= 20.0) && clean(r))
+                && herald.is_some_and(clean)
+        }),
+    });
+    let paced: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.scenario == NAME
+                && r.system == "herald+etcd"
+                && r.case.contains(" @ ")
+                && !r.rounds.is_empty()
+        })
+        .collect();
+    t.push(Target {
+        goal: "etcd-fanout, paced: herald+etcd p99 <= 10 ms from etcd commit to receive (measured from the put's send: an upper bound), none ended"
+            .into(),
+        measured: if paced.is_empty() {
+            "-".into()
+        } else {
+            paced
+                .iter()
+                .map(|r| format!("{}: p99 {}", r.case, spread(r, Metric::P99, us)))
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        met: (!paced.is_empty()).then(|| {
+            paced
+                .iter()
+                .all(|r| median(Some(r), Metric::P99).unwrap_or(f64::MAX) <= 10_000.0 && clean(r))
+        }),
+    });
+    let per_write = |system: &str| -> Vec<(usize, f64)> {
+        let mut v: Vec<(usize, f64)> = rows
+            .iter()
+            .filter(|r| {
+                r.scenario == NAME
+                    && r.system == system
+                    && r.case.ends_with("flat out")
+                    && !r.rounds.is_empty()
+            })
+            .filter_map(|r| Some((r.watchers, med(r, "server_us_per_write")?)))
+            .collect();
+        v.sort_by_key(|p| p.0);
+        v
+    };
+    let spread_of = |v: &[(usize, f64)]| {
+        let lo = v.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+        let hi = v.iter().map(|p| p.1).fold(0.0, f64::max);
+        hi / lo
+    };
+    let say = |v: &[(usize, f64)]| {
+        v.iter()
+            .map(|(n, us)| format!("{n}: {us:.0}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (h, e) = (per_write("herald+etcd"), per_write("etcd"));
+    t.push(Target {
+        goal: "etcd-fanout: etcd's CPU per write flat in the watcher count with Herald in front (within 1.5x, flat out)"
+            .into(),
+        measured: if h.len() >= 2 {
+            let mut s = format!(
+                "herald+etcd {} µs/write ({:.2}x)",
+                say(&h),
+                spread_of(&h)
+            );
+            if e.len() >= 2 {
+                let _ = write!(s, "; etcd alone {} µs/write ({:.1}x)", say(&e), spread_of(&e));
+            }
+            s
+        } else {
+            "-".into()
+        },
+        met: (h.len() >= 2).then(|| spread_of(&h) <= 1.5),
+    });
+}

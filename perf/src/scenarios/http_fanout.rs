@@ -1,0 +1,297 @@
+//! http-fanout: Herald's Kubernetes API front (`herald-http`) serving N
+//! watch connections on loopback, against the same watchers in-process
+//! through the same source (`herald+source`: what the network costs) and
+//! etcd's own fan-out to N gRPC watchers (`etcd`, where etcd is found,
+//! watchers of everything only). The systems: [`crate::http`]; the etcd,
+//! when found, is started here for the scenario.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::consume::{Pace, RunOpts};
+use crate::etcd::EtcdEnv;
+use crate::http::run_on;
+use crate::kind::SystemKind;
+use crate::profile::Profile;
+use crate::report::{self, Headline, busy, fig, m, med, note, ratio, spread, spread_key, us};
+use crate::row::{Metric, Row};
+use crate::runner::{Case, Runner, Size, all_match, spec};
+use crate::scenario::Scenario;
+use crate::system::Spec;
+use crate::workload::{Filter, Shape, Workload};
+
+/// The scenario's name.
+pub const NAME: &str = "http-fanout";
+
+/// The scenario.
+#[derive(Debug)]
+pub struct HttpFanout;
+
+impl Scenario for HttpFanout {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn systems(&self, _runner: &Runner<'_>) -> Vec<SystemKind> {
+        let etcd = herald_testkit::etcd::etcd_binary().is_ok();
+        let mut s = SystemKind::HTTP.to_vec();
+        if etcd {
+            s.push(SystemKind::Etcd);
+        }
+        s
+    }
+
+    fn planned(&self, runner: &Runner<'_>) -> usize {
+        let etcd = herald_testkit::etcd::etcd_binary().is_ok();
+        cases(&runner.profile)
+            .iter()
+            .map(|c| systems_of(c, etcd).len())
+            .sum()
+    }
+
+    /// One etcd (when found) serves every case's etcd rows; each of its
+    /// runs writes under a prefix of its own and cleans up.
+    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+        raise_fd_limit();
+        let p = &runner.profile;
+        let etcd = match herald_testkit::etcd::etcd_binary() {
+            Ok(bin) => match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
+                Ok(started) => Some(started),
+                Err(e) => {
+                    eprintln!(
+                        "herald-perf: http-fanout: etcd did not start, its rows are skipped: {e:#}"
+                    );
+                    None
+                }
+            },
+            Err(e) => {
+                eprintln!("herald-perf: http-fanout: no etcd here, its rows are skipped: {e}");
+                None
+            }
+        };
+        let limit = fd_limit();
+        for case in cases(p) {
+            let systems = systems_of(&case, etcd.is_some());
+            // One end of every connection in each process (the harness's
+            // clients, the child server), which inherits the harness's limit.
+            let needed = case.watchers as u64 + 1_024;
+            if limit < needed {
+                let why = format!(
+                    "skipped: {} connections need about {needed} descriptors in each process; the limit is {limit} (RLIMIT_NOFILE, which may not be raised here)",
+                    case.watchers
+                );
+                for &s in &systems {
+                    let mut row = Row::skipped(NAME, &case.label, s, why.clone());
+                    row.watchers = case.watchers;
+                    runner.push(rows, row);
+                }
+                continue;
+            }
+            let base = RunOpts {
+                check_filters: true,
+                timeout: Duration::from_secs(120),
+                ..runner.opts()
+            };
+            let env = etcd.as_ref().map(|(_, env)| env);
+            let run = |kind: SystemKind, spec: &Spec, workload: &Arc<Workload>, opts: &RunOpts| {
+                run_on(env, kind, spec, workload, opts)
+            };
+            let n = case.watchers;
+            let indexed = case.mixed;
+            match case.paced {
+                None => {
+                    let cap = p.http_cap.max(1);
+                    let base_changes = (p.http_deliveries / n).clamp(64.min(cap), cap);
+                    let fs = filters(&case);
+                    let make = |changes: usize| {
+                        (
+                            spec(fs.clone(), indexed, 1_000, changes + 1),
+                            workload(&case, changes),
+                        )
+                    };
+                    let size = Size::Grown {
+                        base: base_changes,
+                        cap,
+                        make: &make,
+                    };
+                    runner.case(
+                        rows,
+                        Case {
+                            run: &run,
+                            ..Case::new(NAME, &case.label, &systems, size, &base)
+                        },
+                    );
+                }
+                Some(rate) => {
+                    let (_, _, secs) = p.http_paced;
+                    let per_watcher = rate / n as f64;
+                    let changes = ((per_watcher * secs).ceil() as usize).max(2);
+                    let spec = spec(filters(&case), indexed, 1_000, changes + 1);
+                    let workload = workload(&case, changes);
+                    let opts = RunOpts {
+                        pace: Pace::Rate(per_watcher),
+                        sample_every: 1,
+                        ..base
+                    };
+                    let size = Size::Fixed(&spec, &workload);
+                    runner.case(
+                        rows,
+                        Case {
+                            run: &run,
+                            ..Case::new(NAME, &case.label, &systems, size, &opts)
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    fn table(&self, rows: &[&Row]) -> String {
+        report::table(
+            NAME,
+            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | server µs CPU per delivery | server cores | heap per connection (server's) | busy threads | ended | note |",
+            rows,
+            |r| {
+                let kib = |b: f64| format!("{:.1}", b / 1024.0);
+                let heap = match (
+                    med(r, "bytes_per_connection"),
+                    med(r, "server_bytes_per_connection"),
+                ) {
+                    (Some(both), Some(server)) => format!("{} KiB ({})", kib(both), kib(server)),
+                    (Some(both), None) => format!("{} KiB", kib(both)),
+                    _ => "-".into(),
+                };
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.case,
+                    r.system,
+                    spread(r, Metric::DeliveriesPerS, m),
+                    ratio(r),
+                    spread(r, Metric::P50, us),
+                    spread(r, Metric::P99, us),
+                    spread_key(r, "server_us_per_delivery", fig),
+                    fig(med(r, "server_cores")),
+                    heap,
+                    busy(r),
+                    r.ended,
+                    note(r)
+                )
+            },
+        )
+    }
+
+    /// The connections of everything flat out nearest 1,000 (no target).
+    fn headline(&self, rows: &[Row]) -> Option<Headline> {
+        let h = rows
+            .iter()
+            .filter(|r| {
+                r.scenario == NAME
+                    && r.system == "herald-http"
+                    && r.case.ends_with("connections, all")
+                    && !r.rounds.is_empty()
+            })
+            .min_by_key(|r| r.watchers.abs_diff(1_000))?;
+        report::headline_of(
+            NAME,
+            &report::case_rows(rows, NAME, &h.case),
+            "herald-http",
+            ("M deliveries/s", &|r| spread(r, Metric::DeliveriesPerS, m)),
+            ("-".into(), None),
+        )
+    }
+}
+
+/// One case of the scenario.
+struct Plan {
+    label: String,
+    watchers: usize,
+    /// One in four watches everything, the rest one node each.
+    mixed: bool,
+    /// Deliveries per second in total, when paced.
+    paced: Option<f64>,
+}
+
+/// Nodes of the selector-mix case's workload.
+const MIXED_NODES: u32 = 100;
+
+fn cases(p: &Profile) -> Vec<Plan> {
+    let mut out: Vec<Plan> = p
+        .http_watchers
+        .iter()
+        .map(|&n| Plan {
+            label: format!("{n} connections, all"),
+            watchers: n,
+            mixed: false,
+            paced: None,
+        })
+        .collect();
+    if p.headline_only {
+        return out;
+    }
+    out.push(Plan {
+        label: format!("{} connections, selector mix", p.http_mixed),
+        watchers: p.http_mixed,
+        mixed: true,
+        paced: None,
+    });
+    let (n, rate, _) = p.http_paced;
+    out.push(Plan {
+        label: format!("{n} connections, all @ {:.0}k events/s", rate / 1e3),
+        watchers: n,
+        mixed: false,
+        paced: Some(rate),
+    });
+    out
+}
+
+/// The systems of a case: etcd's own fan-out only for watchers of
+/// everything (it has no selectors), and only where there is an etcd.
+fn systems_of(case: &Plan, etcd: bool) -> Vec<SystemKind> {
+    let mut s = SystemKind::HTTP.to_vec();
+    if etcd && !case.mixed {
+        s.push(SystemKind::Etcd);
+    }
+    s
+}
+
+fn filters(case: &Plan) -> Vec<Filter> {
+    (0..case.watchers)
+        .map(|i| {
+            if !case.mixed || i % 4 == 0 {
+                Filter::All
+            } else {
+                Filter::Node(i as u32 % MIXED_NODES)
+            }
+        })
+        .collect()
+}
+
+fn workload(case: &Plan, changes: usize) -> Arc<Workload> {
+    if case.mixed {
+        Workload::build(Shape {
+            pods: MIXED_NODES * 10,
+            nodes: MIXED_NODES,
+            changes,
+            move_every: 10,
+            payload: 64,
+        })
+    } else {
+        all_match(changes)
+    }
+}
+
+/// The soft limit on descriptors now.
+fn fd_limit() -> u64 {
+    rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft)
+}
+
+/// 10,000 connections are 10,000 descriptors in each process: raise the
+/// hard limit where the process may (it needs `CAP_SYS_RESOURCE`), then
+/// the soft one as far as the hard one allows (the child server inherits
+/// it).
+fn raise_fd_limit() {
+    const WANT: u64 = 65_536;
+    if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {
+        let _ = rlimit::increase_nofile_limit(WANT);
+    }
+}

@@ -1,0 +1,42 @@
+//! The scenarios, one file each, and the registry: [`ALL`], the one list
+//! of them. A new scenario is a file here implementing
+//! [`Scenario`] and a line in [`ALL`] (and its `mod` line).
+//!
+//! Each file depends on the shared harness only (profiles, rows, the
+//! runner, the report's cells, the systems); nothing shared depends on a
+//! scenario.
+
+use crate::scenario::Scenario;
+
+pub mod catch_up;
+pub mod etcd_fanout;
+pub mod fanout_all;
+pub mod fanout_indexed;
+pub mod http_fanout;
+pub mod kubelet;
+pub mod latency;
+pub mod memory;
+pub mod slow_watcher_tax;
+
+/// Every scenario, in suite order.
+pub const ALL: [&dyn Scenario; 9] = [
+    &fanout_all::FanoutAll,
+    &fanout_indexed::FanoutIndexed,
+    &slow_watcher_tax::SlowWatcherTax,
+    &catch_up::CatchUp,
+    &latency::Latency,
+    &memory::Memory,
+    &etcd_fanout::EtcdFanout,
+    &http_fanout::HttpFanout,
+    &kubelet::Kubelet,
+];
+
+/// The scenario of a command-line name.
+pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+    ALL.into_iter().find(|s| s.name() == name)
+}
+
+/// Every scenario's name, comma-separated (for messages).
+pub fn names() -> String {
+    ALL.map(|s| s.name()).join(", ")
+}
