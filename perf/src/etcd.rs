@@ -53,9 +53,9 @@ use etcd_client::{
 };
 use futures_core::Stream;
 use herald::{Config, Engine, Reflector, ReflectorConfig, WatchRequest};
-use herald_testkit::etcd::{EtcdBinary, LocalEtcd};
 use herald_etcd::{EtcdConfig, EtcdSource};
 use herald_kube::Decoder;
+use herald_testkit::etcd::{EtcdBinary, LocalEtcd};
 use tokio::runtime::Runtime;
 
 use crate::alloc::Counting;
