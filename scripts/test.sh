@@ -15,16 +15,16 @@
 # `.ci/run` calls this after its format and lint gates.
 #
 # `scripts/test.sh fast`: the edit-compile-test loop's tier: the layout
-# gates and the engine's tests, offline, nothing installed (a few minutes
-# on 2 cores; the Kubernetes shape's tests join it with its crate).
+# gates, the engine's and the Kubernetes shape's (herald-kube) tests,
+# offline, nothing installed, no protoc (a few minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = fast ]; then
-    echo "== fast tier: layout, the engine's tests"
+    echo "== fast tier: layout, the engine's and the Kubernetes shape's tests"
     python3 scripts/check-layout.py
     python3 scripts/check-crates.py
-    cargo test -p herald
+    cargo test -p herald -p herald-kube
     exit 0
 fi
 
