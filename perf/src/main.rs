@@ -4,7 +4,7 @@
 //! JSON.
 //!
 //! ```text
-//! cargo run --release -p herald-perf                      # the quick profile: every scenario at one size (~4 min)
+//! cargo run --release -p herald-perf                      # the quick profile: every scenario at one size (< 5 min)
 //! cargo run --release -p herald-perf -- --full            # the whole default suite (~35 min on 2 cores)
 //! cargo run --release -p herald-perf -- fanout-all latency --systems herald,tokio-broadcast
 //! cargo run --release -p herald-perf -- --profile smoke --strict
@@ -44,8 +44,8 @@ struct Args {
     /// arguments).
     #[arg(long = "scenarios", value_name = "SCENARIOS", value_delimiter = ',')]
     scenario_list: Vec<String>,
-    /// Sizes: quick (every scenario at its headline size, ~4 minutes on
-    /// 2 cores), default (the whole suite, ~35 minutes), full (larger),
+    /// Sizes: quick (every scenario at its headline size, under 5 minutes
+    /// on 2 cores), default (the whole suite, ~35 minutes), full (larger),
     /// smoke (seconds, checks the harness).
     #[arg(long, default_value = "quick")]
     profile: String,
@@ -119,7 +119,7 @@ struct Args {
     repeat: Option<usize>,
     /// Grow each flat-out case's workload (doubling, up to its cap) until a
     /// system's run lasts this many seconds, after an uncounted sizing
-    /// round (default: 1; smoke: 0, no sizing round).
+    /// round (quick: 0.8; default: 1; smoke: 0, no sizing round).
     #[arg(long)]
     min_seconds: Option<f64>,
     /// Write the rows and targets as JSON to this file ("-": stdout, and

@@ -94,7 +94,7 @@ pub struct Profile {
 impl Profile {
     /// The main job's sizes (`scripts/perf.sh` with no arguments): every
     /// scenario at one size, its headline case only, 5 interleaved rounds,
-    /// runs of a second or more; about four minutes on 2 cores.
+    /// runs of a second or more; under five minutes on 2 cores.
     pub fn quick() -> Profile {
         let default = Profile::default_suite();
         Profile {
