@@ -52,6 +52,10 @@ pub struct Profile {
     /// A flat-out case's workload grows (doubling, up to its cap) until a
     /// system's run lasts at least this long (0: no sizing round).
     pub min_seconds: f64,
+    /// The sizing round aims a run at this many times `min_seconds` (a
+    /// warm run is often faster than the sizing one); doubling the
+    /// workload puts a run between this and twice this.
+    pub aim: f64,
     /// Feed Herald from its in-memory source in every scenario.
     pub herald_source: bool,
     /// Run each scenario's headline case only (see
@@ -118,9 +122,11 @@ impl Profile {
                 seconds: 1.0,
                 ..default.kubelet
             },
-            // Flat-out runs aimed at 1.2 s (1.5x this), 1.2-2.4 s each;
-            // a round under 0.8 s doubles that system's next rounds.
-            min_seconds: 0.8,
+            // Flat-out runs of at least a second, aimed at 1.2 s (1.2-2.4
+            // s each, the workload doubling); a round under a second
+            // grows that system's next rounds.
+            min_seconds: 1.0,
+            aim: 1.2,
             headline_only: true,
             ..default
         }
@@ -150,6 +156,7 @@ impl Profile {
             readiness: true,
             repeat: 2,
             min_seconds: 0.0,
+            aim: 1.5,
             herald_source: false,
             headline_only: false,
             etcd_watchers: vec![20],
@@ -199,6 +206,7 @@ impl Profile {
             readiness: true,
             repeat: 5,
             min_seconds: 1.0,
+            aim: 1.5,
             herald_source: false,
             headline_only: false,
             etcd_watchers: vec![100, 1_000],

@@ -77,7 +77,7 @@ pub struct Row {
     pub noisy_rounds: usize,
     /// Rounds shorter than the profile's `min_seconds` (the sizing round
     /// ran slower than they did, or the workload reached its cap; a short
-    /// round doubles the system's next rounds, up to the cap).
+    /// round grows the system's next rounds, up to the cap).
     pub short_rounds: usize,
     /// The threads busy in the median round (see [`CpuUse::busy`]).
     pub busy: Vec<String>,

@@ -248,8 +248,8 @@ impl Runner<'_> {
                         Ok(r) => {
                             let secs = r.elapsed.as_secs_f64();
                             let mut changes = base;
-                            // Aimed 1.5x over: a warm run is often faster.
-                            while (changes as f64 / base as f64) * secs < min_seconds * 1.5
+                            // Aimed over the floor: a warm run is often faster.
+                            while (changes as f64 / base as f64) * secs < min_seconds * self.profile.aim
                                 && changes < cap
                             {
                                 changes *= 2;
@@ -285,13 +285,21 @@ impl Runner<'_> {
                         let timed = workload.changes.len() - spec.start;
                         // A run that came out short (the sizing round ran
                         // slower than this one: warm-up, other load) has
-                        // the next rounds doubled, up to the cap.
+                        // the next rounds grown to the aim at this run's
+                        // rate (at most doubled: a rate that swings, such
+                        // as a peer that ends watchers in some rounds and
+                        // not in others, must not multiply a run's length),
+                        // up to the cap.
+                        let secs = r.elapsed.as_secs_f64();
                         if let Size::Grown { cap, .. } = size
                             && grow
-                            && r.elapsed.as_secs_f64() < min_seconds
+                            && secs < min_seconds
                             && changes < cap
                         {
-                            sizes[i] = Ok((changes * 2).min(cap));
+                            let aim = min_seconds * self.profile.aim;
+                            let factor = (aim / secs.max(1e-3)).clamp(1.0, 2.0);
+                            let grown = ((changes as f64 * factor).ceil() as usize).max(changes + 1);
+                            sizes[i] = Ok(grown.min(cap));
                         }
                         runs[i].push((Round::from_run(round, order, timed, &r), r));
                     }
