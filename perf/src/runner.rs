@@ -249,7 +249,8 @@ impl Runner<'_> {
                             let secs = r.elapsed.as_secs_f64();
                             let mut changes = base;
                             // Aimed over the floor: a warm run is often faster.
-                            while (changes as f64 / base as f64) * secs < min_seconds * self.profile.aim
+                            while (changes as f64 / base as f64) * secs
+                                < min_seconds * self.profile.aim
                                 && changes < cap
                             {
                                 changes *= 2;
@@ -298,7 +299,8 @@ impl Runner<'_> {
                         {
                             let aim = min_seconds * self.profile.aim;
                             let factor = (aim / secs.max(1e-3)).clamp(1.0, 2.0);
-                            let grown = ((changes as f64 * factor).ceil() as usize).max(changes + 1);
+                            let grown =
+                                ((changes as f64 * factor).ceil() as usize).max(changes + 1);
                             sizes[i] = Ok(grown.min(cap));
                         }
                         runs[i].push((Round::from_run(round, order, timed, &r), r));
