@@ -1,6 +1,6 @@
 //! Differential test: random operation sequences run against the real
 //! engine (on a [`ManualClock`]) and against the sequential reference model
-//! (`tests/model/mod.rs`), compared step by step.
+//! (`herald_testkit::model`, `testkit/src/model/`), compared step by step.
 //!
 //! After every operation the harness brings the engine to quiescence
 //! deterministically (no sleeps-as-synchronisation: it waits for the
@@ -56,7 +56,7 @@
 //! A failure prints the shrunk operation list, one operation per line, and
 //! the first disagreement (operation index, watch, expected vs actual).
 
-mod model;
+use herald_testkit::model;
 
 use std::collections::BTreeMap;
 use std::fmt;

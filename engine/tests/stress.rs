@@ -9,7 +9,7 @@
 //! time.
 //!
 //! The writer records every change in the reference model
-//! (`tests/model/mod.rs`); at the end every stream is checked against it:
+//! (`herald_testkit::model`, `testkit/src/model/`); at the end every stream is checked against it:
 //! a gap-free, in-order prefix of the watcher's view (bookmarks other than
 //! initial-events-end aside, which must carry a version no lower than what
 //! came before), followed by exactly one allowed End:
@@ -34,7 +34,7 @@
 //! every watcher it did not skip), and the writer stays within half a ring
 //! of the slowest consumer.
 
-mod model;
+use herald_testkit::model;
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

@@ -13,6 +13,9 @@
 //! - [`ThreadWaker`]: a [`std::task::Waker`] that unparks a thread, for
 //!   driving `poll_*` methods from a plain thread.
 //! - [`lock`]: a mutex's guard even when a panicking test poisoned it.
+//! - [`model`]: the reference model of the engine's contract, plain
+//!   sequential code the differential and stress tests check the engine
+//!   against.
 //!
 //! The engine's own unit tests (`engine/src`) do not use this crate: as a
 //! dev-dependency of `herald` it links a second copy of the engine, whose
@@ -21,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 pub mod etcd;
+pub mod model;
 mod pod;
 mod sync;
 mod wait;
