@@ -435,16 +435,43 @@ def test_the_gil_is_released_while_a_watch_waits(ew):
 
 def test_ctrl_c_interrupts_a_blocked_iteration(ew):
     import _thread
+    import signal
 
-    engine, _ = ew
+    engine, writer = ew
     watch = engine.watch(resource_version=1)
-    timer = threading.Timer(0.2, _thread.interrupt_main)
-    timer.start()
+    # Ctrl-C again every 0.2 s until the iteration raises: CPython drops a
+    # KeyboardInterrupt that its handler raises while a finalizer runs
+    # ("Exception ignored in ..."), and a deferred decref or a GC pass can
+    # run one whenever the waiting thread takes the GIL back to look at
+    # signals (one interrupt, lost that way, hung this test once). After
+    # 5 s the thread writes a change instead, so that a binding that does
+    # not look at signals fails here rather than hanging.
+    stop = threading.Event()
+
+    def on_sigint(signum, frame):
+        if not stop.is_set():
+            raise KeyboardInterrupt
+
+    def interrupt():
+        deadline = time.monotonic() + 5
+        while not stop.wait(0.2):
+            if time.monotonic() > deadline:
+                writer.apply("ADDED", 2, "ns", "a")
+                return
+            _thread.interrupt_main()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    t = threading.Thread(target=interrupt)
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        next(watch)
+    t.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(watch)
+    finally:
+        stop.set()
+        t.join()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 5
-    timer.join()
     # The watch is intact.
     assert watch.end_reason is None and watch.poll() == []
 
