@@ -89,27 +89,8 @@ pub fn workload(
     out
 }
 
-/// What the model says a watcher sees.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Seen {
-    pub kind: EventKind,
-    pub rv: u64,
-    pub key: String,
-    pub object: Option<Object>,
-    pub initial_events_end: bool,
-}
-
-impl Seen {
-    pub fn from_event(ev: &Event) -> Seen {
-        Seen {
-            kind: ev.kind(),
-            rv: ev.resource_version().get(),
-            key: ev.object().map(|o| o.key().to_owned()).unwrap_or_default(),
-            object: ev.object().cloned(),
-            initial_events_end: ev.is_initial_events_end(),
-        }
-    }
-}
+/// What the model says a watcher sees: the reference model's own type.
+pub use herald_testkit::model::Seen;
 
 /// A watcher's filter, evaluated by the model on its own terms.
 #[derive(Debug, Clone)]
