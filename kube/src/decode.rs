@@ -13,15 +13,20 @@
 //!
 //! A value that is not such an object, or whose name and namespace do not
 //! match its key, is [undecodable](DecodeError): its reader decides what
-//! to do (the etcd source counts it, logs it and skips it). The apiserver
-//! stores built-in types as protobuf, `k8s\0`-prefixed: those are
-//! undecodable here until the protobuf codec lands in this crate.
+//! to do (the etcd source counts it by reason, logs it and skips it). The
+//! apiserver stores the built-in kinds as protobuf, `k8s\0`-prefixed:
+//! [`proto`] turns those into the JSON the apiserver serves for them.
 
 use std::fmt;
 
 use bytes::Bytes;
 use herald::{Object, ResourceVersion};
 use serde_json::{Map, Value};
+
+use crate::proto::{self, ProtoError};
+
+/// The prefix of a value encrypted at rest by the apiserver.
+const ENCRYPTED: &[u8] = b"k8s:enc:";
 
 /// Reads stored values as Kubernetes JSON objects.
 ///
@@ -53,6 +58,26 @@ pub enum DecodeError {
     /// The value is JSON but not a Kubernetes object: what is missing or
     /// wrong.
     Shape(String),
+    /// The value is the apiserver's protobuf (`k8s\0`) and could not be
+    /// read.
+    Proto(ProtoError),
+    /// The value is encrypted at rest (`k8s:enc:<provider>:v1:<key>:`)
+    /// by a provider this decoder has no key for: the provider's name.
+    Encrypted(String),
+}
+
+impl DecodeError {
+    /// A short, fixed name of the error's kind, for a metric's label.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            DecodeError::Key(_) => "key",
+            DecodeError::Json(_) => "json",
+            DecodeError::Shape(_) => "shape",
+            DecodeError::Proto(ProtoError::UnknownKind { .. }) => "unknown_kind",
+            DecodeError::Proto(_) => "protobuf",
+            DecodeError::Encrypted(_) => "encrypted",
+        }
+    }
 }
 
 impl fmt::Display for DecodeError {
@@ -61,6 +86,13 @@ impl fmt::Display for DecodeError {
             DecodeError::Key(why) => write!(f, "key: {why}"),
             DecodeError::Json(why) => write!(f, "not JSON: {why}"),
             DecodeError::Shape(why) => write!(f, "not a Kubernetes object: {why}"),
+            DecodeError::Proto(e) => write!(f, "protobuf: {e}"),
+            DecodeError::Encrypted(provider) => {
+                write!(
+                    f,
+                    "encrypted by provider {provider:?}, which has no key here"
+                )
+            }
         }
     }
 }
@@ -97,11 +129,20 @@ impl Decoder {
         rv: ResourceVersion,
     ) -> Result<Object, DecodeError> {
         let (namespace, name) = split_key(key)?;
-        let mut doc: Value =
-            serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?;
+        let mut doc: Value = if value.starts_with(proto::MAGIC) {
+            Value::Object(proto::decode(value).map_err(DecodeError::Proto)?)
+        } else if let Some(rest) = value.strip_prefix(ENCRYPTED) {
+            let provider = rest.split(|&b| b == b':').next().unwrap_or_default();
+            return Err(DecodeError::Encrypted(
+                String::from_utf8_lossy(provider).into_owned(),
+            ));
+        } else {
+            serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?
+        };
         let root = doc
             .as_object_mut()
             .ok_or_else(|| DecodeError::Shape("the value is not a JSON object".into()))?;
+        crate::read::as_served(root);
         let mut builder = {
             let meta = root
                 .get("metadata")

@@ -31,6 +31,8 @@ pub mod encode;
 mod errors;
 mod info;
 pub mod params;
+pub mod proto;
+mod read;
 mod status;
 pub mod table;
 
