@@ -143,6 +143,13 @@ impl Decoder {
             .as_object_mut()
             .ok_or_else(|| DecodeError::Shape("the value is not a JSON object".into()))?;
         crate::read::as_served(root);
+        // `kind` and `apiVersion` first, as the apiserver prints a typed
+        // object: a typed list's items are the same bytes without them.
+        for key in ["apiVersion", "kind"] {
+            if let Some(v) = root.shift_remove(key) {
+                root.shift_insert(0, key.to_owned(), v);
+            }
+        }
         let mut builder = {
             let meta = root
                 .get("metadata")

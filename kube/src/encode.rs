@@ -72,7 +72,7 @@ pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) ->
         metadata.insert("labels".into(), Value::Object(labels));
     }
     let described = json!({
-        "apiVersion": "v1",
+        "apiVersion": info.api_version(),
         "kind": info.kind,
         "metadata": metadata,
     });
@@ -194,7 +194,7 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
     }
     serde_json::to_vec(&json!({
         "kind": info.kind,
-        "apiVersion": "v1",
+        "apiVersion": info.api_version(),
         "metadata": metadata,
     }))
     .unwrap_or_default()
@@ -205,6 +205,10 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
 pub struct ListBody {
     buf: BytesMut,
     first: bool,
+    /// `{"kind":"Pod","apiVersion":"v1",`: what a typed list's items do
+    /// not carry (the apiserver prints a built-in kind's list items with
+    /// an empty `TypeMeta`; custom resources' items keep theirs).
+    strip: Option<Vec<u8>>,
 }
 
 impl ListBody {
@@ -217,10 +221,24 @@ impl ListBody {
         let mut buf = BytesMut::with_capacity(4096);
         buf.put_slice(b"{\"kind\":\"");
         buf.put_slice(info.list_kind.as_bytes());
-        buf.put_slice(b"\",\"apiVersion\":\"v1\",\"metadata\":");
+        buf.put_slice(b"\",\"apiVersion\":\"");
+        buf.put_slice(info.api_version().as_bytes());
+        buf.put_slice(b"\",\"metadata\":");
         buf.put_slice(&serde_json::to_vec(&metadata).unwrap_or_default());
         buf.put_slice(b",\"items\":[");
-        ListBody { buf, first: true }
+        let strip = info.typed.then(|| {
+            format!(
+                "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",",
+                info.kind,
+                info.api_version()
+            )
+            .into_bytes()
+        });
+        ListBody {
+            buf,
+            first: true,
+            strip,
+        }
     }
 
     /// Appends one object.
@@ -229,7 +247,13 @@ impl ListBody {
             self.buf.put_u8(b',');
         }
         self.first = false;
-        self.buf.put_slice(object);
+        match self.strip.as_deref().and_then(|p| object.strip_prefix(p)) {
+            Some(rest) => {
+                self.buf.put_u8(b'{');
+                self.buf.put_slice(rest);
+            }
+            None => self.buf.put_slice(object),
+        }
     }
 
     /// The whole body.

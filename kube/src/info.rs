@@ -7,6 +7,10 @@ pub const POD_FIELDS: [&str; 2] = ["spec.nodeName", "status.phase"];
 /// A resource's names and shape, as the apiserver's discovery gives them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceInfo {
+    /// The API group (`""` for the core group, `apps`).
+    pub group: String,
+    /// The served version (`v1`).
+    pub version: String,
     /// The path segment (`pods`).
     pub plural: String,
     /// The singular name (`pod`).
@@ -20,6 +24,10 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Short names (`po`), for `kubectl get po`.
     pub short_names: Vec<String>,
+    /// Whether it is a built-in (typed) kind, whose list items the
+    /// apiserver prints without `kind` and `apiVersion`; a custom
+    /// resource's list items keep theirs.
+    pub typed: bool,
     /// The field labels its objects carry for field selectors, besides
     /// `metadata.name` and `metadata.namespace` (which every object has).
     /// A field selector on any other is refused with 400 `field label not
@@ -32,13 +40,49 @@ impl ResourceInfo {
     /// A namespaced core/v1 resource.
     pub fn namespaced(plural: &str, singular: &str, kind: &str, short: &[&str]) -> ResourceInfo {
         ResourceInfo {
+            group: String::new(),
+            version: "v1".into(),
             plural: plural.into(),
             singular: singular.into(),
             kind: kind.into(),
             list_kind: format!("{kind}List"),
             namespaced: true,
             short_names: short.iter().map(|s| (*s).into()).collect(),
+            typed: true,
             fields: Vec::new(),
+        }
+    }
+
+    /// The same resource in `group`/`version`.
+    pub fn in_group(mut self, group: &str, version: &str) -> ResourceInfo {
+        self.group = group.into();
+        self.version = version.into();
+        self
+    }
+
+    /// The same resource, cluster-scoped.
+    pub fn cluster_scoped(mut self) -> ResourceInfo {
+        self.namespaced = false;
+        self
+    }
+
+    /// `v1` for the core group, `group/version` for the others: the
+    /// `apiVersion` of its objects.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `plural` in the core group, `plural.group` in the others (as
+    /// `kubectl` and RBAC name a resource).
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
         }
     }
 
@@ -119,8 +163,9 @@ impl ResourceInfo {
     /// list it returns from a watch-list from it.
     pub fn list_blueprint(&self) -> String {
         let empty = format!(
-            "{{\"kind\":\"{}\",\"apiVersion\":\"v1\",\"metadata\":{{}},\"items\":null}}\n",
-            self.list_kind
+            "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",\"metadata\":{{}},\"items\":null}}\n",
+            self.list_kind,
+            self.api_version()
         );
         base64(empty.as_bytes())
     }

@@ -26,6 +26,7 @@
 //! format, and CBOR) live here too.
 #![forbid(unsafe_code)]
 
+pub mod builtin;
 mod decode;
 pub mod encode;
 mod errors;

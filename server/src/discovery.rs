@@ -36,18 +36,67 @@ pub fn api_versions() -> Vec<u8> {
     }))
 }
 
-/// `/apis`: no groups (the served resources are all core v1).
-pub fn api_groups() -> Vec<u8> {
+/// The groups of `resources` other than the core one, each with its
+/// versions, in order of first appearance.
+fn groups<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for r in resources.filter(|r| !r.group.is_empty()) {
+        match out.iter_mut().find(|(g, _)| *g == r.group) {
+            Some((_, versions)) if !versions.contains(&r.version) => {
+                versions.push(r.version.clone())
+            }
+            Some(_) => {}
+            None => out.push((r.group.clone(), vec![r.version.clone()])),
+        }
+    }
+    out
+}
+
+fn group_json(group: &str, versions: &[String]) -> Value {
+    let gv = |v: &String| json!({"groupVersion": format!("{group}/{v}"), "version": v});
+    json!({
+        "name": group,
+        "versions": versions.iter().map(gv).collect::<Vec<_>>(),
+        "preferredVersion": gv(&versions[0]),
+    })
+}
+
+/// `/apis`: the served groups (the core group is under `/api`).
+pub fn api_groups<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Vec<u8> {
+    let groups: Vec<Value> = groups(resources)
+        .iter()
+        .map(|(g, versions)| group_json(g, versions))
+        .collect();
     bytes(&json!({
         "kind": "APIGroupList",
         "apiVersion": "v1",
-        "groups": [],
+        "groups": groups,
     }))
 }
 
-/// `/api/v1`: the served resources, read-only.
-pub fn api_resources<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Vec<u8> {
+/// `/apis/<group>`: one served group, or `None` if none of `resources` is
+/// in it.
+pub fn api_group<'a>(
+    group: &str,
+    resources: impl Iterator<Item = &'a ResourceInfo>,
+) -> Option<Vec<u8>> {
+    let groups = groups(resources);
+    let (_, versions) = groups.iter().find(|(g, _)| g == group)?;
+    let mut doc = group_json(group, versions);
+    doc["kind"] = json!("APIGroup");
+    doc["apiVersion"] = json!("v1");
+    Some(bytes(&doc))
+}
+
+/// `/api/v1` or `/apis/<group>/<version>`: the served resources of that
+/// group version, read-only.
+pub fn api_resources<'a>(
+    group: &str,
+    version: &str,
+    resources: impl Iterator<Item = &'a ResourceInfo>,
+) -> Vec<u8> {
     let list: Vec<Value> = resources
+        .filter(|r| r.group == group && r.version == version)
         .map(|r| {
             json!({
                 "name": r.plural,
@@ -59,10 +108,15 @@ pub fn api_resources<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> V
             })
         })
         .collect();
+    let group_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
     bytes(&json!({
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": "v1",
+        "groupVersion": group_version,
         "resources": list,
     }))
 }

@@ -51,9 +51,11 @@ mod listen;
 pub mod metrics;
 mod names;
 mod resource;
+mod routes;
 mod server;
 mod sources;
 pub mod status;
+mod target;
 mod watch;
 
 pub use resource::Resource;

@@ -3,6 +3,8 @@
 //! ```text
 //! herald-server --listen 127.0.0.1:8080 --demo 1000
 //! herald-server --etcd http://127.0.0.1:2379 --prefix /registry/pods/
+//! herald-server --etcd http://127.0.0.1:2379 --resources pods,nodes,deployments.apps
+//! herald-server --etcd http://127.0.0.1:2379 --resources all
 //! kubectl --server=http://127.0.0.1:8080 get pods -A -w
 //! ```
 //!
@@ -52,6 +54,7 @@ fn collect_when_idle() {
 use clap::Parser;
 use herald_http::{Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_kube::builtin::{Builtin, builtin, builtins};
 
 #[derive(Debug, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
@@ -70,13 +73,26 @@ struct Args {
     /// (in a build with the `etcd` feature, the default).
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
-    /// With --etcd: the key prefix of the resource (the apiserver's
-    /// `/registry/<resource>/`).
-    #[arg(long, default_value = "/registry/pods/")]
+    /// With --etcd: the key prefix of the one resource --resource names
+    /// (the apiserver's `/registry/<resource>/`).
+    #[arg(long, default_value = "/registry/pods/", conflicts_with = "resources")]
     prefix: String,
-    /// The resource served (pods, configmaps, secrets, services, ...).
-    #[arg(long, default_value = "pods")]
+    /// The one resource served (pods, configmaps, secrets, services, ...).
+    #[arg(long, default_value = "pods", conflicts_with = "resources")]
     resource: String,
+    /// With --etcd: the built-in resources served, each read from where
+    /// the apiserver stores it under --etcd-prefix (`pods`, `nodes`,
+    /// `deployments.apps`, short names too), or `all` for every built-in
+    /// resource Herald knows (`herald-server --list-resources`).
+    #[arg(long, value_delimiter = ',')]
+    resources: Vec<String>,
+    /// The apiserver's `--etcd-prefix`: the root of its keys.
+    #[arg(long, default_value = herald_kube::builtin::REGISTRY)]
+    etcd_prefix: String,
+    /// Print the built-in resources --resources knows, with their etcd
+    /// keys, and exit.
+    #[arg(long)]
+    list_resources: bool,
     /// Fields decoded from etcd values for field selectors (default for
     /// pods: spec.nodeName, status.phase).
     #[arg(long, value_delimiter = ',')]
@@ -182,27 +198,26 @@ fn main() {
     }
 }
 
-/// The resource read from the etcd `args` name.
+/// The resource read from etcd under `prefix`.
 #[cfg(feature = "etcd")]
 fn etcd(
     info: ResourceInfo,
+    prefix: &str,
     args: &Args,
 ) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
-    let fields = if args.field.is_empty() && info.plural == "pods" {
-        herald_kube::POD_FIELDS
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect()
+    let fields = if args.field.is_empty() || !args.resources.is_empty() {
+        info.fields.clone()
     } else {
         args.field.clone()
     };
-    herald_http::etcd_resource(info, &args.etcd, &args.prefix, &fields)
+    herald_http::etcd_resource(info, &args.etcd, prefix, &fields)
 }
 
 /// A build without etcd: `--etcd` is refused.
 #[cfg(not(feature = "etcd"))]
 fn etcd(
     _info: ResourceInfo,
+    _prefix: &str,
     _args: &Args,
 ) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
     Err(
@@ -212,38 +227,91 @@ fn etcd(
     )
 }
 
+/// The built-in resources `--resources` names, with their etcd prefixes.
+fn named(args: &Args) -> Result<Vec<Builtin>, String> {
+    let known = || {
+        builtins(&args.etcd_prefix)
+            .iter()
+            .map(|b| b.info.qualified())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if args.resources.iter().any(|r| r == "all") {
+        return Ok(builtins(&args.etcd_prefix));
+    }
+    let mut out: Vec<Builtin> = Vec::new();
+    for name in &args.resources {
+        let b = builtin(name.trim(), &args.etcd_prefix).ok_or_else(|| {
+            format!(
+                "--resources: unknown or ambiguous resource {name:?}; known: {}",
+                known()
+            )
+        })?;
+        if !out.iter().any(|o| o.info == b.info) {
+            out.push(b);
+        }
+    }
+    Ok(out)
+}
+
 async fn run(
     args: Args,
     config: ServerConfig,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let info = ResourceInfo::known(&args.resource).ok_or_else(|| {
-        format!(
-            "unknown resource {:?}: pods, configmaps, secrets, services, endpoints, events, serviceaccounts",
-            args.resource
-        )
-    })?;
+    if args.list_resources {
+        for b in builtins(&args.etcd_prefix) {
+            println!(
+                "{}\t{}\t{}",
+                b.info.qualified(),
+                b.info.api_version(),
+                b.prefix
+            );
+        }
+        return Ok(());
+    }
     let mut _demo = None;
-    let resource = if args.etcd.is_empty() {
+    let resources = if args.etcd.is_empty() {
+        if !args.resources.is_empty() {
+            return Err("--resources needs --etcd (the demo serves pods)".into());
+        }
+        let info = ResourceInfo::known(&args.resource)
+            .ok_or_else(|| format!("unknown resource {:?}: the demo serves pods", args.resource))?;
         if !args.demo_rate.is_finite() || args.demo_rate < 0.0 {
             return Err(format!("--demo-rate {} is not a rate", args.demo_rate).into());
         }
         let demo = Demo::start(args.demo, args.demo_rate)?;
         let r = resource_on(info, Arc::new(demo.source().clone()))?;
         _demo = Some(demo);
-        r
+        vec![r]
+    } else if args.resources.is_empty() {
+        let info = builtin(&args.resource, &args.etcd_prefix)
+            .map(|b| b.info)
+            .or_else(|| ResourceInfo::known(&args.resource))
+            .ok_or_else(|| {
+                format!(
+                    "unknown resource {:?} (herald-server --list-resources)",
+                    args.resource
+                )
+            })?;
+        vec![etcd(info, &args.prefix, &args)?]
     } else {
-        etcd(info, &args)?
+        let mut out = Vec::new();
+        for b in named(&args)? {
+            out.push(etcd(b.info, &b.prefix, &args)?);
+        }
+        out
     };
-    let server = Server::new([resource], config);
+    let served: Vec<String> = resources.iter().map(|r| r.info().qualified()).collect();
+    let server = Server::new(resources, config);
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("listen on {}: {e}", args.listen))?;
     eprintln!(
         "herald-server: serving {} on http://{} (kubectl --server=http://{} get {} -A -w)",
-        args.resource,
+        served.join(","),
         listener.local_addr()?,
         listener.local_addr()?,
-        args.resource
+        served[0]
     );
     // On SIGINT or SIGTERM: stop accepting, stop the engine (its watches
     // end, and their connections with them), let the rest finish.

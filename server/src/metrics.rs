@@ -132,13 +132,13 @@ impl Collector for Resources {
         let by_resource = |f: Pick<'_>| {
             stats
                 .iter()
-                .map(|(r, s)| (vec![("resource", r.info.plural.clone())], f(r, s)))
+                .map(|(r, s)| (vec![("resource", r.info.qualified())], f(r, s)))
                 .collect::<Vec<_>>()
         };
         let gvr = |r: &Resource| {
             vec![
-                ("group", String::new()),
-                ("version", "v1".to_owned()),
+                ("group", r.info.group.clone()),
+                ("version", r.info.version.clone()),
                 ("resource", r.info.plural.clone()),
             ]
         };
@@ -221,8 +221,8 @@ impl Collector for Resources {
             .map(|(r, s)| {
                 (
                     vec![
-                        ("group", String::new()),
-                        ("version", "v1".to_owned()),
+                        ("group", r.info.group.clone()),
+                        ("version", r.info.version.clone()),
                         ("kind", r.info.kind.clone()),
                     ],
                     s.watchers_active,

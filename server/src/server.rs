@@ -1,20 +1,18 @@
-//! The routes: LIST, WATCH and GET of each resource under the core v1
-//! paths, discovery, health and metrics.
+//! [`Server`]: LIST, WATCH and GET of the served resources, admitted,
+//! bounded and counted (the paths are in `routes`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use axum::Router;
 use axum::body::Body;
-use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{FromRequestParts, Query};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{self, any};
 use bytes::Bytes;
-use herald::{FieldSelector, KeyScope, Lifecycle, ListRequest, ReadAt, ReadCancel, WatchRequest};
+use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use herald_kube::encode::{ListBody, ObjectJson, object_json};
 use herald_kube::params::Options;
 use herald_kube::{ApiError, table};
@@ -23,10 +21,10 @@ use prometheus_client::registry::Registry;
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
-use crate::discovery;
 use crate::names;
 use crate::resource::Resource;
 use crate::status;
+use crate::target::Target;
 use crate::watch::WatchBody;
 
 /// The server's settings.
@@ -137,7 +135,7 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
+pub(crate) type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
 
 fn pairs(q: Pairs) -> Result<Vec<(String, String)>, ApiError> {
     q.map(|Query(p)| p)
@@ -153,7 +151,7 @@ fn table_response(body: Vec<u8>) -> Response {
     r
 }
 
-fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
+pub(crate) fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
     let mut r = (code, body.into()).into_response();
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -182,12 +180,13 @@ async fn blocking<T: Send + 'static>(
 }
 
 impl Server {
-    /// Serves `resources` (by their plural names; a later one of the same
-    /// name replaces an earlier).
+    /// Serves `resources` (by their group-qualified plural names,
+    /// `deployments.apps`; a later one of the same name replaces an
+    /// earlier).
     pub fn new(resources: impl IntoIterator<Item = Resource>, config: ServerConfig) -> Server {
         let resources: BTreeMap<String, Resource> = resources
             .into_iter()
-            .map(|r| (r.info.plural.clone(), r))
+            .map(|r| (r.info.qualified(), r))
             .collect();
         let metrics = Arc::new(ServerMetrics::default());
         let registry =
@@ -217,47 +216,24 @@ impl Server {
         &self.inner.reaper
     }
 
-    /// The routes, ready for `axum::serve`.
-    pub fn router(&self) -> Router {
-        Router::new()
-            .route("/version", any(version))
-            .route("/version/", any(version))
-            .route("/api", any(api))
-            .route("/api/", any(api))
-            .route("/api/v1", any(api_v1))
-            .route("/api/v1/", any(api_v1))
-            .route("/apis", any(apis))
-            .route("/apis/", any(apis))
-            .route("/healthz", any(healthz))
-            .route("/livez", any(healthz))
-            .route("/readyz", any(readyz))
-            .route("/metrics", any(metrics))
-            .route(
-                "/api/v1/{plural}",
-                routing::get(cluster_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/{plural}/{name}",
-                routing::get(cluster_object).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/{plural}",
-                routing::get(namespaced_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/{plural}/{name}",
-                routing::get(namespaced_object).fallback(method_not_allowed),
-            )
-            .fallback(fallback)
-            .layer(axum::middleware::map_response(nosniff))
-            .with_state(self.clone())
+    /// The served resource a path names, if any.
+    pub(crate) fn resource(&self, target: &Target, namespaced: bool) -> Result<Resource, ApiError> {
+        match self.inner.resources.get(&target.qualified()) {
+            Some(r) if r.info.version == target.version && (!namespaced || r.info.namespaced) => {
+                Ok(r.clone())
+            }
+            _ => Err(ApiError::no_route(&target.path())),
+        }
     }
 
-    fn resource(&self, plural: &str, namespaced: bool) -> Result<Resource, ApiError> {
-        match self.inner.resources.get(plural) {
-            Some(r) if !namespaced || r.info.namespaced => Ok(r.clone()),
-            _ => Err(ApiError::no_route(plural)),
-        }
+    /// Whether a resource of this group-qualified name is served.
+    pub(crate) fn serves(&self, qualified: &str) -> bool {
+        self.inner.resources.contains_key(qualified)
+    }
+
+    /// The registry `/metrics` renders.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.inner.registry
     }
 
     /// A watch's timeout when the client set none: random in
@@ -275,17 +251,17 @@ impl Server {
         min.saturating_add(spread)
     }
 
-    async fn collection(
+    pub(crate) async fn collection(
         &self,
         ns: Option<String>,
-        plural: &str,
+        target: &Target,
         q: Pairs,
         caller: Caller,
     ) -> Response {
         if let Some(Err(e)) = ns.as_deref().map(names::namespace) {
             return status::response(e);
         }
-        let resource = match self.resource(plural, ns.is_some()) {
+        let resource = match self.resource(target, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return status::response(e),
         };
@@ -303,10 +279,10 @@ impl Server {
         }
     }
 
-    async fn object(
+    pub(crate) async fn object(
         &self,
         ns: Option<String>,
-        plural: &str,
+        target: &Target,
         name: &str,
         q: Pairs,
         caller: Caller,
@@ -318,7 +294,7 @@ impl Server {
         if let Err(e) = checked {
             return status::response(e);
         }
-        let resource = match self.resource(plural, ns.is_some()) {
+        let resource = match self.resource(target, ns.is_some()) {
             Ok(r) => r,
             Err(e) => return status::response(e),
         };
@@ -584,7 +560,7 @@ fn options_for(resource: &Resource, pairs: &[(String, String)]) -> Result<Option
 /// admission), its response's flight (with [`Server::serve`]), whether it
 /// wants `Table`s and takes gzip.
 #[derive(Debug, Clone)]
-struct Caller {
+pub(crate) struct Caller {
     client: Client,
     flight: Option<Arc<Flight>>,
     table: bool,
@@ -612,7 +588,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 /// Every response says its content type is the one it declares (the
 /// apiserver's `X-Content-Type-Options: nosniff`): error bodies echo a
 /// client's text.
-async fn nosniff(mut response: Response) -> Response {
+pub(crate) async fn nosniff(mut response: Response) -> Response {
     response.headers_mut().insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -641,173 +617,6 @@ fn list_response(gzip: bool, content_type: &'static str, body: impl Into<Bytes>)
     r.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
-}
-
-/// 405: the server only reads.
-async fn method_not_allowed(method: Method) -> Response {
-    status::response(ApiError::method_not_allowed(method.as_str()))
-}
-
-/// A path's segments, percent-decoded; a segment that is not UTF-8 once
-/// decoded is a `400` `Status` (axum's own answer is plain text).
-type Segments<T> = Result<Path<T>, PathRejection>;
-
-fn segments<T>(p: Segments<T>) -> Result<T, ApiError> {
-    p.map(|Path(t)| t).map_err(|e| {
-        let text = e.body_text();
-        let what = if text.contains("`ns`") {
-            "invalid namespace"
-        } else if text.contains("`name`") {
-            "invalid resource name"
-        } else {
-            "invalid path"
-        };
-        ApiError::bad_request(format!("{what}: {text}"))
-    })
-}
-
-async fn cluster_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<String>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok(plural) => s.collection(None, &plural, q, caller).await,
-        Err(e) => status::response(e),
-    }
-}
-
-async fn namespaced_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((ns, plural)) => s.collection(Some(ns), &plural, q, caller).await,
-        Err(e) => status::response(e),
-    }
-}
-
-async fn cluster_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String)>,
-    q: Pairs,
-) -> Response {
-    let (plural, name) = match segments(path) {
-        Ok(p) => p,
-        Err(e) => return status::response(e),
-    };
-    // Namespaces are implicit (no Namespace objects are served): every
-    // name is an active one, so that a client that checks the namespace
-    // of a missing object (kubectl does) reports the object missing.
-    if plural == "namespaces" && !s.inner.resources.contains_key("namespaces") {
-        if let Err(e) = names::namespace(&name) {
-            return status::response(e);
-        }
-        let ns = serde_json::json!({
-            "kind": "Namespace",
-            "apiVersion": "v1",
-            "metadata": {"name": name},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        });
-        return json_response(StatusCode::OK, serde_json::to_vec(&ns).unwrap_or_default());
-    }
-    // A namespaced resource has no cluster-scoped objects.
-    match s.resource(&plural, false) {
-        Ok(r) if r.info.namespaced => {
-            status::response(ApiError::no_route(&format!("/api/v1/{plural}/{name}")))
-        }
-        _ => s.object(None, &plural, &name, q, caller).await,
-    }
-}
-
-async fn namespaced_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((ns, plural, name)) => s.object(Some(ns), &plural, &name, q, caller).await,
-        Err(e) => status::response(e),
-    }
-}
-
-async fn version() -> Response {
-    json_response(StatusCode::OK, discovery::version())
-}
-
-async fn api() -> Response {
-    json_response(StatusCode::OK, discovery::api_versions())
-}
-
-async fn api_v1(State(s): State<Server>) -> Response {
-    json_response(
-        StatusCode::OK,
-        discovery::api_resources(s.resources().map(|r| &*r.info)),
-    )
-}
-
-async fn apis() -> Response {
-    json_response(StatusCode::OK, discovery::api_groups())
-}
-
-async fn healthz(State(s): State<Server>) -> Response {
-    let failed: Vec<String> = s
-        .resources()
-        .filter_map(|r| {
-            r.engine
-                .failure()
-                .map(|f| format!("{}: {f}", r.info.plural))
-        })
-        .collect();
-    if failed.is_empty() {
-        (StatusCode::OK, "ok").into_response()
-    } else {
-        (StatusCode::INTERNAL_SERVER_ERROR, failed.join("\n")).into_response()
-    }
-}
-
-async fn readyz(State(s): State<Server>) -> Response {
-    let mut out = String::new();
-    let mut ready = true;
-    for r in s.resources() {
-        let state = r.engine.lifecycle();
-        ready &= state == Lifecycle::Ready;
-        out.push_str(&format!(
-            "[{}] {}: {state:?}\n",
-            if state == Lifecycle::Ready { "+" } else { "-" },
-            r.info.plural
-        ));
-    }
-    out.push_str(if ready {
-        "readyz check passed\n"
-    } else {
-        "readyz check failed\n"
-    });
-    let code = if ready {
-        StatusCode::OK
-    } else {
-        StatusCode::SERVICE_UNAVAILABLE
-    };
-    (code, out).into_response()
-}
-
-async fn metrics(State(s): State<Server>) -> Response {
-    let mut r = crate::metrics::render(&s.inner.registry).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
-    );
-    r
-}
-
-async fn fallback(uri: Uri) -> Response {
-    status::response(ApiError::no_route(uri.path()))
 }
 
 #[cfg(test)]

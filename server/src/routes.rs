@@ -1,0 +1,392 @@
+//! The routes: LIST, WATCH and GET of each served resource under the
+//! apiserver's paths (`/api/v1/...` for the core group,
+//! `/apis/<group>/<version>/...` for the others), discovery, health,
+//! readiness and metrics.
+
+use axum::Router;
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{self, any};
+use herald::Lifecycle;
+use herald_kube::ApiError;
+
+use crate::discovery;
+use crate::names;
+use crate::server::{Caller, Pairs, Server, json_response, nosniff};
+use crate::status;
+use crate::target::Target;
+
+impl Server {
+    /// The routes, ready for `axum::serve`.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/version", any(version))
+            .route("/version/", any(version))
+            .route("/api", any(api))
+            .route("/api/", any(api))
+            .route("/api/v1", any(api_v1))
+            .route("/api/v1/", any(api_v1))
+            .route("/apis", any(apis))
+            .route("/apis/", any(apis))
+            .route("/apis/{group}", any(api_group))
+            .route("/apis/{group}/", any(api_group))
+            .route("/apis/{group}/{version}", any(group_resources))
+            .route("/apis/{group}/{version}/", any(group_resources))
+            .route("/healthz", any(healthz))
+            .route("/livez", any(healthz))
+            .route("/readyz", any(readyz))
+            .route("/metrics", any(metrics))
+            .route(
+                "/api/v1/{plural}",
+                routing::get(cluster_collection).fallback(method_not_allowed),
+            )
+            .route(
+                "/api/v1/{plural}/{name}",
+                routing::get(cluster_object).fallback(method_not_allowed),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/{plural}",
+                routing::get(namespaced_collection).fallback(method_not_allowed),
+            )
+            .route(
+                "/api/v1/namespaces/{ns}/{plural}/{name}",
+                routing::get(namespaced_object).fallback(method_not_allowed),
+            )
+            .route(
+                "/apis/{group}/{version}/{plural}",
+                routing::get(group_cluster_collection).fallback(method_not_allowed),
+            )
+            .route(
+                "/apis/{group}/{version}/{plural}/{name}",
+                routing::get(group_cluster_object).fallback(method_not_allowed),
+            )
+            .route(
+                "/apis/{group}/{version}/namespaces/{ns}/{plural}",
+                routing::get(group_namespaced_collection).fallback(method_not_allowed),
+            )
+            .route(
+                "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}",
+                routing::get(group_namespaced_object).fallback(method_not_allowed),
+            )
+            .fallback(fallback)
+            .layer(axum::middleware::map_response(nosniff))
+            .with_state(self.clone())
+    }
+}
+
+/// 405: the server only reads.
+async fn method_not_allowed(method: Method) -> Response {
+    status::response(ApiError::method_not_allowed(method.as_str()))
+}
+
+/// A path's segments, percent-decoded; a segment that is not UTF-8 once
+/// decoded is a `400` `Status` (axum's own answer is plain text).
+type Segments<T> = Result<Path<T>, PathRejection>;
+
+fn segments<T>(p: Segments<T>) -> Result<T, ApiError> {
+    p.map(|Path(t)| t).map_err(|e| {
+        let text = e.body_text();
+        let what = if text.contains("`ns`") {
+            "invalid namespace"
+        } else if text.contains("`name`") {
+            "invalid resource name"
+        } else {
+            "invalid path"
+        };
+        ApiError::bad_request(format!("{what}: {text}"))
+    })
+}
+
+async fn cluster_collection(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<String>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok(plural) => s.collection(None, &Target::core(plural), q, caller).await,
+        Err(e) => status::response(e),
+    }
+}
+
+async fn namespaced_collection(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((ns, plural)) => {
+            s.collection(Some(ns), &Target::core(plural), q, caller)
+                .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn cluster_object(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String)>,
+    q: Pairs,
+) -> Response {
+    let (plural, name) = match segments(path) {
+        Ok(p) => p,
+        Err(e) => return status::response(e),
+    };
+    cluster_object_of(s, caller, Target::core(plural), name, q).await
+}
+
+async fn cluster_object_of(
+    s: Server,
+    caller: Caller,
+    target: Target,
+    name: String,
+    q: Pairs,
+) -> Response {
+    let plural = &target.plural;
+    // Namespaces are implicit (no Namespace objects are served): every
+    // name is an active one, so that a client that checks the namespace
+    // of a missing object (kubectl does) reports the object missing.
+    if target.group.is_empty() && plural == "namespaces" && !s.serves("namespaces") {
+        if let Err(e) = names::namespace(&name) {
+            return status::response(e);
+        }
+        let ns = serde_json::json!({
+            "kind": "Namespace",
+            "apiVersion": "v1",
+            "metadata": {"name": name},
+            "spec": {"finalizers": ["kubernetes"]},
+            "status": {"phase": "Active"},
+        });
+        return json_response(StatusCode::OK, serde_json::to_vec(&ns).unwrap_or_default());
+    }
+    // A namespaced resource has no cluster-scoped objects.
+    match s.resource(&target, false) {
+        Ok(r) if r.info.namespaced => {
+            status::response(ApiError::no_route(&format!("{}/{name}", target.path())))
+        }
+        _ => s.object(None, &target, &name, q, caller).await,
+    }
+}
+
+async fn namespaced_object(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((ns, plural, name)) => {
+            s.object(Some(ns), &Target::core(plural), &name, q, caller)
+                .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn version() -> Response {
+    json_response(StatusCode::OK, discovery::version())
+}
+
+async fn api() -> Response {
+    json_response(StatusCode::OK, discovery::api_versions())
+}
+
+async fn api_v1(State(s): State<Server>) -> Response {
+    json_response(
+        StatusCode::OK,
+        discovery::api_resources("", "v1", s.resources().map(|r| &*r.info)),
+    )
+}
+
+async fn apis(State(s): State<Server>) -> Response {
+    json_response(
+        StatusCode::OK,
+        discovery::api_groups(s.resources().map(|r| &*r.info)),
+    )
+}
+
+async fn api_group(State(s): State<Server>, path: Segments<String>) -> Response {
+    let group = match segments(path) {
+        Ok(g) => g,
+        Err(e) => return status::response(e),
+    };
+    match discovery::api_group(&group, s.resources().map(|r| &*r.info)) {
+        Some(body) => json_response(StatusCode::OK, body),
+        None => status::response(ApiError::no_route(&format!("/apis/{group}"))),
+    }
+}
+
+async fn group_resources(State(s): State<Server>, path: Segments<(String, String)>) -> Response {
+    let (group, version) = match segments(path) {
+        Ok(p) => p,
+        Err(e) => return status::response(e),
+    };
+    let served = || {
+        s.resources()
+            .map(|r| &*r.info)
+            .filter(|r| r.group == group && r.version == version)
+    };
+    if served().next().is_none() {
+        return status::response(ApiError::no_route(&format!("/apis/{group}/{version}")));
+    }
+    json_response(
+        StatusCode::OK,
+        discovery::api_resources(&group, &version, served()),
+    )
+}
+
+async fn group_cluster_collection(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((group, version, plural)) => {
+            s.collection(
+                None,
+                &Target {
+                    group,
+                    version,
+                    plural,
+                },
+                q,
+                caller,
+            )
+            .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn group_namespaced_collection(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String, String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((group, version, ns, plural)) => {
+            s.collection(
+                Some(ns),
+                &Target {
+                    group,
+                    version,
+                    plural,
+                },
+                q,
+                caller,
+            )
+            .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn group_cluster_object(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String, String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((group, version, plural, name)) => {
+            cluster_object_of(
+                s,
+                caller,
+                Target {
+                    group,
+                    version,
+                    plural,
+                },
+                name,
+                q,
+            )
+            .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn group_namespaced_object(
+    State(s): State<Server>,
+    caller: Caller,
+    path: Segments<(String, String, String, String, String)>,
+    q: Pairs,
+) -> Response {
+    match segments(path) {
+        Ok((group, version, ns, plural, name)) => {
+            s.object(
+                Some(ns),
+                &Target {
+                    group,
+                    version,
+                    plural,
+                },
+                &name,
+                q,
+                caller,
+            )
+            .await
+        }
+        Err(e) => status::response(e),
+    }
+}
+
+async fn healthz(State(s): State<Server>) -> Response {
+    let failed: Vec<String> = s
+        .resources()
+        .filter_map(|r| {
+            r.engine
+                .failure()
+                .map(|f| format!("{}: {f}", r.info.qualified()))
+        })
+        .collect();
+    if failed.is_empty() {
+        (StatusCode::OK, "ok").into_response()
+    } else {
+        (StatusCode::INTERNAL_SERVER_ERROR, failed.join("\n")).into_response()
+    }
+}
+
+async fn readyz(State(s): State<Server>) -> Response {
+    let mut out = String::new();
+    let mut ready = true;
+    for r in s.resources() {
+        let state = r.engine.lifecycle();
+        ready &= state == Lifecycle::Ready;
+        out.push_str(&format!(
+            "[{}] {}: {state:?}\n",
+            if state == Lifecycle::Ready { "+" } else { "-" },
+            r.info.qualified()
+        ));
+    }
+    out.push_str(if ready {
+        "readyz check passed\n"
+    } else {
+        "readyz check failed\n"
+    });
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, out).into_response()
+}
+
+async fn metrics(State(s): State<Server>) -> Response {
+    let mut r = crate::metrics::render(s.registry()).into_response();
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
+async fn fallback(uri: Uri) -> Response {
+    status::response(ApiError::no_route(uri.path()))
+}

@@ -1,0 +1,37 @@
+//! [`Target`]: the resource a request's path names.
+
+/// The resource a path names: its group, version and plural.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) plural: String,
+}
+
+impl Target {
+    pub(crate) fn core(plural: String) -> Target {
+        Target {
+            group: String::new(),
+            version: "v1".into(),
+            plural,
+        }
+    }
+
+    /// `plural` or `plural.group`, as the server keys its resources.
+    pub(crate) fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// The collection's path, for a 404's message.
+    pub(crate) fn path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}/{}", self.version, self.plural)
+        } else {
+            format!("/apis/{}/{}/{}", self.group, self.version, self.plural)
+        }
+    }
+}
