@@ -58,7 +58,7 @@ pub mod status;
 mod target;
 mod watch;
 
-pub use resource::Resource;
+pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};
 #[cfg(feature = "etcd")]
 pub use sources::etcd_resource;

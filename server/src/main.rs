@@ -89,6 +89,11 @@ struct Args {
     /// The apiserver's `--etcd-prefix`: the root of its keys.
     #[arg(long, default_value = herald_kube::builtin::REGISTRY)]
     etcd_prefix: String,
+    /// Stored values that could not be decoded, per resource, that
+    /// /readyz tolerates (past it the resource is not ready: it serves
+    /// fewer objects than are stored).
+    #[arg(long, default_value_t = 0)]
+    max_undecodable: u64,
     /// Print the built-in resources --resources knows, with their etcd
     /// keys, and exit.
     #[arg(long)]
@@ -164,6 +169,7 @@ impl Args {
             max_selector_bytes: self.max_selector_bytes,
             max_unwritten_bytes: self.max_unwritten_bytes,
             watch_in_flight_bytes: self.watch_in_flight_bytes.max(1),
+            max_undecodable: self.max_undecodable,
         })
     }
 }

@@ -184,7 +184,35 @@ impl Collector for Resources {
                 counter,
             )?;
         }
-        let gauges: [(&str, &str, Pick<'_>); 4] = [
+        let undecodable: Vec<_> = stats
+            .iter()
+            .filter_map(|(r, _)| Some((r, r.health.as_ref()?)))
+            .flat_map(|(r, h)| {
+                h.undecodable_by_reason().into_iter().map(|(reason, n)| {
+                    (
+                        vec![
+                            ("resource", r.info.qualified()),
+                            ("reason", reason.to_owned()),
+                        ],
+                        n,
+                    )
+                })
+            })
+            .collect();
+        family(
+            &mut encoder,
+            "herald_source_undecodable_values",
+            "Stored values the source could not decode (skipped, not served), by reason.",
+            MetricType::Counter,
+            &undecodable,
+            counter,
+        )?;
+        let gauges: [(&str, &str, Pick<'_>); 5] = [
+            (
+                "herald_source_undecodable_objects",
+                "Keys whose current stored value could not be decoded: objects stored and not served.",
+                &|r, _| r.health.as_ref().map_or(0, |h| h.undecodable_now()),
+            ),
             (
                 "apiserver_watch_cache_capacity",
                 "Records the watch cache's history ring holds room for.",

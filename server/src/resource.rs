@@ -18,6 +18,20 @@ pub struct Resource {
     pub(crate) reflector: Option<Arc<Reflector>>,
     pub(crate) metrics: Arc<ResourceMetrics>,
     pub(crate) restamps: Arc<Restamps>,
+    pub(crate) health: Option<Arc<dyn SourceHealth>>,
+}
+
+/// What a resource's source says of the stored values it could not
+/// decode: objects stored and not served. `/metrics` shows them, and
+/// `/readyz` fails while more keys hold one than the server tolerates
+/// ([`ServerConfig::max_undecodable`](crate::ServerConfig)).
+pub trait SourceHealth: Send + Sync + std::fmt::Debug {
+    /// Keys whose current value could not be decoded.
+    fn undecodable_now(&self) -> u64;
+    /// Every undecodable value met, by reason.
+    fn undecodable_by_reason(&self) -> Vec<(&'static str, u64)>;
+    /// The last one met: its key and why.
+    fn last_undecodable(&self) -> Option<(String, String)>;
 }
 
 impl Resource {
@@ -33,7 +47,14 @@ impl Resource {
             info,
             engine,
             reflector: reflector.map(Arc::new),
+            health: None,
         }
+    }
+
+    /// The same, with its source's report of undecodable values.
+    pub fn with_health(mut self, health: Arc<dyn SourceHealth>) -> Resource {
+        self.health = Some(health);
+        self
     }
 
     /// The resource's names.

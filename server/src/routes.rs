@@ -356,14 +356,25 @@ async fn healthz(State(s): State<Server>) -> Response {
 async fn readyz(State(s): State<Server>) -> Response {
     let mut out = String::new();
     let mut ready = true;
+    let tolerated = s.config().max_undecodable;
     for r in s.resources() {
         let state = r.engine.lifecycle();
-        ready &= state == Lifecycle::Ready;
-        out.push_str(&format!(
-            "[{}] {}: {state:?}\n",
-            if state == Lifecycle::Ready { "+" } else { "-" },
-            r.info.qualified()
-        ));
+        let mut ok = state == Lifecycle::Ready;
+        let mut line = format!("{}: {state:?}", r.info.qualified());
+        if let Some(h) = &r.health {
+            let now = h.undecodable_now();
+            if now > 0 {
+                line.push_str(&format!(
+                    ", {now} stored values not decodable (tolerated: {tolerated})"
+                ));
+                if let Some((key, why)) = h.last_undecodable() {
+                    line.push_str(&format!("; last: {key}: {why}"));
+                }
+                ok &= now <= tolerated;
+            }
+        }
+        ready &= ok;
+        out.push_str(&format!("[{}] {line}\n", if ok { "+" } else { "-" }));
     }
     out.push_str(if ready {
         "readyz check passed\n"

@@ -45,6 +45,10 @@ pub struct ServerConfig {
     /// not yet written (64 KiB); past it the watch waits for its client.
     /// One event larger than this is still sent whole.
     pub watch_in_flight_bytes: usize,
+    /// Keys of a resource whose stored value could not be decoded that
+    /// `/readyz` tolerates (0): past it the resource is not ready, since
+    /// it serves fewer objects than are stored.
+    pub max_undecodable: u64,
     /// Lists, gets and watch initialisations doing engine work at once
     /// (64); see the module `admit`. Bounds the blocking pool's threads
     /// with [`ServerConfig::max_waiting_reads`].
@@ -77,6 +81,7 @@ impl Default for ServerConfig {
             write_stall_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(60),
             watch_in_flight_bytes: 64 * 1024,
+            max_undecodable: 0,
             max_inflight_reads: 64,
             max_waiting_reads: 64,
             max_queued_reads: 256,
@@ -229,6 +234,11 @@ impl Server {
     /// Whether a resource of this group-qualified name is served.
     pub(crate) fn serves(&self, qualified: &str) -> bool {
         self.inner.resources.contains_key(qualified)
+    }
+
+    /// The server's settings.
+    pub(crate) fn config(&self) -> &ServerConfig {
+        &self.inner.config
     }
 
     /// The registry `/metrics` renders.

@@ -15,6 +15,8 @@ use herald_kube::Decoder;
 use herald_kube::ResourceInfo;
 
 use crate::resource::Resource;
+#[cfg(feature = "etcd")]
+use crate::resource::SourceHealth;
 
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).
@@ -46,7 +48,28 @@ pub fn etcd_resource(
         decoder = decoder.field(f);
     }
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
-    resource_on(info.with_fields(fields), Arc::new(source))
+    let health = Arc::new(EtcdHealth(source.clone()));
+    Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
+}
+
+/// An etcd source's report of what it could not decode.
+#[cfg(feature = "etcd")]
+#[derive(Debug)]
+struct EtcdHealth(EtcdSource);
+
+#[cfg(feature = "etcd")]
+impl SourceHealth for EtcdHealth {
+    fn undecodable_now(&self) -> u64 {
+        self.0.undecodable().now
+    }
+
+    fn undecodable_by_reason(&self) -> Vec<(&'static str, u64)> {
+        self.0.undecodable().by_reason
+    }
+
+    fn last_undecodable(&self) -> Option<(String, String)> {
+        self.0.undecodable().last
+    }
 }
 
 /// A demo pod as the apiserver stores one (JSON), at version `rv`.

@@ -33,10 +33,12 @@
 //!   from the cluster ends them and the client's balancer takes another.
 //! - **Values**: JSON objects shaped as Kubernetes', read by the
 //!   configured [`herald_kube::Decoder`] ([`EtcdConfig::decoder`]), with
-//!   `metadata.resourceVersion` set from the revision. Undecodable values
-//!   (protobuf-encoded built-in types among them: run the apiserver with
-//!   `--storage-media-type=application/json`, or use CRDs) are counted in
-//!   [`EtcdStats::undecodable`], logged and skipped; never a stop.
+//!   `metadata.resourceVersion` set from the revision: JSON, and the
+//!   apiserver's protobuf (`k8s\0`) for the built-in kinds. Undecodable
+//!   values (a kind the schema does not know, a value encrypted at rest
+//!   with no key, garbage) are counted in
+//!   [`EtcdStats::undecodable`] and [`EtcdSource::undecodable`] (which keys
+//!   hold one now), logged and skipped; never a stop.
 //!
 //! A transaction that writes two keys of the prefix at one revision gives
 //! two changes at one version, which the engine refuses as out of order:
@@ -46,8 +48,10 @@
 
 mod config;
 mod source;
+mod undecodable;
 mod version;
 
 pub use config::{ConnectError, EtcdConfig, MAX_KEEP_ALIVE};
 pub use source::{EtcdSource, EtcdStats};
+pub use undecodable::UndecodableReport;
 pub use version::{Distrust, ProgressTrust, ServerVersion};

@@ -18,6 +18,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::config::{ConnectError, EtcdConfig, check, connect_error};
+use crate::undecodable::{Undecodable, UndecodableReport};
 use crate::version::{Distrust, ProgressTrust, ServerVersion, judge};
 
 /// What an [`EtcdSource`] has done, for monitoring and tests.
@@ -96,6 +97,7 @@ struct Inner {
     /// The open watches' request halves, for `request_progress`.
     watches: Mutex<Vec<Weak<AsyncMutex<WatchRequestSender>>>>,
     counters: Counters,
+    undecodable: Undecodable,
 }
 
 impl std::fmt::Debug for Inner {
@@ -261,6 +263,7 @@ impl EtcdSource {
                 distrust,
                 watches: Mutex::new(Vec::new()),
                 counters: Counters::default(),
+                undecodable: Undecodable::default(),
             }),
         })
     }
@@ -295,6 +298,12 @@ impl EtcdSource {
             list_pages: n(&c.list_pages),
             watches_opened: n(&c.watches_opened),
         }
+    }
+
+    /// The stored values met that could not be decoded: how many keys hold
+    /// one now, the totals by reason, the last one.
+    pub fn undecodable(&self) -> UndecodableReport {
+        self.inner.undecodable.report()
     }
 
     /// The configuration.
@@ -406,7 +415,10 @@ impl Inner {
     fn decode(&self, kv: &KeyValue, rv: i64) -> Option<herald::Object> {
         let key = self.key_under(kv.key())?;
         match self.config.decoder.decode(&key, kv.value(), rv_of(rv)) {
-            Ok(object) => Some(object),
+            Ok(object) => {
+                self.undecodable.cleared(kv.key());
+                Some(object)
+            }
             Err(e) => {
                 self.skip(kv.key(), &e);
                 None
@@ -415,7 +427,8 @@ impl Inner {
     }
 
     fn skip(&self, key: &[u8], e: &DecodeError) {
-        let n = self.counters.undecodable.fetch_add(1, Ordering::Relaxed);
+        self.counters.undecodable.fetch_add(1, Ordering::Relaxed);
+        let n = self.undecodable.met(key, e) - 1;
         // The first few in full, then every 1,000th: a stream of garbage
         // must not flood the log.
         if n < 10 || n % 1_000 == 0 {
@@ -441,6 +454,7 @@ impl Inner {
                 })
             }
             EventType::Delete => {
+                self.undecodable.cleared(kv.key());
                 // The deletion's revision is the tombstone's mod revision;
                 // the object is the previous value, at that revision (as
                 // the apiserver's watcher sets it).
@@ -498,6 +512,7 @@ impl Source for EtcdSource {
         let mut attempts = 0;
         'list: loop {
             attempts += 1;
+            inner.undecodable.relist();
             let mut items = Vec::new();
             let mut revision = 0i64;
             let mut from = inner.config.prefix.as_bytes().to_vec();
