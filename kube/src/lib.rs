@@ -31,6 +31,7 @@ mod decode;
 pub mod encode;
 mod errors;
 mod info;
+pub mod negotiate;
 pub mod params;
 pub mod proto;
 mod read;
