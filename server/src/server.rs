@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
-use crate::media::{ListProto, envelope};
+use crate::media::envelope;
 use crate::names;
 use crate::resource::Resource;
 use crate::status;
@@ -539,15 +539,16 @@ impl Server {
             let page = r.engine.list(&req)?;
             let token = page.continue_token.as_ref().map(ToString::to_string);
             if caller.media == Media::Protobuf {
-                let mut body = ListProto::new(
-                    r.info.api_version(),
+                let mut body = proto::ListFrame::new(
+                    &r.info.api_version(),
                     &r.info.list_kind,
                     page.resource_version.get(),
                     token.as_deref(),
                 );
                 for item in &page.items {
                     let json = object_json(&r.info, &item.object, item.resource_version);
-                    body.push(&r.encodings.protobuf(json.bytes())?)?;
+                    body.push(&r.encodings.protobuf(json.bytes())?)
+                        .map_err(|e| ApiError::internal(format!("an object's protobuf: {e}")))?;
                 }
                 return Ok(list_response(caller.gzip, PROTOBUF, body.finish()));
             }

@@ -181,7 +181,7 @@ impl Body for WatchBody {
                     }
                     match table {
                         None if protobuf => match encodings.protobuf(json.bytes()) {
-                            Ok(pb) => media::push_event(buf, event_type(kind), &pb),
+                            Ok(pb) => push_proto(buf, event_type(kind), &pb),
                             Err(e) => push(buf, true, "ERROR", &e.to_json()),
                         },
                         None => push_event(buf, event_type(kind), json.bytes()),
@@ -237,7 +237,14 @@ fn push(buf: &mut BytesMut, protobuf: bool, kind: &str, json: &[u8]) {
         return push_event(buf, kind, json);
     }
     match media::envelope(json) {
-        Ok(pb) => media::push_event(buf, kind, &pb),
+        Ok(pb) => push_proto(buf, kind, &pb),
         Err(_) => push_event(buf, kind, json),
     }
+}
+
+/// Appends a protobuf watch event whose object's envelope is `pb` (the
+/// shared envelope copied once, into the chunk).
+fn push_proto(buf: &mut BytesMut, kind: &str, pb: &[u8]) {
+    buf.extend_from_slice(&herald_kube::proto::watch_event_head(kind, pb.len()));
+    buf.extend_from_slice(pb);
 }

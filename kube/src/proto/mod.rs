@@ -16,6 +16,7 @@
 //! typed message alone.
 
 mod encode;
+mod frame;
 mod gojson;
 mod json;
 mod schema;
@@ -27,6 +28,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 pub use encode::{encode, encode_into, message};
+pub use frame::{ListFrame, watch_event, watch_event_head};
 pub use schema::RELEASE;
 use schema::Schema;
 use wire::{Fields, Wire};
