@@ -1,7 +1,7 @@
 //! Content negotiation as the apiserver does it: the client's `Accept`
 //! list (media ranges with parameters and `q` weights, RFC 9110) against
-//! what a response can be: JSON, the apiserver's protobuf (built-in kinds
-//! only), or a `meta.k8s.io/v1` `Table` (JSON). The best acceptable range
+//! what a response can be: JSON, YAML (not for a watch), the apiserver's
+//! protobuf (built-in kinds only), or a `meta.k8s.io/v1` `Table` (JSON). The best acceptable range
 //! wins: highest `q`, then the more specific, then the client's order.
 //! Nothing acceptable is a `406 Not Acceptable`, as the apiserver answers
 //! (it never falls back to JSON for a client that did not ask for it).
@@ -23,6 +23,17 @@ pub enum Media {
     Protobuf,
     /// `application/json;as=Table;v=v1;g=meta.k8s.io`.
     Table,
+    /// `application/yaml` (a list or an object; a watch has no YAML form).
+    Yaml,
+}
+
+/// What a request's response may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offer {
+    /// The resource has a protobuf form (a built-in kind).
+    pub protobuf: bool,
+    /// The response is a watch stream (JSON or protobuf only).
+    pub watch: bool,
 }
 
 /// One media range of an `Accept` header.
@@ -44,19 +55,22 @@ impl Range<'_> {
     }
 
     /// What this range lets the response be, if anything.
-    fn media(&self, protobuf: bool) -> Option<Media> {
+    fn media(&self, offer: Offer) -> Option<Media> {
         let json = matches!(
             (self.kind, self.subtype),
             ("application", "json") | ("application", "*") | ("*", "*")
         );
-        let pb =
-            protobuf && (self.kind, self.subtype) == ("application", "vnd.kubernetes.protobuf");
+        let pb = offer.protobuf
+            && (self.kind, self.subtype) == ("application", "vnd.kubernetes.protobuf");
+        let yaml = !offer.watch && (self.kind, self.subtype) == ("application", "yaml");
         match self.param("as") {
             None => {
                 if pb {
                     Some(Media::Protobuf)
                 } else if json {
                     Some(Media::Json)
+                } else if yaml {
+                    Some(Media::Yaml)
                 } else {
                     None
                 }
@@ -120,10 +134,9 @@ fn ranges(accept: &str) -> Vec<Range<'_>> {
 }
 
 /// The response's encoding for a request whose `Accept` header is
-/// `accept`; `protobuf` says whether the resource has a protobuf form (a
-/// built-in kind; custom resources have none). A missing or empty header
-/// is JSON.
-pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Media, ApiError> {
+/// `accept`, among what `offer` allows. A missing or empty header is
+/// JSON.
+pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<Media, ApiError> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(Media::Json);
     };
@@ -135,15 +148,17 @@ pub fn negotiate(accept: Option<&str>, protobuf: bool) -> Result<Media, ApiError
     });
     ranges
         .iter()
-        .find_map(|r| r.media(protobuf))
-        .ok_or_else(|| not_acceptable(protobuf))
+        .find_map(|r| r.media(offer))
+        .ok_or_else(|| not_acceptable(offer))
 }
 
-fn not_acceptable(protobuf: bool) -> ApiError {
-    let offered = if protobuf {
-        format!("application/json, {PROTOBUF}")
-    } else {
-        "application/json".to_owned()
+/// The apiserver's 406 message: what it would have accepted.
+fn not_acceptable(offer: Offer) -> ApiError {
+    let offered = match (offer.watch, offer.protobuf) {
+        (true, true) => format!("application/json;stream=watch, {PROTOBUF_WATCH}"),
+        (true, false) => "application/json;stream=watch".to_owned(),
+        (false, true) => format!("application/json, application/yaml, {PROTOBUF}"),
+        (false, false) => "application/json, application/yaml".to_owned(),
     };
     ApiError::not_acceptable(format!(
         "only the following media types are accepted: {offered}"
@@ -155,7 +170,25 @@ mod tests {
     use super::*;
 
     fn n(accept: &str, protobuf: bool) -> Result<Media, u16> {
-        negotiate(Some(accept), protobuf).map_err(|e| e.code)
+        negotiate(
+            Some(accept),
+            Offer {
+                protobuf,
+                watch: false,
+            },
+        )
+        .map_err(|e| e.code)
+    }
+
+    fn w(accept: &str, protobuf: bool) -> Result<Media, u16> {
+        negotiate(
+            Some(accept),
+            Offer {
+                protobuf,
+                watch: true,
+            },
+        )
+        .map_err(|e| e.code)
     }
 
     #[test]
@@ -170,8 +203,21 @@ mod tests {
         assert_eq!(n("application/json", true), Ok(Media::Json));
         assert_eq!(n("*/*", true), Ok(Media::Json));
         assert_eq!(n("application/*", true), Ok(Media::Json));
-        assert_eq!(negotiate(None, true).unwrap(), Media::Json);
-        assert_eq!(negotiate(Some("  "), true).unwrap(), Media::Json);
+        let any = Offer {
+            protobuf: true,
+            watch: false,
+        };
+        assert_eq!(negotiate(None, any).unwrap(), Media::Json);
+        assert_eq!(negotiate(Some("  "), any).unwrap(), Media::Json);
+        assert_eq!(n("application/yaml", false), Ok(Media::Yaml));
+        assert_eq!(
+            w("application/yaml, application/json", true),
+            Ok(Media::Json)
+        );
+        assert_eq!(
+            w("application/vnd.kubernetes.protobuf;stream=watch", true),
+            Ok(Media::Protobuf)
+        );
         // Weights win over order; the more specific over a wildcard.
         assert_eq!(
             n(
@@ -195,9 +241,9 @@ mod tests {
 
     #[test]
     fn nothing_acceptable_is_406() {
+        assert_eq!(w("application/yaml", true), Err(406));
         for accept in [
             "application/vnd.kubernetes.protobuf",
-            "application/yaml",
             "text/html",
             "application/json;q=0",
             "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
@@ -212,8 +258,24 @@ mod tests {
             n("application/vnd.kubernetes.protobuf", true),
             Ok(Media::Protobuf)
         );
-        let e = negotiate(Some("application/yaml"), true).unwrap_err();
+        let e = negotiate(
+            Some("text/html"),
+            Offer {
+                protobuf: true,
+                watch: false,
+            },
+        )
+        .unwrap_err();
         assert_eq!(e.reason, "NotAcceptable");
         assert!(e.message.contains(PROTOBUF), "{}", e.message);
+        let e = negotiate(
+            Some("application/yaml"),
+            Offer {
+                protobuf: true,
+                watch: true,
+            },
+        )
+        .unwrap_err();
+        assert!(e.message.contains(PROTOBUF_WATCH), "{}", e.message);
     }
 }

@@ -59,6 +59,33 @@ impl Encodings {
     }
 }
 
+/// The YAML media type.
+pub const YAML: &str = "application/yaml";
+
+/// The YAML of a JSON body (an object or a list), keys sorted as the
+/// apiserver's YAML printer (`sigs.k8s.io/yaml`, through a Go map) sorts
+/// them. Made per request: a client asking for YAML is a person.
+pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let value: serde_json::Value = serde_json::from_slice(json)
+        .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
+    serde_yaml::to_string(&sorted(value))
+        .map(String::into_bytes)
+        .map_err(|e| ApiError::internal(format!("no YAML for this body: {e}")))
+}
+
+/// `value` with every object's keys in byte order.
+fn sorted(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+        v => v,
+    }
+}
+
 /// The protobuf envelope of an object's JSON.
 pub fn envelope(json: &[u8]) -> Result<Vec<u8>, ApiError> {
     let map: Map<String, Value> = serde_json::from_slice(json)
@@ -85,5 +112,16 @@ mod tests {
         assert_eq!((a, cache.made()), (c, 2));
         assert!(envelope(b"{\"kind\":\"Nope\",\"apiVersion\":\"v9\"}").is_err());
         assert!(envelope(b"not json").is_err());
+    }
+
+    #[test]
+    fn yaml_sorts_keys_as_the_apiserver_prints_them() {
+        let got = yaml(br#"{"kind":"ConfigMap","apiVersion":"v1","data":{"b":"2","a":"x\ny\n"}}"#)
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(got).unwrap(),
+            "apiVersion: v1\ndata:\n  a: |\n    x\n    y\n  b: '2'\nkind: ConfigMap\n"
+        );
+        assert!(yaml(b"{").is_err());
     }
 }

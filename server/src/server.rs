@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use herald_kube::encode::{ListBody, ObjectJson, object_json};
-use herald_kube::negotiate::{Media, PROTOBUF, PROTOBUF_WATCH, negotiate};
+use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
 use herald_kube::params::Options;
 use herald_kube::{ApiError, proto, table};
 use prometheus_client::registry::Registry;
@@ -24,7 +24,7 @@ use prometheus_client::registry::Registry;
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
-use crate::media::envelope;
+use crate::media::{YAML, envelope, yaml};
 use crate::names;
 use crate::resource::Resource;
 use crate::status;
@@ -322,7 +322,7 @@ impl Server {
             Ok(o) => o,
             Err(e) => return self.answer(&resource, "list", Err(e)),
         };
-        let caller = match caller.negotiated(&resource) {
+        let caller = match caller.negotiated(&resource, options.watch) {
             Ok(c) => c,
             Err(e) => {
                 return self.answer(
@@ -365,7 +365,7 @@ impl Server {
             Ok(o) => o,
             Err(e) => return self.answer(&resource, "get", Err(e)),
         };
-        let caller = match caller.negotiated(&resource) {
+        let caller = match caller.negotiated(&resource, options.watch) {
             Ok(c) => c,
             Err(e) => return self.answer(&resource, "get", Err(e)),
         };
@@ -464,7 +464,8 @@ impl Server {
                 match caller.media {
                     Media::Table => body = body.as_tables(),
                     Media::Protobuf => body = body.as_protobuf(),
-                    Media::Json => {}
+                    // A watch negotiates no YAML.
+                    Media::Json | Media::Yaml => {}
                 }
                 match caller.flight {
                     Some(flight) => body.in_flight(flight, self.inner.config.watch_in_flight_bytes),
@@ -576,6 +577,9 @@ impl Server {
                 let json = object_json(&r.info, &item.object, item.resource_version);
                 body.push(json.bytes());
             }
+            if caller.media == Media::Yaml {
+                return Ok(list_response(caller.gzip, YAML, yaml(&body.finish())?));
+            }
             Ok(list_response(
                 caller.gzip,
                 "application/json",
@@ -627,6 +631,12 @@ impl Server {
             let bytes = match json {
                 ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
             };
+            if caller.media == Media::Yaml {
+                let mut resp = (StatusCode::OK, yaml(&bytes)?).into_response();
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(YAML));
+                return Ok(resp);
+            }
             Ok(json_response(StatusCode::OK, bytes))
         })
         .await
@@ -666,10 +676,10 @@ pub(crate) struct Caller {
 impl Caller {
     /// The same caller, with the encoding its `Accept` header chooses
     /// for `resource`'s responses; 406 if none.
-    fn negotiated(mut self, resource: &Resource) -> Result<Caller, ApiError> {
+    fn negotiated(mut self, resource: &Resource, watch: bool) -> Result<Caller, ApiError> {
         let info = &resource.info;
         let protobuf = info.typed && proto::knows(&info.api_version(), &info.kind);
-        self.media = negotiate(self.accept.as_deref(), protobuf)?;
+        self.media = negotiate(self.accept.as_deref(), Offer { protobuf, watch })?;
         Ok(self)
     }
 }
