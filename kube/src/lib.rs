@@ -37,6 +37,7 @@ pub mod proto;
 mod read;
 mod status;
 pub mod table;
+pub mod yaml;
 
 pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;

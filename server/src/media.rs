@@ -62,28 +62,13 @@ impl Encodings {
 /// The YAML media type.
 pub const YAML: &str = "application/yaml";
 
-/// The YAML of a JSON body (an object or a list), keys sorted as the
-/// apiserver's YAML printer (`sigs.k8s.io/yaml`, through a Go map) sorts
-/// them. Made per request: a client asking for YAML is a person.
+/// The YAML of a JSON body (an object or a list), as the apiserver
+/// prints it ([`herald_kube::yaml`]). Made per request: a client asking
+/// for YAML is a person.
 pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let value: serde_json::Value = serde_json::from_slice(json)
+    let value: Value = serde_json::from_slice(json)
         .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
-    serde_yaml::to_string(&sorted(value))
-        .map(String::into_bytes)
-        .map_err(|e| ApiError::internal(format!("no YAML for this body: {e}")))
-}
-
-/// `value` with every object's keys in byte order.
-fn sorted(value: Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
-        v => v,
-    }
+    Ok(herald_kube::yaml::to_yaml(&value).into_bytes())
 }
 
 /// The protobuf envelope of an object's JSON.
@@ -120,7 +105,7 @@ mod tests {
             .unwrap();
         assert_eq!(
             String::from_utf8(got).unwrap(),
-            "apiVersion: v1\ndata:\n  a: |\n    x\n    y\n  b: '2'\nkind: ConfigMap\n"
+            "apiVersion: v1\ndata:\n  a: \"x\\ny\\n\"\n  b: \"2\"\nkind: ConfigMap\n"
         );
         assert!(yaml(b"{").is_err());
     }
