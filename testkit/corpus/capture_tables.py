@@ -14,7 +14,7 @@ the same columns and cells.
 
 Run it after applying corpus.yaml and widgets.yaml.
 """
-import argparse, email.utils, json, os, ssl, subprocess, sys, time, urllib.request
+import argparse, email.utils, json, os, ssl, subprocess, sys, time, urllib.error, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
@@ -147,6 +147,22 @@ def main():
         kubectl(*(["-n", ns] if ns else []), "patch", resource, name, "--subresource=status", "--type=merge",
                 "-p", json.dumps({"status": status}))
 
+    # Null values, which kubectl apply would drop.
+    g6 = {"apiVersion": "herald.dev/v1", "kind": "Gadget", "metadata": {"name": "g6"},
+          "spec": {"color": None, "weight": None, "on": None, "since": None, "tags": [None]}}
+    req = urllib.request.Request(a.server + "/apis/herald.dev/v1/namespaces/diff/gadgets", method="POST",
+                                 data=json.dumps(g6).encode(),
+                                 headers={"Authorization": "Bearer " + a.token, "Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, context=ctx).close()
+    except urllib.error.HTTPError as e:
+        if e.code != 409:
+            raise
+    # A pod and a job being deleted (their finalizers keep them).
+    kubectl("-n", "diff", "delete", "pod", "t-gone", "--wait=false")
+    kubectl("-n", "diff", "patch", "job", "t-wide", "--type=merge", "-p",
+            json.dumps({"metadata": {"finalizers": ["example.com/keep"]}}))
+    kubectl("-n", "diff", "delete", "job", "t-wide", "--wait=false", "--cascade=orphan")
     os.makedirs(a.out, exist_ok=True)
     n = 0
 
