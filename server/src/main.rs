@@ -55,6 +55,7 @@ use clap::Parser;
 use herald_http::{Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
+use herald_kube::table::Printer;
 
 #[derive(Debug, Clone, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
@@ -287,7 +288,7 @@ async fn custom_resources(
         {
             continue;
         }
-        out.push(etcd(c.info, &c.prefix, args)?);
+        out.push(etcd(c.info, &c.prefix, args)?.with_printer(Printer::custom(c.columns)));
     }
     Ok(out)
 }
@@ -325,6 +326,7 @@ async fn follow_crds(server: Server, args: Args) {
             let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
             match tokio::task::spawn_blocking(move || etcd(info, &prefix, &a)).await {
                 Ok(Ok(r)) => {
+                    let r = r.with_printer(Printer::custom(c.columns.clone()));
                     eprintln!(
                         "herald-server: serving {} (its CRD appeared)",
                         r.info().qualified()
