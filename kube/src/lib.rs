@@ -14,7 +14,10 @@
 //!   and checked from a query's pairs;
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
-//! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them.
+//! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
+//! - [`crypt`]: values the apiserver encrypted at rest, decrypted with the
+//!   keys of its `EncryptionConfiguration` ([`Keyring`], given to a
+//!   [`Decoder`] with [`Decoder::keyring`]).
 //!
 //! It is its own crate so that the shape does not live by accident in
 //! whichever crate needed it first: the etcd upstream (`herald-etcd`), the
@@ -26,6 +29,7 @@
 //! format, and CBOR) live here too.
 #![forbid(unsafe_code)]
 
+pub mod crypt;
 mod decode;
 pub mod encode;
 mod errors;
@@ -36,6 +40,7 @@ mod read;
 mod status;
 pub mod table;
 
+pub use crypt::{CryptError, Keyring};
 pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;
 pub use info::{POD_FIELDS, ResourceInfo};
