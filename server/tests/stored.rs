@@ -172,7 +172,7 @@ async fn hostile_stored_values_are_typed_counted_visible_and_never_served() {
         put(&http, &e, &format!("{p}{key}"), value).await;
     }
 
-    let resource = etcd_resource(ResourceInfo::pods(), &[e.clone()], p, &[]).unwrap();
+    let resource = etcd_resource(ResourceInfo::pods(), std::slice::from_ref(&e), p, &[]).unwrap();
     let server = Server::new([resource], ServerConfig::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
