@@ -9,7 +9,10 @@
 # installs) and its epoll example; the Go binding's tests under -race
 # (bindings/go/test.sh, which gets a Go toolchain); the Python binding's
 # pytest suite (bindings/python/test.sh: a maturin wheel in
-# target/venv-python); the loom models;
+# target/venv-python); the differential test against the real
+# kube-apiserver (built from the k8s.io/kubernetes module by
+# scripts/ensure-kube-apiserver.sh) with kubectl and client-go
+# (scripts/test-real-cluster.sh); the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -49,6 +52,18 @@ exports="$(scripts/ensure-etcd.sh)"
 eval "$exports"
 echo "etcd: $HERALD_ETCD ($("$HERALD_ETCD" --version | head -1)); old: $HERALD_ETCD_OLD"
 
+echo "== the real kube-apiserver, built in the background (scripts/ensure-kube-apiserver.sh, log: target/tools/kube-apiserver-build.log)"
+# Go's build of k8s.io/kubernetes takes minutes cold: it runs niced beside
+# the cargo tests below (which wait on servers much of the time), then the
+# schema generator checks kube/schema/ against the real k8s.io/api types.
+# Both are waited for, and their failures fail this script, before the
+# differential test uses them.
+mkdir -p target/tools
+( nice -n 10 scripts/ensure-kube-apiserver.sh > target/tools/kube-apiserver.env \
+    && (cd kube/schema/gen && nice -n 10 go run .) > target/tools/schema-now.json ) \
+    > target/tools/kube-apiserver-build.log 2>&1 &
+kube_build=$!
+
 echo "== cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
 if ! command -v kubectl >/dev/null 2>&1; then
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
@@ -77,6 +92,23 @@ bindings/go/test.sh
 
 echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
 bindings/python/test.sh
+
+echo "== the real kube-apiserver: its build, and kube/schema/ against the real k8s.io/api types"
+if ! wait "$kube_build"; then
+    cat target/tools/kube-apiserver-build.log >&2
+    echo "FAILED: the kube-apiserver build or the schema generator (log above)" >&2
+    exit 1
+fi
+eval "$(cat target/tools/kube-apiserver.env)"
+if ! cmp -s target/tools/schema-now.json kube/schema/k8s-v1.37.2.json; then
+    echo "FAILED: kube/schema/k8s-v1.37.2.json is not what kube/schema/gen prints for the real types" >&2
+    echo "        (regenerate: cd kube/schema/gen && go run . > ../k8s-v1.37.2.json)" >&2
+    exit 1
+fi
+echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
+
+echo "== the differential test: etcd + the real kube-apiserver + herald-server, with kubectl and client-go (scripts/test-real-cluster.sh)"
+scripts/test-real-cluster.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg

@@ -31,11 +31,13 @@ mod decode;
 pub mod encode;
 mod errors;
 mod info;
+pub mod negotiate;
 pub mod params;
 pub mod proto;
 mod read;
 mod status;
 pub mod table;
+pub mod yaml;
 
 pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;

@@ -40,6 +40,12 @@ impl ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
+    /// 406 `NotAcceptable`: no media type of the client's `Accept` can
+    /// be served.
+    pub fn not_acceptable(message: impl Into<String>) -> ApiError {
+        ApiError::new(406, "NotAcceptable", message)
+    }
+
     /// 404 `NotFound` for one object (`pods "web-0" not found`).
     pub fn not_found(resource: &str, name: &str) -> ApiError {
         ApiError {

@@ -56,7 +56,7 @@ use herald_http::{Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
 
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
 struct Args {
     /// Address to listen on.
@@ -260,6 +260,97 @@ fn named(args: &Args) -> Result<Vec<Builtin>, String> {
     Ok(out)
 }
 
+/// With `--resources all`: the custom resources of the CRDs stored when
+/// the server starts (read once the CRDs' own cache is ready).
+async fn custom_resources(
+    served: &[herald_http::Resource],
+    args: &Args,
+) -> Result<Vec<herald_http::Resource>, Box<dyn std::error::Error + Send + Sync>> {
+    let Some(crds) = served
+        .iter()
+        .find(|r| r.info().qualified() == "customresourcedefinitions.apiextensions.k8s.io")
+    else {
+        return Ok(Vec::new());
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while crds.engine().lifecycle() != herald::Lifecycle::Ready {
+        if std::time::Instant::now() > deadline {
+            return Err("--resources all: the CRDs were not listed within 60 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut out = Vec::new();
+    for c in herald_http::crds::customs(crds.engine(), &args.etcd_prefix) {
+        if served
+            .iter()
+            .any(|r| r.info().qualified() == c.info.qualified())
+        {
+            continue;
+        }
+        out.push(etcd(c.info, &c.prefix, args)?);
+    }
+    Ok(out)
+}
+
+/// With `--resources all`: follows the stored CRDs as they come and go
+/// (each second), serving the custom resource of a new one and stopping
+/// the one whose CRD went (its watches end; its clients re-list and get
+/// 404).
+#[cfg(feature = "etcd")]
+async fn follow_crds(server: Server, args: Args) {
+    let crds = "customresourcedefinitions.apiextensions.k8s.io";
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let served = server.resources();
+        let Some(crd_engine) = served
+            .iter()
+            .find(|r| r.info().qualified() == crds)
+            .map(|r| r.engine().clone())
+        else {
+            return;
+        };
+        if crd_engine.lifecycle() != herald::Lifecycle::Ready {
+            continue;
+        }
+        let wanted = herald_http::crds::customs(&crd_engine, &args.etcd_prefix);
+        for c in &wanted {
+            let same = served.iter().any(|r| *r.info() == c.info);
+            if same || builtin(&c.info.qualified(), &args.etcd_prefix).is_some() {
+                continue;
+            }
+            let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
+            match tokio::task::spawn_blocking(move || etcd(info, &prefix, &a)).await {
+                Ok(Ok(r)) => {
+                    eprintln!(
+                        "herald-server: serving {} (its CRD appeared)",
+                        r.info().qualified()
+                    );
+                    if let Some(old) = server.add(r) {
+                        old.engine().stop();
+                    }
+                }
+                Ok(Err(e)) => eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified()),
+                Err(e) => eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified()),
+            }
+        }
+        for r in served.iter().filter(|r| !r.info().typed) {
+            if !wanted.iter().any(|c| c.info == *r.info()) {
+                eprintln!(
+                    "herald-server: no longer serving {} (its CRD went)",
+                    r.info().qualified()
+                );
+                if let Some(old) = server.remove(&r.info().qualified()) {
+                    old.engine().stop();
+                }
+            }
+        }
+    }
+}
+
+/// A build without etcd has no CRDs to follow.
+#[cfg(not(feature = "etcd"))]
+async fn follow_crds(_server: Server, _args: Args) {}
+
 async fn run(
     args: Args,
     config: ServerConfig,
@@ -305,10 +396,16 @@ async fn run(
         for b in named(&args)? {
             out.push(etcd(b.info, &b.prefix, &args)?);
         }
+        if args.resources.iter().any(|r| r == "all") {
+            out.extend(custom_resources(&out, &args).await?);
+        }
         out
     };
     let served: Vec<String> = resources.iter().map(|r| r.info().qualified()).collect();
     let server = Server::new(resources, config);
+    if args.resources.iter().any(|r| r == "all") {
+        tokio::spawn(follow_crds(server.clone(), args.clone()));
+    }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("listen on {}: {e}", args.listen))?;
@@ -321,7 +418,7 @@ async fn run(
     );
     // On SIGINT or SIGTERM: stop accepting, stop the engine (its watches
     // end, and their connections with them), let the rest finish.
-    let engines: Vec<_> = server.resources().map(|r| r.engine().clone()).collect();
+    let stopping = server.clone();
     server
         .serve(listener, async move {
             let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -330,8 +427,8 @@ async fn run(
                 _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
             }
             eprintln!("herald-server: shutting down");
-            for e in &engines {
-                e.stop();
+            for r in stopping.resources() {
+                r.engine().stop();
             }
         })
         .await?;

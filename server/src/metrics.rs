@@ -14,7 +14,10 @@ use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
+use arc_swap::ArcSwap;
+
 use crate::resource::Resource;
+use crate::server::ResourceMap;
 
 pub use crate::counts::{
     EVENT_SIZE_BUCKETS, OpenWatch, Reported, ResourceMetrics, ServerMetrics, Tally,
@@ -105,7 +108,7 @@ type Pick<'a> = &'a dyn Fn(&Resource, &herald::Stats) -> u64;
 
 /// The collector of every served resource's figures.
 #[derive(Debug)]
-struct Resources(Vec<Resource>);
+struct Resources(Arc<ArcSwap<ResourceMap>>);
 
 /// Encodes one metric family: `name` (without `_total` for counters),
 /// its help and type, then one sample per `(labels, value)`.
@@ -128,7 +131,8 @@ fn family<V: Copy>(
 
 impl Collector for Resources {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
-        let stats: Vec<_> = self.0.iter().map(|r| (r, r.engine.stats())).collect();
+        let map = self.0.load_full();
+        let stats: Vec<_> = map.values().map(|r| (r, r.engine.stats())).collect();
         let by_resource = |f: Pick<'_>| {
             stats
                 .iter()
@@ -442,7 +446,10 @@ fn by_plural(r: &Resource) -> Vec<(&'static str, String)> {
 
 /// The registry of a server serving `resources`, counting its own
 /// figures in `server`.
-pub fn registry(resources: Vec<Resource>, server: Arc<ServerMetrics>) -> Registry {
+pub(crate) fn registry(
+    resources: Arc<ArcSwap<ResourceMap>>,
+    server: Arc<ServerMetrics>,
+) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Resources(resources)));
     registry.register_collector(Box::new(Server(server)));

@@ -8,6 +8,7 @@ use herald_kube::ResourceInfo;
 use herald_kube::encode::Restamps;
 
 use crate::counts::ResourceMetrics;
+use crate::media::Encodings;
 
 /// A served resource: its names, the engine serving it, and the reflector
 /// keeping the engine in step with its source (if any).
@@ -18,6 +19,7 @@ pub struct Resource {
     pub(crate) reflector: Option<Arc<Reflector>>,
     pub(crate) metrics: Arc<ResourceMetrics>,
     pub(crate) restamps: Arc<Restamps>,
+    pub(crate) encodings: Arc<Encodings>,
     pub(crate) health: Option<Arc<dyn SourceHealth>>,
 }
 
@@ -44,6 +46,7 @@ impl Resource {
         Resource {
             metrics: Arc::new(ResourceMetrics::default()),
             restamps: Arc::default(),
+            encodings: Arc::default(),
             info,
             engine,
             reflector: reflector.map(Arc::new),

@@ -198,14 +198,14 @@ async fn api() -> Response {
 async fn api_v1(State(s): State<Server>) -> Response {
     json_response(
         StatusCode::OK,
-        discovery::api_resources("", "v1", s.resources().map(|r| &*r.info)),
+        discovery::api_resources("", "v1", s.snapshot().values().map(|r| &*r.info)),
     )
 }
 
 async fn apis(State(s): State<Server>) -> Response {
     json_response(
         StatusCode::OK,
-        discovery::api_groups(s.resources().map(|r| &*r.info)),
+        discovery::api_groups(s.snapshot().values().map(|r| &*r.info)),
     )
 }
 
@@ -214,7 +214,7 @@ async fn api_group(State(s): State<Server>, path: Segments<String>) -> Response 
         Ok(g) => g,
         Err(e) => return status::response(e),
     };
-    match discovery::api_group(&group, s.resources().map(|r| &*r.info)) {
+    match discovery::api_group(&group, s.snapshot().values().map(|r| &*r.info)) {
         Some(body) => json_response(StatusCode::OK, body),
         None => status::response(ApiError::no_route(&format!("/apis/{group}"))),
     }
@@ -225,8 +225,9 @@ async fn group_resources(State(s): State<Server>, path: Segments<(String, String
         Ok(p) => p,
         Err(e) => return status::response(e),
     };
+    let map = s.snapshot();
     let served = || {
-        s.resources()
+        map.values()
             .map(|r| &*r.info)
             .filter(|r| r.group == group && r.version == version)
     };
@@ -340,6 +341,7 @@ async fn group_namespaced_object(
 async fn healthz(State(s): State<Server>) -> Response {
     let failed: Vec<String> = s
         .resources()
+        .iter()
         .filter_map(|r| {
             r.engine
                 .failure()

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
@@ -14,13 +16,15 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use herald_kube::encode::{ListBody, ObjectJson, object_json};
+use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
 use herald_kube::params::Options;
-use herald_kube::{ApiError, table};
+use herald_kube::{ApiError, proto, table};
 use prometheus_client::registry::Registry;
 
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
+use crate::media::{YAML, envelope, yaml};
 use crate::names;
 use crate::resource::Resource;
 use crate::status;
@@ -123,8 +127,13 @@ pub struct Server {
     inner: Arc<Inner>,
 }
 
+/// The served resources, by group-qualified plural name.
+pub(crate) type ResourceMap = BTreeMap<String, Resource>;
+
 struct Inner {
-    resources: BTreeMap<String, Resource>,
+    /// Swapped whole when a resource comes or goes (a CRD's): a request
+    /// reads one consistent map.
+    resources: Arc<ArcSwap<ResourceMap>>,
     registry: Registry,
     config: ServerConfig,
     reaper: Arc<Reaper>,
@@ -134,7 +143,10 @@ struct Inner {
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
-            .field("resources", &self.resources.keys().collect::<Vec<_>>())
+            .field(
+                "resources",
+                &self.resources.load().keys().cloned().collect::<Vec<_>>(),
+            )
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
@@ -189,13 +201,13 @@ impl Server {
     /// `deployments.apps`; a later one of the same name replaces an
     /// earlier).
     pub fn new(resources: impl IntoIterator<Item = Resource>, config: ServerConfig) -> Server {
-        let resources: BTreeMap<String, Resource> = resources
+        let resources: ResourceMap = resources
             .into_iter()
             .map(|r| (r.info.qualified(), r))
             .collect();
+        let resources = Arc::new(ArcSwap::from_pointee(resources));
         let metrics = Arc::new(ServerMetrics::default());
-        let registry =
-            crate::metrics::registry(resources.values().cloned().collect(), metrics.clone());
+        let registry = crate::metrics::registry(resources.clone(), metrics.clone());
         Server {
             inner: Arc::new(Inner {
                 resources,
@@ -211,9 +223,40 @@ impl Server {
         }
     }
 
-    /// The served resources.
-    pub fn resources(&self) -> impl Iterator<Item = &Resource> {
-        self.inner.resources.values()
+    /// The served resources, now.
+    pub fn resources(&self) -> Vec<Resource> {
+        self.inner.resources.load().values().cloned().collect()
+    }
+
+    /// The served resources, now, by group-qualified plural name.
+    pub(crate) fn snapshot(&self) -> Arc<ResourceMap> {
+        self.inner.resources.load_full()
+    }
+
+    /// Serves `resource` too (replacing one of the same name, which it
+    /// returns): a custom resource whose CRD appeared.
+    pub fn add(&self, resource: Resource) -> Option<Resource> {
+        let name = resource.info.qualified();
+        let mut old = None;
+        self.inner.resources.rcu(|map| {
+            let mut map = ResourceMap::clone(map);
+            old = map.insert(name.clone(), resource.clone());
+            map
+        });
+        old
+    }
+
+    /// Stops serving the resource of this group-qualified name (a custom
+    /// resource whose CRD went), and returns it: its caller stops its
+    /// engine, which ends its watches.
+    pub fn remove(&self, qualified: &str) -> Option<Resource> {
+        let mut old = None;
+        self.inner.resources.rcu(|map| {
+            let mut map = ResourceMap::clone(map);
+            old = map.remove(qualified);
+            map
+        });
+        old
     }
 
     /// The reaper of the connections [`Server::serve`] serves.
@@ -223,7 +266,7 @@ impl Server {
 
     /// The served resource a path names, if any.
     pub(crate) fn resource(&self, target: &Target, namespaced: bool) -> Result<Resource, ApiError> {
-        match self.inner.resources.get(&target.qualified()) {
+        match self.inner.resources.load().get(&target.qualified()) {
             Some(r) if r.info.version == target.version && (!namespaced || r.info.namespaced) => {
                 Ok(r.clone())
             }
@@ -233,7 +276,7 @@ impl Server {
 
     /// Whether a resource of this group-qualified name is served.
     pub(crate) fn serves(&self, qualified: &str) -> bool {
-        self.inner.resources.contains_key(qualified)
+        self.inner.resources.load().contains_key(qualified)
     }
 
     /// The server's settings.
@@ -279,6 +322,16 @@ impl Server {
             Ok(o) => o,
             Err(e) => return self.answer(&resource, "list", Err(e)),
         };
+        let caller = match caller.negotiated(&resource, options.watch) {
+            Ok(c) => c,
+            Err(e) => {
+                return self.answer(
+                    &resource,
+                    if options.watch { "watch" } else { "list" },
+                    Err(e),
+                );
+            }
+        };
         let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
         if options.watch {
             let r = self.watch(&resource, scope, options, caller).await;
@@ -310,6 +363,10 @@ impl Server {
         };
         let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
             Ok(o) => o,
+            Err(e) => return self.answer(&resource, "get", Err(e)),
+        };
+        let caller = match caller.negotiated(&resource, options.watch) {
+            Ok(c) => c,
             Err(e) => return self.answer(&resource, "get", Err(e)),
         };
         if options.watch {
@@ -404,8 +461,11 @@ impl Server {
         let body = match opened {
             Ok(watch) => {
                 let mut body = WatchBody::new(resource.clone(), watch).admitted(ticket);
-                if caller.table {
-                    body = body.as_tables();
+                match caller.media {
+                    Media::Table => body = body.as_tables(),
+                    Media::Protobuf => body = body.as_protobuf(),
+                    // A watch negotiates no YAML.
+                    Media::Json | Media::Yaml => {}
                 }
                 match caller.flight {
                     Some(flight) => body.in_flight(flight, self.inner.config.watch_in_flight_bytes),
@@ -421,15 +481,20 @@ impl Server {
                 if matches!(e.code, 400 | 422 | 429 | 503) {
                     return Err(e);
                 }
-                WatchBody::error(resource.clone(), e)
+                let body = WatchBody::error(resource.clone(), e);
+                match caller.media {
+                    Media::Protobuf => body.as_protobuf(),
+                    _ => body,
+                }
             }
         };
         let mut response = Response::new(Body::new(body));
         let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
+        let content_type = match caller.media {
+            Media::Protobuf => PROTOBUF_WATCH,
+            _ => "application/json",
+        };
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         Ok(response)
     }
@@ -474,7 +539,21 @@ impl Server {
             let _seat = seat;
             let page = r.engine.list(&req)?;
             let token = page.continue_token.as_ref().map(ToString::to_string);
-            if caller.table {
+            if caller.media == Media::Protobuf {
+                let mut body = proto::ListFrame::new(
+                    &r.info.api_version(),
+                    &r.info.list_kind,
+                    page.resource_version.get(),
+                    token.as_deref(),
+                );
+                for item in &page.items {
+                    let json = object_json(&r.info, &item.object, item.resource_version);
+                    body.push(&r.encodings.protobuf(json.bytes())?)
+                        .map_err(|e| ApiError::internal(format!("an object's protobuf: {e}")))?;
+                }
+                return Ok(list_response(caller.gzip, PROTOBUF, body.finish()));
+            }
+            if caller.media == Media::Table {
                 let mut metadata =
                     serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
                 if let Some(t) = &token {
@@ -497,6 +576,9 @@ impl Server {
             for item in &page.items {
                 let json = object_json(&r.info, &item.object, item.resource_version);
                 body.push(json.bytes());
+            }
+            if caller.media == Media::Yaml {
+                return Ok(list_response(caller.gzip, YAML, yaml(&body.finish())?));
             }
             Ok(list_response(
                 caller.gzip,
@@ -533,7 +615,13 @@ impl Server {
                 return Err(ApiError::not_found(&r.info.plural, &name));
             };
             let json = object_json(&r.info, &item.object, item.resource_version);
-            if caller.table {
+            if caller.media == Media::Protobuf {
+                let mut resp = (StatusCode::OK, envelope(json.bytes())?).into_response();
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROTOBUF));
+                return Ok(resp);
+            }
+            if caller.media == Media::Table {
                 let metadata =
                     serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
                 let body =
@@ -543,6 +631,12 @@ impl Server {
             let bytes = match json {
                 ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
             };
+            if caller.media == Media::Yaml {
+                let mut resp = (StatusCode::OK, yaml(&bytes)?).into_response();
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(YAML));
+                return Ok(resp);
+            }
             Ok(json_response(StatusCode::OK, bytes))
         })
         .await
@@ -567,14 +661,27 @@ fn options_for(resource: &Resource, pairs: &[(String, String)]) -> Result<Option
 }
 
 /// Who asks, as the resource handlers need it: its address (for
-/// admission), its response's flight (with [`Server::serve`]), whether it
-/// wants `Table`s and takes gzip.
+/// admission), its response's flight (with [`Server::serve`]), what it
+/// accepts (JSON, protobuf, `Table`s) and whether it takes gzip.
 #[derive(Debug, Clone)]
 pub(crate) struct Caller {
     client: Client,
     flight: Option<Arc<Flight>>,
-    table: bool,
+    accept: Option<Arc<str>>,
+    /// The encoding negotiated for the resource ([`Caller::negotiated`]).
+    media: Media,
     gzip: bool,
+}
+
+impl Caller {
+    /// The same caller, with the encoding its `Accept` header chooses
+    /// for `resource`'s responses; 406 if none.
+    fn negotiated(mut self, resource: &Resource, watch: bool) -> Result<Caller, ApiError> {
+        let info = &resource.info;
+        let protobuf = info.typed && proto::knows(&info.api_version(), &info.kind);
+        self.media = negotiate(self.accept.as_deref(), Offer { protobuf, watch })?;
+        Ok(self)
+    }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
@@ -589,7 +696,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
                 .copied()
                 .unwrap_or_default(),
             flight: parts.extensions.get::<Arc<Flight>>().cloned(),
-            table: table::wanted(header(header::ACCEPT)),
+            accept: header(header::ACCEPT).map(Arc::from),
+            media: Media::Json,
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
         })
     }

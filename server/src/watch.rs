@@ -32,6 +32,7 @@ use http_body::{Body, Frame};
 use crate::admit::WatchTicket;
 use crate::conn::Flight;
 use crate::counts::{OpenWatch, Tally};
+use crate::media;
 use crate::resource::Resource;
 
 /// Events written per chunk at most.
@@ -57,6 +58,9 @@ pub struct WatchBody {
     /// Objects as one-row tables (the client asked for `Table`s), and
     /// whether the column definitions were sent.
     table: Option<bool>,
+    /// Events as length-prefixed protobuf `WatchEvent`s (the client asked
+    /// for protobuf).
+    protobuf: bool,
     _open: OpenWatch,
 }
 
@@ -92,7 +96,15 @@ impl WatchBody {
             mean_event: 1024,
             _ticket: None,
             table: None,
+            protobuf: false,
         }
+    }
+
+    /// Sends each event as a length-prefixed protobuf `WatchEvent` (see
+    /// [`crate::media`]).
+    pub fn as_protobuf(mut self) -> WatchBody {
+        self.protobuf = true;
+        self
     }
 
     /// Sends each object as a one-row `meta.k8s.io/v1` `Table` (see
@@ -142,7 +154,7 @@ impl Body for WatchBody {
         }
         if let Some(error) = this.error.take() {
             let start = this.buf.len();
-            push_event(&mut this.buf, "ERROR", &error.to_json());
+            push(&mut this.buf, this.protobuf, "ERROR", &error.to_json());
             this.tally.event(this.buf.len() - start);
             return Poll::Ready(this.take_chunk().map(|b| Ok(Frame::data(b))));
         }
@@ -151,6 +163,8 @@ impl Body for WatchBody {
         };
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
+        let encodings = &this.resource.encodings;
+        let protobuf = this.protobuf;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
         let polled = watch.poll_visit_batch(cx, max, |ev| {
             let start = buf.len();
@@ -158,7 +172,7 @@ impl Body for WatchBody {
             match (ev.kind(), ev.object()) {
                 (EventKind::Bookmark, _) | (_, None) => {
                     let object = bookmark_object(info, rv, ev.is_initial_events_end());
-                    push_event(buf, "BOOKMARK", &object);
+                    push(buf, protobuf, "BOOKMARK", &object);
                 }
                 (kind, Some(object)) => {
                     let json = event_object(info, restamps, kind, object, rv);
@@ -166,6 +180,10 @@ impl Body for WatchBody {
                         tally.described();
                     }
                     match table {
+                        None if protobuf => match encodings.protobuf(json.bytes()) {
+                            Ok(pb) => push_proto(buf, event_type(kind), &pb),
+                            Err(e) => push(buf, true, "ERROR", &e.to_json()),
+                        },
                         None => push_event(buf, event_type(kind), json.bytes()),
                         Some(headers_sent) => {
                             let t = table::table(
@@ -191,7 +209,7 @@ impl Body for WatchBody {
                 if let Some(end) = visited.end {
                     if let Some(error) = end_error(&end) {
                         let start = this.buf.len();
-                        push_event(&mut this.buf, "ERROR", &error.to_json());
+                        push(&mut this.buf, this.protobuf, "ERROR", &error.to_json());
                         this.tally.event(this.buf.len() - start);
                     }
                     this.watch = None;
@@ -207,4 +225,26 @@ impl Body for WatchBody {
     fn is_end_stream(&self) -> bool {
         self.watch.is_none() && self.error.is_none() && self.buf.is_empty()
     }
+}
+
+/// Appends an event whose object is `json` (a bookmark, a `Status`), as
+/// JSON or as protobuf. An object with no protobuf form (which a built-in
+/// kind's bookmark and a `Status` always have) goes as the end of the
+/// stream's JSON, which a protobuf client reports as a decoding error
+/// rather than misread.
+fn push(buf: &mut BytesMut, protobuf: bool, kind: &str, json: &[u8]) {
+    if !protobuf {
+        return push_event(buf, kind, json);
+    }
+    match media::envelope(json) {
+        Ok(pb) => push_proto(buf, kind, &pb),
+        Err(_) => push_event(buf, kind, json),
+    }
+}
+
+/// Appends a protobuf watch event whose object's envelope is `pb` (the
+/// shared envelope copied once, into the chunk).
+fn push_proto(buf: &mut BytesMut, kind: &str, pb: &[u8]) {
+    buf.extend_from_slice(&herald_kube::proto::watch_event_head(kind, pb.len()));
+    buf.extend_from_slice(pb);
 }

@@ -214,7 +214,7 @@ func main() {
 	for _, s := range []*runtime.Scheme{scheme.Scheme, apiextscheme.Scheme} {
 		for gvk, t := range s.AllKnownTypes() {
 			if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "Options") ||
-				gvk.Kind == "WatchEvent" || gvk.Kind == "Status" || gvk.Kind == "APIVersions" ||
+				gvk.Kind == "WatchEvent" || (gvk.Kind == "Status" && gvk.GroupVersion().String() != "v1") || gvk.Kind == "APIVersions" ||
 				gvk.Kind == "APIGroupList" || gvk.Kind == "APIGroup" || gvk.Kind == "APIResourceList" ||
 				(gvk.Group == "apiextensions.k8s.io" && gvk.Version != "v1") {
 				continue

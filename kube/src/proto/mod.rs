@@ -1,4 +1,4 @@
-//! The apiserver's protobuf storage format, read.
+//! The apiserver's protobuf storage format, read and written.
 //!
 //! kube-apiserver stores the built-in kinds as `k8s\0` (the magic), then a
 //! `runtime.Unknown`: `typeMeta` (apiVersion, kind, field 1), `raw` (the
@@ -8,7 +8,16 @@
 //! a schema generated from the real Go types of one release
 //! ([`RELEASE`]). Every malformed input is a [`ProtoError`]; nothing
 //! panics and nothing half-decoded is returned.
+//!
+//! [`encode()`] is the inverse: the JSON of a built-in kind to the bytes the
+//! apiserver would store and serve for it (`Accept:
+//! application/vnd.kubernetes.protobuf`), written as gogo's generated
+//! `Marshal` writes the Go structs that JSON reads into; [`message`] is the
+//! typed message alone.
 
+mod encode;
+mod frame;
+mod gojson;
 mod json;
 mod schema;
 mod time;
@@ -18,6 +27,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+pub use encode::{encode, encode_into, message};
+pub use frame::{ListFrame, watch_event, watch_event_head};
 pub use schema::RELEASE;
 use schema::Schema;
 use wire::{Fields, Wire};
@@ -46,7 +57,10 @@ pub enum ProtoError {
     /// The envelope says the raw bytes are compressed or not protobuf.
     Encoding(String),
     /// A value the apiserver would refuse to print (a bad time, an
-    /// IntOrString of no type, embedded JSON that is not JSON, too deep).
+    /// IntOrString of no type, embedded JSON that is not JSON, too deep),
+    /// or, encoding, JSON its Go types would refuse to read (a string
+    /// where a number belongs, an `int32` out of range, a bad time or
+    /// quantity, no `kind`), with the field's path.
     Value(String),
     /// A form the apiserver reads that this reader does not yet.
     Unsupported(String),

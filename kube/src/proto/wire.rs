@@ -98,7 +98,6 @@ pub(crate) fn varint(buf: &mut &[u8]) -> Result<u64, ProtoError> {
 }
 
 /// Appends `value` as a varint.
-#[cfg(test)]
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
@@ -108,11 +107,46 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 }
 
 /// Appends a length-delimited field.
-#[cfg(test)]
 pub(crate) fn put_bytes(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
-    put_varint(out, (u64::from(number) << 3) | 2);
+    put_key(out, number, 2);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
+}
+
+/// Appends a field's key: its number and wire type.
+pub(crate) fn put_key(out: &mut Vec<u8>, number: u32, wire_type: u8) {
+    put_varint(out, (u64::from(number) << 3) | u64::from(wire_type));
+}
+
+/// Appends the key of a length-delimited field and one byte for its
+/// length; returns where that byte is, for [`close_len`] once the
+/// field's bytes are written after it.
+pub(crate) fn open_len(out: &mut Vec<u8>, number: u32) -> usize {
+    put_key(out, number, 2);
+    out.push(0);
+    out.len() - 1
+}
+
+/// Sets the length of the field [`open_len`] opened at `at` to the bytes
+/// written since, moving them when the length needs more than one byte.
+pub(crate) fn close_len(out: &mut Vec<u8>, at: usize) {
+    let len = out.len() - at - 1;
+    if len < 0x80 {
+        out[at] = len as u8;
+        return;
+    }
+    let (mut prefix, mut n, mut v) = ([0u8; 10], 0, len as u64);
+    while v >= 0x80 {
+        prefix[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    prefix[n] = v as u8;
+    n += 1;
+    let end = out.len();
+    out.resize(end + n - 1, 0);
+    out.copy_within(at + 1..end, at + n);
+    out[at..at + n].copy_from_slice(&prefix[..n]);
 }
 
 #[cfg(test)]

@@ -161,6 +161,7 @@ pub async fn start_on(store: &Store, addr: SocketAddr, config: ServerConfig) -> 
         running
             .server
             .resources()
+            .iter()
             .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
     })
     .await;

@@ -1,0 +1,44 @@
+//! Fuzz target for [`herald_kube::negotiate::negotiate`]: a client's
+//! `Accept` header, hostile.
+//!
+//! Checked: no panic; the answer does not depend on repeating the header
+//! (`a` and `a, a` choose the same); protobuf is chosen only when offered,
+//! YAML never for a watch;
+//! a refusal is a `406 NotAcceptable`; whatever is chosen for a resource
+//! without protobuf is also acceptable for one with it (offering more
+//! never makes a request fail).
+
+#![no_main]
+
+use herald_kube::negotiate::{Media, Offer, negotiate};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(accept) = std::str::from_utf8(data) else {
+        return;
+    };
+    for (protobuf, watch) in [(false, false), (true, false), (false, true), (true, true)] {
+        let offer = Offer { protobuf, watch };
+        let got = negotiate(Some(accept), offer);
+        match &got {
+            Ok(Media::Protobuf) => assert!(protobuf, "{accept:?}: protobuf not offered"),
+            Ok(Media::Yaml) => assert!(!watch, "{accept:?}: YAML for a watch"),
+            Ok(_) => {}
+            Err(e) => {
+                assert_eq!((e.code, e.reason), (406, "NotAcceptable"), "{accept:?}");
+            }
+        }
+        let twice = format!("{accept}, {accept}");
+        assert_eq!(
+            negotiate(Some(&twice), offer).ok(),
+            got.as_ref().ok().copied(),
+            "{accept:?} repeated"
+        );
+    }
+    for watch in [false, true] {
+        let (less, more) = (Offer { protobuf: false, watch }, Offer { protobuf: true, watch });
+        if negotiate(Some(accept), less).is_ok() {
+            assert!(negotiate(Some(accept), more).is_ok(), "{accept:?}");
+        }
+    }
+});
