@@ -46,8 +46,9 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 		{"negotiation", func(t *testing.T) { testNegotiation(ctx, t, c, res, d) }},
 		{"tables", func(t *testing.T) { testTables(ctx, t, c, res, d) }},
 		{"pager", func(t *testing.T) { testPager(ctx, t, c, res, d) }},
-		// Last: it writes more churn.
+		// Last: these write more churn.
 		{"informers", func(t *testing.T) { testInformers(ctx, t, c, d) }},
+		{"watch", func(t *testing.T) { testWatch(ctx, t, c, d) }},
 	}
 	for _, s := range sections {
 		t.Run(s.name, s.run)

@@ -130,7 +130,13 @@ func compareLists(ctx context.Context, t *testing.T, c *cluster, apiHTTP *http.C
 
 // oneLine is a response body on one line, cut at 200 bytes.
 func oneLine(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
+	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(b), "?")), " ")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
 	if len(s) > 200 {
 		s = s[:200] + "..."
 	}

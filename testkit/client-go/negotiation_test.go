@@ -5,14 +5,39 @@ package clientgo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 )
+
+// statusValue is an error body (a Status in JSON or protobuf) as a JSON
+// value.
+func statusValue(body []byte) (interface{}, error) {
+	if v, err := decodeJSON(body); err == nil {
+		return v, nil
+	}
+	obj, _, err := typedCodecs.UniversalDeserializer().Decode(body, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := obj.(*metav1.Status)
+	if !ok {
+		return nil, fmt.Errorf("not a Status: %T", obj)
+	}
+	st.APIVersion, st.Kind = "v1", "Status"
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return decodeJSON(b)
+}
 
 func mediaType(ct string) string {
 	mt, _, err := mime.ParseMediaType(ct)
@@ -30,20 +55,26 @@ func testNegotiation(ctx context.Context, t *testing.T, c *cluster, res []apiRes
 	if err != nil {
 		t.Fatal(err)
 	}
-	type target struct{ res, path string }
+	// list: a collection path; custom: a custom resource (the apiserver
+	// answers a metadata-only kind that does not fit a custom resource's
+	// object with 500 "content is not a list", which is not asked of Herald).
+	type target struct {
+		res, path    string
+		list, custom bool
+	}
 	var targets []target
 	var widgets bool
 	for _, r := range res {
 		switch {
 		case r.GVR.Group == "" && r.GVR.Resource == "pods":
-			targets = append(targets, target{r.String(), r.path("")}, target{r.String(), r.objectPath("diff", "web-0")})
+			targets = append(targets, target{r.String(), r.path(""), true, false}, target{r.String(), r.objectPath("diff", "web-0"), false, false})
 		case r.GVR.Group == "" && r.GVR.Resource == "secrets":
-			targets = append(targets, target{r.String(), r.objectPath("diff", "creds")})
+			targets = append(targets, target{r.String(), r.objectPath("diff", "creds"), false, false})
 		case r.GVR.Group == "apps" && r.GVR.Resource == "deployments":
-			targets = append(targets, target{r.String(), r.path("diff")})
+			targets = append(targets, target{r.String(), r.path("diff"), true, false})
 		case r.GVR.Group == "herald.dev" && r.GVR.Resource == "widgets":
 			widgets = true
-			targets = append(targets, target{r.String(), r.path("")}, target{r.String(), r.objectPath("diff", "w1")})
+			targets = append(targets, target{r.String(), r.path(""), true, true}, target{r.String(), r.objectPath("diff", "w1"), false, true})
 		}
 	}
 	if !widgets {
@@ -65,6 +96,10 @@ func testNegotiation(ctx context.Context, t *testing.T, c *cluster, res []apiRes
 	n := 0
 	for _, tg := range targets {
 		for _, accept := range accepts {
+			if tg.custom && !tg.list && strings.Contains(accept, "as=PartialObjectMetadataList") ||
+				tg.custom && tg.list && strings.Contains(accept, "as=PartialObjectMetadata;") {
+				continue
+			}
 			hc, hct, hb, herr := rawGet(ctx, http.DefaultClient, c.heraldURL, tg.path, accept)
 			ac, act, ab, aerr := rawGet(ctx, apiHTTP, c.apiURL, tg.path, accept)
 			n++
@@ -78,6 +113,17 @@ func testNegotiation(ctx context.Context, t *testing.T, c *cluster, res []apiRes
 				continue
 			}
 			if ac >= 300 {
+				// Both refused: the same Status, in the same media type.
+				if mediaType(hct) != mediaType(act) {
+					d.add("negotiation", tg.res, what, []jsonDiff{{Path: "(error Content-Type)", Herald: hct, API: act}})
+				}
+				hv, err1 := statusValue(hb)
+				av, err2 := statusValue(ab)
+				if err1 != nil || err2 != nil {
+					d.add("negotiation", tg.res, what, []jsonDiff{{Path: "(error body)", Herald: oneLine(hb), API: oneLine(ab)}})
+				} else {
+					d.add("negotiation", tg.res, what, diffJSON(hv, av, 10))
+				}
 				continue
 			}
 			if mediaType(hct) != mediaType(act) {
