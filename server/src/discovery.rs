@@ -49,7 +49,32 @@ fn groups<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Vec<(String,
             None => out.push((r.group.clone(), vec![r.version.clone()])),
         }
     }
+    for (_, versions) in &mut out {
+        versions.sort_by_key(|v| std::cmp::Reverse(priority(v)));
+    }
     out
+}
+
+/// A version's rank as Kubernetes orders them (`v2` > `v1` > `v1beta2` >
+/// `v1beta1` > `v1alpha1` > anything else): the first is preferred.
+fn priority(version: &str) -> (u8, u64, u64) {
+    let Some(rest) = version.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
+    let digits = rest.chars().take_while(char::is_ascii_digit).count();
+    let Ok(major) = rest[..digits].parse::<u64>() else {
+        return (0, 0, 0);
+    };
+    let tail = &rest[digits..];
+    let minor = |p: &str| tail.strip_prefix(p).and_then(|m| m.parse::<u64>().ok());
+    match tail {
+        "" => (3, major, 0),
+        _ => match (minor("beta"), minor("alpha")) {
+            (Some(m), _) => (2, major, m),
+            (_, Some(m)) => (1, major, m),
+            _ => (0, 0, 0),
+        },
+    }
 }
 
 fn group_json(group: &str, versions: &[String]) -> Value {
@@ -119,4 +144,35 @@ pub fn api_resources<'a>(
         "groupVersion": group_version,
         "resources": list,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::priority;
+
+    #[test]
+    fn versions_rank_as_kubernetes_ranks_them() {
+        let mut v = vec![
+            "v1alpha1",
+            "foo",
+            "v1",
+            "v1beta2",
+            "v2",
+            "v1beta1",
+            "v10alpha3",
+        ];
+        v.sort_by_key(|v| std::cmp::Reverse(priority(v)));
+        assert_eq!(
+            v,
+            [
+                "v2",
+                "v1",
+                "v1beta2",
+                "v1beta1",
+                "v10alpha3",
+                "v1alpha1",
+                "foo"
+            ]
+        );
+    }
 }

@@ -299,6 +299,8 @@ async fn custom_resources(
 #[cfg(feature = "etcd")]
 async fn follow_crds(server: Server, args: Args) {
     let crds = "customresourcedefinitions.apiextensions.k8s.io";
+    // The CRDs' version last looked at: nothing to do until it moves.
+    let mut seen = None;
     loop {
         tokio::time::sleep(Duration::from_secs(1)).await;
         let served = server.resources();
@@ -309,9 +311,11 @@ async fn follow_crds(server: Server, args: Args) {
         else {
             return;
         };
-        if crd_engine.lifecycle() != herald::Lifecycle::Ready {
+        let at = crd_engine.resource_version();
+        if crd_engine.lifecycle() != herald::Lifecycle::Ready || seen == Some(at) {
             continue;
         }
+        seen = Some(at);
         let wanted = herald_http::crds::customs(&crd_engine, &args.etcd_prefix);
         for c in &wanted {
             let same = served.iter().any(|r| *r.info() == c.info);
@@ -329,8 +333,15 @@ async fn follow_crds(server: Server, args: Args) {
                         old.engine().stop();
                     }
                 }
-                Ok(Err(e)) => eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified()),
-                Err(e) => eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified()),
+                // Tried again next second.
+                Ok(Err(e)) => {
+                    eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified());
+                    seen = None;
+                }
+                Err(e) => {
+                    eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified());
+                    seen = None;
+                }
             }
         }
         for r in served.iter().filter(|r| !r.info().typed) {

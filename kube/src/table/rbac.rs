@@ -1,0 +1,122 @@
+//! The rbac.authorization.k8s.io/v1 printers: `printRoleBinding` and
+//! `printClusterRoleBinding` (`pkg/printers/internalversion/printers.go`),
+//! and, for `Role` and `ClusterRole`, whose storage has no printer, the
+//! apiserver's default table convertor (`k8s.io/apiserver`
+//! `pkg/registry/rest/table.go`: the name and the creation time).
+
+use serde_json::Value;
+
+use super::time::{self, Nanos};
+use super::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+
+/// The printers of this module's kinds.
+pub(crate) const PRINTERS: &[BuiltIn] = &[
+    BuiltIn {
+        kind: "Role",
+        columns: ROLES,
+        row: created,
+    },
+    BuiltIn {
+        kind: "ClusterRole",
+        columns: ROLES,
+        row: created,
+    },
+    BuiltIn {
+        kind: "RoleBinding",
+        columns: ROLEBINDINGS,
+        row: binding,
+    },
+    BuiltIn {
+        kind: "ClusterRoleBinding",
+        columns: CLUSTERROLEBINDINGS,
+        row: binding,
+    },
+];
+
+const ROLES: &[Col] = &[
+    Col::new("Name", "string", "name", NAME_DOC, 0),
+    Col::new("Created At", "date", "", CREATED_DOC, 0),
+];
+
+const ROLEBINDINGS: &[Col] = &[
+    Col::new("Name", "string", "name", NAME_DOC, 0),
+    Col::new(
+        "Role",
+        "string",
+        "",
+        "roleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+        0,
+    ),
+    Col::new("Age", "string", "", CREATED_DOC, 0),
+    Col::new("Users", "string", "", "Users in the roleBinding", 1),
+    Col::new("Groups", "string", "", "Groups in the roleBinding", 1),
+    Col::new(
+        "ServiceAccounts",
+        "string",
+        "",
+        "ServiceAccounts in the roleBinding",
+        1,
+    ),
+];
+
+const CLUSTERROLEBINDINGS: &[Col] = &[
+    Col::new("Name", "string", "name", NAME_DOC, 0),
+    Col::new(
+        "Role",
+        "string",
+        "",
+        "roleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+        0,
+    ),
+    Col::new("Age", "string", "", CREATED_DOC, 0),
+    Col::new("Users", "string", "", "Users in the clusterRoleBinding", 1),
+    Col::new(
+        "Groups",
+        "string",
+        "",
+        "Groups in the clusterRoleBinding",
+        1,
+    ),
+    Col::new(
+        "ServiceAccounts",
+        "string",
+        "",
+        "ServiceAccounts in the clusterRoleBinding",
+        1,
+    ),
+];
+
+/// The default table convertor's row: the name and the creation time in
+/// RFC 3339 (`0001-01-01T00:00:00Z` for none).
+fn created(o: &Value, _now: Nanos) -> Row {
+    let t = time::at(at(o, &["metadata", "creationTimestamp"]));
+    Row::from(vec![name(o), time::rfc3339(t).into()])
+}
+
+/// `printRoleBinding` and `printClusterRoleBinding`: the role, and the
+/// subjects by kind (`rbac.SubjectsStrings`).
+fn binding(o: &Value, now: Nanos) -> Row {
+    let (mut users, mut groups, mut sas) = (Vec::new(), Vec::new(), Vec::new());
+    for s in items(o, &["subjects"]) {
+        let name = string(s, &["name"]);
+        match string(s, &["kind"]) {
+            "ServiceAccount" => sas.push(format!("{}/{name}", string(s, &["namespace"]))),
+            "User" => users.push(name.to_owned()),
+            "Group" => groups.push(name.to_owned()),
+            _ => {}
+        }
+    }
+    let role = format!(
+        "{}/{}",
+        string(o, &["roleRef", "kind"]),
+        string(o, &["roleRef", "name"])
+    );
+    Row::from(vec![
+        name(o),
+        role.into(),
+        age(o, now),
+        users.join(", ").into(),
+        groups.join(", ").into(),
+        sas.join(", ").into(),
+    ])
+}
