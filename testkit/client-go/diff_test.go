@@ -34,7 +34,7 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 	d := newDifferences()
 	res := discoverResources(ctx, t, c, d)
 	d.report(t, 0)
-	waitCaughtUp(ctx, t, c, res)
+	rv := waitCaughtUp(ctx, t, c, res)
 	c.alive(t)
 
 	sections := []struct {
@@ -49,6 +49,8 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 		// Last: these write more churn.
 		{"informers", func(t *testing.T) { testInformers(ctx, t, c, d) }},
 		{"watch", func(t *testing.T) { testWatch(ctx, t, c, d) }},
+		// After the churn: reads at the version the comparisons began at.
+		{"history", func(t *testing.T) { testHistory(ctx, t, c, res, rv, d) }},
 	}
 	for _, s := range sections {
 		t.Run(s.name, s.run)

@@ -219,18 +219,38 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 			d.add("json missing object", r.String(), path, diffJSON(hv, av, 10))
 		}
 	}
-	// Selector lists (pods), as the apiserver filters them.
+	// Selector lists, as the apiserver filters them: labels, and the field
+	// selectors each resource supports in the apiserver (kubectl describe
+	// lists events by involvedObject; controllers list pods by node).
+	selectors := map[string][]string{
+		"v1/pods": {
+			"labelSelector=app%3Dweb", "labelSelector=app+in+(api,batch),canary!%3Dtrue", "labelSelector=tier",
+			"fieldSelector=spec.nodeName%3Dnode-b", "fieldSelector=spec.nodeName%3D", "fieldSelector=status.phase%3DRunning",
+			"fieldSelector=metadata.namespace%3Dchurn-a", "fieldSelector=metadata.name%3Dp-00",
+			"labelSelector=app%3Dweb&fieldSelector=spec.nodeName!%3Dnode-a",
+			"fieldSelector=spec.restartPolicy%3DAlways", "fieldSelector=spec.schedulerName%3Ddefault-scheduler",
+			"fieldSelector=spec.serviceAccountName%3Dbuilder", "fieldSelector=spec.hostNetwork%3Dfalse",
+			"fieldSelector=status.podIP%3D10.244.0.10", "fieldSelector=status.nominatedNodeName%3D",
+		},
+		"v1/events": {
+			"fieldSelector=involvedObject.name%3Dp-00,involvedObject.namespace%3Dchurn-a",
+			"fieldSelector=involvedObject.kind%3DPod", "fieldSelector=reason%3DBackOff", "fieldSelector=type%3DWarning",
+			"fieldSelector=source%3Dkubelet", "fieldSelector=reportingComponent%3Dscheduler",
+		},
+		"v1/secrets":                {"fieldSelector=type%3DOpaque", "fieldSelector=type!%3Dkubernetes.io%2Fbasic-auth"},
+		"v1/nodes":                  {"fieldSelector=spec.unschedulable%3Dfalse", "labelSelector=zone%3Dz2"},
+		"v1/namespaces":             {"fieldSelector=status.phase%3DActive", "labelSelector=churn"},
+		"v1/configmaps":             {"labelSelector=app%3Dweb", "fieldSelector=metadata.name%3Dcm-0"},
+		"v1/services":               {"fieldSelector=spec.clusterIP%3DNone", "fieldSelector=spec.type%3DNodePort"},
+		"v1/replicationcontrollers": {"fieldSelector=status.replicas%3D0"},
+		"apps/v1/replicasets":       {"fieldSelector=status.replicas%3D0"},
+		"batch/v1/jobs":             {"fieldSelector=status.successful%3D0"},
+		"apps/v1/deployments":       {"labelSelector=app+notin+(web)"},
+		"v1/persistentvolumeclaims": {"fieldSelector=metadata.namespace%3Dchurn-a"},
+	}
 	for _, r := range res {
-		if r.GVR.Resource != "pods" || r.GVR.Group != "" {
-			continue
-		}
-		for _, q := range []string{
-			"?labelSelector=app%3Dweb", "?labelSelector=app+in+(api,batch),canary!%3Dtrue", "?labelSelector=tier",
-			"?fieldSelector=spec.nodeName%3Dnode-b", "?fieldSelector=spec.nodeName%3D", "?fieldSelector=status.phase%3DRunning",
-			"?fieldSelector=metadata.namespace%3Dchurn-a", "?fieldSelector=metadata.name%3Dp-00",
-			"?labelSelector=app%3Dweb&fieldSelector=spec.nodeName!%3Dnode-a",
-		} {
-			compareLists(ctx, t, c, apiHTTP, r, r.path("")+q, "json selector list", d)
+		for _, q := range selectors[r.String()] {
+			compareLists(ctx, t, c, apiHTTP, r, r.path("")+"?"+q, "json selector list", d)
 			lists++
 		}
 	}

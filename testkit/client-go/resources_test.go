@@ -322,14 +322,16 @@ func listRV(body []byte) (uint64, error) {
 }
 
 // waitCaughtUp waits until, for every resource, Herald's list
-// resourceVersion is at least the apiserver's.
-func waitCaughtUp(ctx context.Context, t *testing.T, c *cluster, res []apiRes) {
+// resourceVersion is at least the apiserver's, and returns the highest of
+// the apiserver's.
+func waitCaughtUp(ctx context.Context, t *testing.T, c *cluster, res []apiRes) uint64 {
 	t.Helper()
 	apiHTTP, err := rest.HTTPClientFor(c.apiConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	var highest uint64
 	for _, r := range res {
 		code, _, body, err := rawGet(ctx, apiHTTP, c.apiURL, r.path("")+"?limit=1", jsonType)
 		if err != nil || code != 200 {
@@ -338,6 +340,9 @@ func waitCaughtUp(ctx context.Context, t *testing.T, c *cluster, res []apiRes) {
 		want, err := listRV(body)
 		if err != nil {
 			t.Fatalf("apiserver list %s: resourceVersion: %v", r, err)
+		}
+		if want > highest {
+			highest = want
 		}
 		deadline := time.Now().Add(60 * time.Second)
 		for {
@@ -356,7 +361,8 @@ func waitCaughtUp(ctx context.Context, t *testing.T, c *cluster, res []apiRes) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	t.Logf("Herald caught up on %d resources in %.1f s", len(res), time.Since(start).Seconds())
+	t.Logf("Herald caught up on %d resources in %.1f s (resourceVersion %d)", len(res), time.Since(start).Seconds(), highest)
+	return highest
 }
 
 // differences collects what differs between the two servers, grouped:
