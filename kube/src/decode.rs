@@ -18,11 +18,13 @@
 //! [`proto`] turns those into the JSON the apiserver serves for them.
 
 use std::fmt;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use herald::{Object, ResourceVersion};
 use serde_json::{Map, Value};
 
+use crate::crypt::{CryptError, Keyring};
 use crate::proto::{self, ProtoError};
 
 /// The prefix of a value encrypted at rest by the apiserver.
@@ -45,6 +47,18 @@ const ENCRYPTED: &[u8] = b"k8s:enc:";
 pub struct Decoder {
     /// (the field's name, its path split at the dots).
     fields: Vec<(String, Vec<String>)>,
+    /// Decrypts values encrypted at rest ([`Decoder::keyring`]).
+    crypt: Option<Crypt>,
+}
+
+/// What decrypts a resource's values: its name as the encryption
+/// configuration spells it, the etcd key prefix (AES-GCM authenticates
+/// the whole key), the keys.
+#[derive(Debug, Clone)]
+struct Crypt {
+    resource: String,
+    prefix: Vec<u8>,
+    keyring: Arc<Keyring>,
 }
 
 /// Why a stored value could not be read as an object.
@@ -62,8 +76,12 @@ pub enum DecodeError {
     /// read.
     Proto(ProtoError),
     /// The value is encrypted at rest (`k8s:enc:<provider>:v1:<key>:`)
-    /// by a provider this decoder has no key for: the provider's name.
+    /// and the decoder has no [keyring](Decoder::keyring): the provider's
+    /// name.
     Encrypted(String),
+    /// The value is encrypted at rest and the decoder's keyring could not
+    /// decrypt it: which provider and key, and why.
+    Crypt(CryptError),
 }
 
 impl DecodeError {
@@ -76,6 +94,8 @@ impl DecodeError {
             DecodeError::Proto(ProtoError::UnknownKind { .. }) => "unknown_kind",
             DecodeError::Proto(_) => "protobuf",
             DecodeError::Encrypted(_) => "encrypted",
+            DecodeError::Crypt(e) if e.lacks_key() => "encrypted",
+            DecodeError::Crypt(_) => "decrypt",
         }
     }
 }
@@ -93,6 +113,7 @@ impl fmt::Display for DecodeError {
                     "encrypted by provider {provider:?}, which has no key here"
                 )
             }
+            DecodeError::Crypt(e) => write!(f, "encrypted at rest: {e}"),
         }
     }
 }
@@ -115,6 +136,21 @@ impl Decoder {
         self
     }
 
+    /// Also decrypts values encrypted at rest with `keyring`: `resource`
+    /// names the values' resource as the encryption configuration does
+    /// (`secrets`, `deployments.apps`), `prefix` is the etcd key prefix
+    /// that [`Decoder::decode`]'s keys are under (`/registry/secrets/`):
+    /// AES-GCM authenticates the whole etcd key, prefix and all. A value
+    /// that does not open is [`DecodeError::Crypt`].
+    pub fn keyring(mut self, resource: &str, prefix: &str, keyring: Arc<Keyring>) -> Decoder {
+        self.crypt = Some(Crypt {
+            resource: resource.to_owned(),
+            prefix: prefix.as_bytes().to_vec(),
+            keyring,
+        });
+        self
+    }
+
     /// The configured field names, in order.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
         self.fields.iter().map(|(name, _)| name.as_str())
@@ -132,10 +168,22 @@ impl Decoder {
         let mut doc: Value = if value.starts_with(proto::MAGIC) {
             Value::Object(proto::decode(value).map_err(DecodeError::Proto)?)
         } else if let Some(rest) = value.strip_prefix(ENCRYPTED) {
-            let provider = rest.split(|&b| b == b':').next().unwrap_or_default();
-            return Err(DecodeError::Encrypted(
-                String::from_utf8_lossy(provider).into_owned(),
-            ));
+            let Some(crypt) = &self.crypt else {
+                let provider = rest.split(|&b| b == b':').next().unwrap_or_default();
+                return Err(DecodeError::Encrypted(
+                    String::from_utf8_lossy(provider).into_owned(),
+                ));
+            };
+            let etcd_key = [crypt.prefix.as_slice(), key].concat();
+            let plain = crypt
+                .keyring
+                .decrypt(&crypt.resource, &etcd_key, value)
+                .map_err(DecodeError::Crypt)?;
+            if plain.starts_with(proto::MAGIC) {
+                Value::Object(proto::decode(&plain).map_err(DecodeError::Proto)?)
+            } else {
+                serde_json::from_slice(&plain).map_err(|e| DecodeError::Json(e.to_string()))?
+            }
         } else {
             serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?
         };

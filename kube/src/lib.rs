@@ -1,12 +1,18 @@
 //! The Kubernetes object shape, as Herald reads and serves it, in one
 //! place:
 //!
-//! - [`Decoder`]: a stored or served value (Kubernetes JSON) to a Herald
+//! - [`Decoder`]: a stored or served value (Kubernetes JSON, the
+//!   apiserver's protobuf, a value encrypted at rest) to a Herald
 //!   [`Object`](herald::Object), with its names, labels, configured fields
 //!   and `metadata.resourceVersion` set ([`DecodeError`] when it is not
-//!   one);
-//! - [`ResourceInfo`]: a resource's names (plural, kind, list kind), scope,
-//!   key and selectable fields, as discovery and paths spell them;
+//!   one), as the apiserver serves it (the `read` module's conversions);
+//! - [`proto`]: the apiserver's protobuf, read and written, with a schema
+//!   generated from the real `k8s.io/api` types;
+//! - [`builtin`]: the built-in resources and their etcd keys;
+//! - [`ResourceInfo`]: a resource's names (group, version, plural, kind,
+//!   list kind), scope, key and selectable fields, as discovery and paths
+//!   spell them;
+//! - [`negotiate`]: a client's `Accept` against what a response can be;
 //! - [`ApiError`]: a `metav1.Status` failure (code, reason, message,
 //!   details, retry hint), and which of Herald's errors is which
 //!   ([`end_error`] for the end of a watch);
@@ -14,7 +20,11 @@
 //!   and checked from a query's pairs;
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
-//! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them.
+//! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
+//! - [`yaml`]: the YAML of `Accept: application/yaml`;
+//! - [`crypt`]: values the apiserver encrypted at rest, decrypted with the
+//!   keys of its `EncryptionConfiguration` ([`Keyring`], given to a
+//!   [`Decoder`] with [`Decoder::keyring`]).
 //!
 //! It is its own crate so that the shape does not live by accident in
 //! whichever crate needed it first: the etcd upstream (`herald-etcd`), the
@@ -22,11 +32,11 @@
 //! (`herald-kubelet`) all depend on it, and none of them on each other for
 //! it. It has no network, no gRPC, no `protoc` and no HTTP stack: the
 //! kubelet's manager decodes what the front serves without building etcd's
-//! client. The next codecs (protobuf, the apiserver's `k8s\0` storage
-//! format, and CBOR) live here too.
+//! client. CBOR, when a client asks for it, belongs here too.
 #![forbid(unsafe_code)]
 
 pub mod builtin;
+pub mod crypt;
 mod decode;
 pub mod encode;
 mod errors;
@@ -39,6 +49,7 @@ mod status;
 pub mod table;
 pub mod yaml;
 
+pub use crypt::{CryptError, Keyring};
 pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;
 pub use info::{POD_FIELDS, ResourceInfo};

@@ -6,15 +6,19 @@
 
 use herald::{Engine, ListRequest};
 use herald_kube::ResourceInfo;
+use herald_kube::table::CrdColumns;
 use serde_json::Value;
 
 /// A custom resource to serve and where its objects are stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Custom {
     /// Its names and shape.
     pub info: ResourceInfo,
     /// Its etcd key prefix.
     pub prefix: String,
+    /// Its `kubectl get` columns (the storage version's
+    /// `additionalPrinterColumns`).
+    pub columns: CrdColumns,
 }
 
 /// The custom resource a CRD (its JSON, as the apiserver serves it:
@@ -69,10 +73,16 @@ pub fn custom_of(crd: &Value, registry: &str) -> Result<Custom, String> {
     } else if spec["scope"] != "Namespaced" {
         return Err(format!("scope {}", spec["scope"]));
     }
+    let columns = match CrdColumns::from_crd(crd, &version) {
+        Some(Ok(c)) => c,
+        Some(Err(why)) => return Err(format!("its printer columns: {why}")),
+        None => CrdColumns::default(),
+    };
     let root = registry.trim_end_matches('/');
     Ok(Custom {
         info,
         prefix: format!("{root}/{group}/{plural}/"),
+        columns,
     })
 }
 

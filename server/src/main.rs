@@ -55,6 +55,7 @@ use clap::Parser;
 use herald_http::{Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
+use herald_kube::table::Printer;
 
 #[derive(Debug, Clone, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
@@ -89,6 +90,15 @@ struct Args {
     /// The apiserver's `--etcd-prefix`: the root of its keys.
     #[arg(long, default_value = herald_kube::builtin::REGISTRY)]
     etcd_prefix: String,
+    /// With --etcd: the apiserver's `--encryption-provider-config` file
+    /// (an `EncryptionConfiguration`, YAML or JSON): values it encrypted
+    /// at rest with `aescbc`, `aesgcm` or `secretbox` are decrypted with
+    /// its keys (`kms` cannot be: those values count as undecodable).
+    #[arg(long)]
+    encryption_provider_config: Option<std::path::PathBuf>,
+    /// The keys read from --encryption-provider-config, once, at start.
+    #[arg(skip)]
+    keyring: Option<Arc<herald_kube::Keyring>>,
     /// Stored values that could not be decoded, per resource, that
     /// /readyz tolerates (past it the resource is not ready: it serves
     /// fewer objects than are stored).
@@ -216,7 +226,13 @@ fn etcd(
     } else {
         args.field.clone()
     };
-    herald_http::etcd_resource(info, &args.etcd, prefix, &fields)
+    let keyring = match &args.encryption_provider_config {
+        None => None,
+        Some(path) => Some(Arc::new(herald_kube::Keyring::from_file(path).map_err(
+            |e| format!("--encryption-provider-config {}: {e}", path.display()),
+        )?)),
+    };
+    herald_http::etcd_resource_with(info, &args.etcd, prefix, &fields, keyring)
 }
 
 /// A build without etcd: `--etcd` is refused.
@@ -287,7 +303,7 @@ async fn custom_resources(
         {
             continue;
         }
-        out.push(etcd(c.info, &c.prefix, args)?);
+        out.push(etcd(c.info, &c.prefix, args)?.with_printer(Printer::custom(c.columns)));
     }
     Ok(out)
 }
@@ -325,6 +341,7 @@ async fn follow_crds(server: Server, args: Args) {
             let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
             match tokio::task::spawn_blocking(move || etcd(info, &prefix, &a)).await {
                 Ok(Ok(r)) => {
+                    let r = r.with_printer(Printer::custom(c.columns.clone()));
                     eprintln!(
                         "herald-server: serving {} (its CRD appeared)",
                         r.info().qualified()
@@ -363,9 +380,14 @@ async fn follow_crds(server: Server, args: Args) {
 async fn follow_crds(_server: Server, _args: Args) {}
 
 async fn run(
-    args: Args,
+    mut args: Args,
     config: ServerConfig,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    if let Some(path) = &args.encryption_provider_config {
+        let keyring = herald_kube::Keyring::from_file(path)
+            .map_err(|e| format!("--encryption-provider-config {}: {e}", path.display()))?;
+        args.keyring = Some(Arc::new(keyring));
+    }
     if args.list_resources {
         for b in builtins(&args.etcd_prefix) {
             println!(

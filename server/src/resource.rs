@@ -9,6 +9,7 @@ use herald_kube::encode::Restamps;
 
 use crate::counts::ResourceMetrics;
 use crate::media::Encodings;
+use herald_kube::table::Printer;
 
 /// A served resource: its names, the engine serving it, and the reflector
 /// keeping the engine in step with its source (if any).
@@ -20,6 +21,8 @@ pub struct Resource {
     pub(crate) metrics: Arc<ResourceMetrics>,
     pub(crate) restamps: Arc<Restamps>,
     pub(crate) encodings: Arc<Encodings>,
+    /// How `kubectl get` sees its objects (its kind's columns).
+    pub(crate) printer: Arc<Printer>,
     pub(crate) health: Option<Arc<dyn SourceHealth>>,
 }
 
@@ -47,11 +50,19 @@ impl Resource {
             metrics: Arc::new(ResourceMetrics::default()),
             restamps: Arc::default(),
             encodings: Arc::default(),
+            printer: Arc::new(Printer::for_kind(&info.kind)),
             info,
             engine,
             reflector: reflector.map(Arc::new),
             health: None,
         }
+    }
+
+    /// The same, with its tables printed by `printer` (a custom
+    /// resource's CRD columns).
+    pub fn with_printer(mut self, printer: Printer) -> Resource {
+        self.printer = Arc::new(printer);
+        self
     }
 
     /// The same, with its source's report of undecodable values.

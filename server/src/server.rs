@@ -564,11 +564,12 @@ impl Server {
                     .iter()
                     .map(|i| object_json(&r.info, &i.object, i.resource_version))
                     .collect();
-                let body = table::table(
-                    &r.info,
+                let body = table::table_at(
+                    &r.printer,
                     metadata,
                     objects.iter().map(|j| &j.bytes()[..]),
                     true,
+                    SystemTime::now(),
                 );
                 return Ok(list_response(caller.gzip, table::CONTENT_TYPE, body));
             }
@@ -624,8 +625,13 @@ impl Server {
             if caller.media == Media::Table {
                 let metadata =
                     serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
-                let body =
-                    table::table(&r.info, metadata, std::iter::once(&json.bytes()[..]), true);
+                let body = table::table_at(
+                    &r.printer,
+                    metadata,
+                    std::iter::once(&json.bytes()[..]),
+                    true,
+                    SystemTime::now(),
+                );
                 return Ok(table_response(body));
             }
             let bytes = match json {

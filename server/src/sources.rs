@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
 #[cfg(feature = "etcd")]
 use herald_etcd::{EtcdConfig, EtcdSource};
-#[cfg(feature = "etcd")]
-use herald_kube::Decoder;
 use herald_kube::ResourceInfo;
+#[cfg(feature = "etcd")]
+use herald_kube::{Decoder, Keyring};
 
 use crate::resource::Resource;
 #[cfg(feature = "etcd")]
@@ -43,9 +43,27 @@ pub fn etcd_resource(
     prefix: &str,
     fields: &[String],
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
+    etcd_resource_with(info, endpoints, prefix, fields, None)
+}
+
+/// [`etcd_resource`], its values encrypted at rest decrypted with
+/// `keyring` (the apiserver's `--encryption-provider-config`), under the
+/// resource's group-qualified name (`secrets`, `deployments.apps`) as
+/// that file names resources.
+#[cfg(feature = "etcd")]
+pub fn etcd_resource_with(
+    info: ResourceInfo,
+    endpoints: &[String],
+    prefix: &str,
+    fields: &[String],
+    keyring: Option<Arc<Keyring>>,
+) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     let mut decoder = Decoder::new();
     for f in fields {
         decoder = decoder.field(f);
+    }
+    if let Some(keyring) = keyring {
+        decoder = decoder.keyring(&info.qualified(), prefix, keyring);
     }
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
     let health = Arc::new(EtcdHealth(source.clone()));

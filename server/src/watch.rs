@@ -164,6 +164,7 @@ impl Body for WatchBody {
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
         let encodings = &this.resource.encodings;
+        let printer = &this.resource.printer;
         let protobuf = this.protobuf;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
         let polled = watch.poll_visit_batch(cx, max, |ev| {
@@ -186,11 +187,12 @@ impl Body for WatchBody {
                         },
                         None => push_event(buf, event_type(kind), json.bytes()),
                         Some(headers_sent) => {
-                            let t = table::table(
-                                info,
+                            let t = table::table_at(
+                                printer,
                                 serde_json::json!({"resourceVersion": rv.get().to_string()}),
                                 std::iter::once(&json.bytes()[..]),
                                 !*headers_sent,
+                                std::time::SystemTime::now(),
                             );
                             *headers_sent = true;
                             push_event(buf, event_type(kind), &t);
