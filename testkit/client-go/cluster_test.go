@@ -10,6 +10,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net/http"
@@ -260,4 +261,36 @@ func (c *cluster) kubectl(ctx context.Context, herald bool, args ...string) (str
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	return stdout.String(), stderr.String(), err
+}
+
+// requireEncrypted checks, through etcd's JSON gateway, that a secret the
+// corpus wrote is stored encrypted with aescbc key1 (what Herald must
+// decrypt to serve it).
+func (c *cluster) requireEncrypted(ctx context.Context, t *testing.T, key string) {
+	t.Helper()
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	body := fmt.Sprintf(`{"key":%q}`, b64(key))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.etcdURL+"/v3/kv/range", strings.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("etcd range %s: %v", key, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Kvs []struct {
+			Value string `json:"value"`
+		} `json:"kvs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Kvs) != 1 {
+		t.Fatalf("etcd range %s: %v (%d values)", key, err, len(out.Kvs))
+	}
+	v, err := base64.StdEncoding.DecodeString(out.Kvs[0].Value)
+	if err != nil {
+		t.Fatalf("etcd range %s: %v", key, err)
+	}
+	const prefix = "k8s:enc:aescbc:v1:key1:"
+	if !strings.HasPrefix(string(v), prefix) {
+		t.Fatalf("%s is not stored encrypted (want the prefix %q): %q...", key, prefix, v[:min(len(v), 40)])
+	}
+	t.Logf("%s is stored encrypted (%s..., %d bytes)", key, prefix, len(v))
 }

@@ -30,6 +30,10 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 
 	applyCorpus(ctx, t, c)
 	churn(ctx, t, kubernetes.NewForConfigOrDie(c.apiConfig()))
+	if c.encrypted {
+		c.requireEncrypted(ctx, t, "/registry/secrets/diff/creds")
+		c.requireEncrypted(ctx, t, "/registry/secrets/churn-a/s-0")
+	}
 
 	d := newDifferences()
 	res := discoverResources(ctx, t, c, d)

@@ -230,8 +230,14 @@ func testInformers(ctx context.Context, t *testing.T, c *cluster, d *differences
 	}
 	check := func(stage string) {
 		referenceSettled(ctx, t, apiCS, ref)
-		for k, ds := range converge(ref, sets, 60*time.Second) {
-			d.add("informers", k, stage, ds)
+		left := converge(ref, sets, 60*time.Second)
+		keys := make([]string, 0, len(left))
+		for k := range left {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			d.add("informers", k, stage, left[k])
 		}
 	}
 	check("after the initial sync")

@@ -108,7 +108,13 @@ func discoverResources(ctx context.Context, t *testing.T, c *cluster, d *differe
 		t.Fatalf("Herald's discovery lists no resource")
 	}
 	var both []apiRes
-	for gvr, h := range herald {
+	order := make([]schema.GroupVersionResource, 0, len(herald))
+	for gvr := range herald {
+		order = append(order, gvr)
+	}
+	sort.Slice(order, func(i, j int) bool { return gvrString(order[i]) < gvrString(order[j]) })
+	for _, gvr := range order {
+		h := herald[gvr]
 		a, ok := api[gvr]
 		if !ok {
 			d.add("discovery", gvrString(gvr), "", []jsonDiff{{Path: "(resource)", Herald: "served", API: "(absent)"}})
@@ -217,7 +223,13 @@ func checkAPIResources(ctx context.Context, t *testing.T, c *cluster, d *differe
 		}, " | ")
 		got[cells[0]+"."+groupOf(cells[2])] = row
 	}
-	for k, w := range want {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w := want[k]
 		g, ok := got[k]
 		if !ok {
 			d.add("kubectl api-resources", k, "", []jsonDiff{{Path: "(row)", Herald: "(absent from kubectl's output)", API: w}})
@@ -225,7 +237,13 @@ func checkAPIResources(ctx context.Context, t *testing.T, c *cluster, d *differe
 			d.add("kubectl api-resources", k, "", []jsonDiff{{Path: "(row)", Herald: g, API: "discovery: " + w}})
 		}
 	}
-	for k, g := range got {
+	keys = keys[:0]
+	for k := range got {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		g := got[k]
 		if _, ok := want[k]; !ok {
 			d.add("kubectl api-resources", k, "", []jsonDiff{{Path: "(row)", Herald: g, API: "(not in Herald's discovery)"}})
 		}
