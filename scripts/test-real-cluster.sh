@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The differential test against the real kube-apiserver (testkit/client-go):
+# gets etcd (scripts/ensure-etcd.sh) and kube-apiserver v1.37.2
+# (scripts/ensure-kube-apiserver.sh, built from source on first use: ~7 min
+# cold), builds herald-server (release), then runs the Go test, which starts
+# its own etcd, apiserver and herald-server on loopback and compares what
+# Herald serves with what the apiserver serves (testkit/client-go/README.md).
+#
+# Usage:   scripts/test-real-cluster.sh [extra `go test` flags, e.g. -run X]
+# Needs:   go (>= 1.26), kubectl on PATH, cargo, and what ensure-etcd.sh
+#          installs (protoc). HERALD_DIFF_ENCRYPTION=1 encrypts secrets at
+#          rest (see the README).
+# Exits non-zero on any failure, with a FAILED: line saying what.
+set -euo pipefail
+
+fail() {
+    {
+        echo
+        echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+        echo "FAILED: $*"
+        echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+    } >&2
+    exit 1
+}
+say() { echo "test-real-cluster: $*" >&2; }
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+command -v go >/dev/null || fail "no go on PATH: the test is a Go module (go >= 1.26)"
+command -v kubectl >/dev/null || fail "no kubectl on PATH: the test compares kubectl's output against both servers"
+command -v cargo >/dev/null || fail "no cargo on PATH: herald-server is built from this tree"
+
+exports="$(scripts/ensure-etcd.sh)" || fail "could not get etcd (scripts/ensure-etcd.sh, see above)"
+eval "$exports"
+exports="$(scripts/ensure-kube-apiserver.sh)" || fail "could not get kube-apiserver (scripts/ensure-kube-apiserver.sh, see above)"
+eval "$exports"
+[[ -x "${HERALD_ETCD:-}" ]] || fail "HERALD_ETCD is not an executable after scripts/ensure-etcd.sh"
+[[ -x "${HERALD_KUBE_APISERVER:-}" ]] || fail "HERALD_KUBE_APISERVER is not an executable after scripts/ensure-kube-apiserver.sh"
+
+say "building herald-server (cargo build --release -p herald-http --bin herald-server)"
+cargo build --release -p herald-http --bin herald-server >&2 ||
+    fail "cargo build --release -p herald-http --bin herald-server (see above)"
+target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)" ||
+    fail "cargo metadata: cannot find the target directory"
+export HERALD_SERVER="$target_dir/release/herald-server"
+[[ -x "$HERALD_SERVER" ]] || fail "no herald-server at $HERALD_SERVER after the build"
+
+say "etcd: $HERALD_ETCD"
+say "kube-apiserver: $HERALD_KUBE_APISERVER"
+say "herald-server: $HERALD_SERVER"
+say "kubectl: $(command -v kubectl)"
+say "go test -count=1 -timeout 15m -v ./... in testkit/client-go"
+start=$(date +%s)
+(cd testkit/client-go && go test -count=1 -timeout 15m -v ./... "$@") ||
+    fail "the differential test against the real kube-apiserver failed after $(($(date +%s) - start)) s (the DIFF lines above list what differs)"
+say "passed in $(($(date +%s) - start)) s"
