@@ -108,7 +108,7 @@ fi
 echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
 echo "== the differential test: etcd + the real kube-apiserver + herald-server, with kubectl and client-go (scripts/test-real-cluster.sh)"
-scripts/test-real-cluster.sh
+HERALD_SERVER="$PWD/target/debug/herald-server" scripts/test-real-cluster.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg

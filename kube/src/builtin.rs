@@ -5,7 +5,6 @@
 //! `services/endpoints`, ingresses under `ingress`, CRDs under their
 //! group).
 
-use crate::info::POD_FIELDS;
 use crate::info::ResourceInfo;
 
 /// A built-in resource and where the apiserver stores it.
@@ -31,7 +30,25 @@ type Row = (
 );
 
 const TABLE: &[Row] = &[
-    ("", "v1", "pods", "Pod", true, &["po"], "pods", &POD_FIELDS),
+    (
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        true,
+        &["po"],
+        "pods",
+        &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ],
+    ),
     (
         "",
         "v1",
@@ -115,7 +132,12 @@ const TABLE: &[Row] = &[
             "involvedObject.namespace",
             "involvedObject.name",
             "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
             "reason",
+            "reportingComponent",
+            "source",
             "type",
         ],
     ),
@@ -229,7 +251,16 @@ const TABLE: &[Row] = &[
         "controllerrevisions",
         &[],
     ),
-    ("batch", "v1", "jobs", "Job", true, &[], "jobs", &[]),
+    (
+        "batch",
+        "v1",
+        "jobs",
+        "Job",
+        true,
+        &[],
+        "jobs",
+        &["status.successful"],
+    ),
     (
         "batch",
         "v1",
@@ -400,11 +431,50 @@ pub fn builtin(name: &str, registry: &str) -> Option<Builtin> {
     }
 }
 
+/// Where a selectable field's value is in the object, and its value when
+/// the object lacks it, for the fields the apiserver names apart from
+/// their path or prints from a Go zero value (its `GetAttrs` /
+/// `ToSelectableFields`); every other field is its own path, unset when
+/// missing.
+pub fn field_source(info: &ResourceInfo, name: &str) -> (String, Option<&'static str>) {
+    let (path, default) = match (info.group.as_str(), info.plural.as_str(), name) {
+        ("", "pods", "spec.hostNetwork") => (name, Some("false")),
+        ("", "nodes", "spec.unschedulable") => (name, Some("false")),
+        ("", "events", "source") => ("source.component", None),
+        ("", "events", "reportingComponent") => ("reportingController", None),
+        ("", "replicationcontrollers", "status.replicas")
+        | ("apps", "replicasets", "status.replicas") => (name, Some("0")),
+        ("batch", "jobs", "status.successful") => ("status.succeeded", Some("0")),
+        _ => (name, None),
+    };
+    (path.to_owned(), default)
+}
+
+/// The categories the apiserver puts a built-in resource in.
+fn categories(group: &str, plural: &str) -> &'static [&'static str] {
+    match (group, plural) {
+        ("", "pods" | "services" | "replicationcontrollers")
+        | ("apps", "deployments" | "daemonsets" | "replicasets" | "statefulsets")
+        | ("batch", "jobs" | "cronjobs") => &["all"],
+        ("apiextensions.k8s.io", _) => &["api-extensions"],
+        _ => &[],
+    }
+}
+
 fn builtin_of(row: &Row, registry: &str) -> Builtin {
     let (group, version, plural, kind, namespaced, short, key, fields) = *row;
     let mut info = ResourceInfo::namespaced(plural, &kind.to_lowercase(), kind, short)
         .in_group(group, version)
         .with_fields(fields);
+    info.categories = categories(group, plural)
+        .iter()
+        .map(|c| (*c).to_owned())
+        .collect();
+    if (group, plural) == ("", "endpoints") {
+        info.deprecation = Some(
+            "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".into(),
+        );
+    }
     if !namespaced {
         info = info.cluster_scoped();
     }

@@ -46,7 +46,9 @@ const ENCRYPTED: &[u8] = b"k8s:enc:";
 #[derive(Debug, Clone, Default)]
 pub struct Decoder {
     /// (the field's name, its path split at the dots).
-    fields: Vec<(String, Vec<String>)>,
+    /// (the field's name, its path split at the dots, its value when the
+    /// path is missing).
+    fields: Vec<(String, Vec<String>, Option<String>)>,
     /// Decrypts values encrypted at rest ([`Decoder::keyring`]).
     crypt: Option<Crypt>,
 }
@@ -132,7 +134,19 @@ impl Decoder {
     /// field unset; an object or an array makes the value undecodable.
     pub fn field(mut self, path: &str) -> Decoder {
         let steps = path.split('.').map(str::to_owned).collect();
-        self.fields.push((path.to_owned(), steps));
+        self.fields.push((path.to_owned(), steps, None));
+        self
+    }
+
+    /// Also takes the value at `path` as the object's field `name` (the
+    /// apiserver names some selectable fields apart from where they are:
+    /// a Job's `status.successful` is `status.succeeded`), `default` when
+    /// the path is missing (the apiserver prints Go's zero value: a
+    /// node's `spec.unschedulable` is `false` when unset).
+    pub fn field_as(mut self, name: &str, path: &str, default: Option<&str>) -> Decoder {
+        let steps = path.split('.').map(str::to_owned).collect();
+        self.fields
+            .push((name.to_owned(), steps, default.map(str::to_owned)));
         self
     }
 
@@ -153,7 +167,7 @@ impl Decoder {
 
     /// The configured field names, in order.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
-        self.fields.iter().map(|(name, _)| name.as_str())
+        self.fields.iter().map(|(name, _, _)| name.as_str())
     }
 
     /// Reads `value`, stored under `key` (the part after the prefix), as
@@ -229,8 +243,8 @@ impl Decoder {
             }
             builder
         };
-        for (field, path) in &self.fields {
-            if let Some(v) = scalar_at(root, path)? {
+        for (field, path, default) in &self.fields {
+            if let Some(v) = scalar_at(root, path)?.or_else(|| default.clone()) {
                 builder = builder.field(field, &v);
             }
         }

@@ -217,6 +217,10 @@ impl ListBody {
         let mut metadata = json!({"resourceVersion": rv.get().to_string()});
         if let Some(token) = continue_token {
             metadata["continue"] = json!(token);
+        } else if !info.typed {
+            // A custom resource's list is printed from a map: its
+            // `continue` is there, empty, when there is no next page.
+            metadata["continue"] = json!("");
         }
         let mut buf = BytesMut::with_capacity(4096);
         buf.put_slice(b"{\"kind\":\"");

@@ -24,6 +24,11 @@ pub struct ResourceInfo {
     pub namespaced: bool,
     /// Short names (`po`), for `kubectl get po`.
     pub short_names: Vec<String>,
+    /// The categories it belongs to (`all`: `kubectl get all` lists it).
+    pub categories: Vec<String>,
+    /// The warning the apiserver sends with every answer about it, if it
+    /// is deprecated (`v1 Endpoints is deprecated in v1.33+; ...`).
+    pub deprecation: Option<String>,
     /// Whether it is a built-in (typed) kind, whose list items the
     /// apiserver prints without `kind` and `apiVersion`; a custom
     /// resource's list items keep theirs.
@@ -49,6 +54,8 @@ impl ResourceInfo {
             namespaced: true,
             short_names: short.iter().map(|s| (*s).into()).collect(),
             typed: true,
+            categories: Vec::new(),
+            deprecation: None,
             fields: Vec::new(),
         }
     }

@@ -56,9 +56,10 @@ impl Range<'_> {
 
     /// What this range lets the response be, if anything.
     fn media(&self, offer: Offer) -> Option<Media> {
+        // `application/*` is no wildcard to the apiserver (406), `*/*` is.
         let json = matches!(
             (self.kind, self.subtype),
-            ("application", "json") | ("application", "*") | ("*", "*")
+            ("application", "json") | ("*", "*")
         );
         let pb = offer.protobuf
             && (self.kind, self.subtype) == ("application", "vnd.kubernetes.protobuf");
@@ -91,7 +92,6 @@ impl Range<'_> {
     fn specificity(&self) -> u8 {
         match (self.kind, self.subtype) {
             ("*", _) => 0,
-            (_, "*") => 1,
             _ => 2 + u8::from(!self.params.is_empty()),
         }
     }
@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(n(kubectl, true), Ok(Media::Table));
         assert_eq!(n("application/json", true), Ok(Media::Json));
         assert_eq!(n("*/*", true), Ok(Media::Json));
-        assert_eq!(n("application/*", true), Ok(Media::Json));
+        assert_eq!(n("application/*", true), Err(406));
         let any = Offer {
             protobuf: true,
             watch: false,

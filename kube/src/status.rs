@@ -46,11 +46,27 @@ impl ApiError {
         ApiError::new(406, "NotAcceptable", message)
     }
 
-    /// 404 `NotFound` for one object (`pods "web-0" not found`).
+    /// 404 `NotFound` for one object of a core resource (`pods "web-0"
+    /// not found`).
     pub fn not_found(resource: &str, name: &str) -> ApiError {
+        ApiError::not_found_in("", resource, name)
+    }
+
+    /// 404 `NotFound` for one object of `resource` in `group`
+    /// (`deployments.apps "web" not found`, `details.group` set), as the
+    /// apiserver words it.
+    pub fn not_found_in(group: &str, resource: &str, name: &str) -> ApiError {
+        let (qualified, details) = if group.is_empty() {
+            (resource.to_owned(), json!({"name": name, "kind": resource}))
+        } else {
+            (
+                format!("{resource}.{group}"),
+                json!({"name": name, "group": group, "kind": resource}),
+            )
+        };
         ApiError {
-            details: Some(Box::new(json!({"name": name, "kind": resource}))),
-            ..ApiError::new(404, "NotFound", format!("{resource} \"{name}\" not found"))
+            details: Some(Box::new(details)),
+            ..ApiError::new(404, "NotFound", format!("{qualified} \"{name}\" not found"))
         }
     }
 

@@ -68,6 +68,15 @@ pub fn custom_of(crd: &Value, registry: &str) -> Result<Custom, String> {
         info.list_kind = list_kind.to_owned();
     }
     info.typed = false;
+    info.categories = names["categories"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     if spec["scope"] == "Cluster" {
         info = info.cluster_scoped();
     } else if spec["scope"] != "Namespaced" {

@@ -123,14 +123,18 @@ pub fn api_resources<'a>(
     let list: Vec<Value> = resources
         .filter(|r| r.group == group && r.version == version)
         .map(|r| {
-            json!({
+            let mut v = json!({
                 "name": r.plural,
                 "singularName": r.singular,
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": ["get", "list", "watch"],
                 "shortNames": r.short_names,
-            })
+            });
+            if !r.categories.is_empty() {
+                v["categories"] = json!(r.categories);
+            }
+            v
         })
         .collect();
     let group_version = if group.is_empty() {

@@ -401,8 +401,15 @@ impl Server {
         verb: &'static str,
         r: Result<Response, ApiError>,
     ) -> Response {
-        let response = r.unwrap_or_else(status::response);
+        let mut response = r.unwrap_or_else(status::response);
         resource.metrics.request(verb, response.status().as_u16());
+        if let Some(warning) = &resource.info.deprecation {
+            // The apiserver's deprecation warning (kubectl prints it).
+            let text = format!("299 - {}", serde_json::Value::String(warning.clone()));
+            if let Ok(v) = HeaderValue::from_str(&text) {
+                response.headers_mut().append(header::WARNING, v);
+            }
+        }
         response
     }
 
@@ -613,7 +620,7 @@ impl Server {
             let _seat = seat;
             let got = r.engine.get(&key, at)?;
             let Some(item) = got.item else {
-                return Err(ApiError::not_found(&r.info.plural, &name));
+                return Err(ApiError::not_found_in(&r.info.group, &r.info.plural, &name));
             };
             let json = object_json(&r.info, &item.object, item.resource_version);
             if caller.media == Media::Protobuf {

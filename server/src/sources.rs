@@ -60,7 +60,8 @@ pub fn etcd_resource_with(
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     let mut decoder = Decoder::new();
     for f in fields {
-        decoder = decoder.field(f);
+        let (path, default) = herald_kube::builtin::field_source(&info, f);
+        decoder = decoder.field_as(f, &path, default);
     }
     if let Some(keyring) = keyring {
         decoder = decoder.keyring(&info.qualified(), prefix, keyring);
