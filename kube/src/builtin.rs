@@ -107,7 +107,7 @@ const TABLE: &[Row] = &[
         true,
         &["svc"],
         "services/specs",
-        &[],
+        &["spec.clusterIP", "spec.type"],
     ),
     (
         "",
@@ -199,7 +199,7 @@ const TABLE: &[Row] = &[
         true,
         &["rc"],
         "controllers",
-        &[],
+        &["status.replicas"],
     ),
     (
         "apps",
@@ -441,9 +441,7 @@ pub fn field_source(info: &ResourceInfo, name: &str) -> (String, Option<&'static
         ("", "pods", "spec.hostNetwork") => (name, Some("false")),
         ("", "nodes", "spec.unschedulable") => (name, Some("false")),
         ("", "events", "source") => ("source.component", None),
-        ("", "events", "reportingComponent") => ("reportingController", None),
-        ("", "replicationcontrollers", "status.replicas")
-        | ("apps", "replicasets", "status.replicas") => (name, Some("0")),
+        ("", "replicationcontrollers", "status.replicas") => (name, Some("0")),
         ("batch", "jobs", "status.successful") => ("status.succeeded", Some("0")),
         _ => (name, None),
     };

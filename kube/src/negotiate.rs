@@ -56,11 +56,13 @@ impl Range<'_> {
 
     /// What this range lets the response be, if anything.
     fn media(&self, offer: Offer) -> Option<Media> {
-        // `application/*` is no wildcard to the apiserver (406), `*/*` is.
+        // `*/*` is JSON. `application/*` is too for a custom resource, but
+        // the apiserver's handler of built-in kinds takes it for none of
+        // its types (406), and so does this.
         let json = matches!(
             (self.kind, self.subtype),
             ("application", "json") | ("*", "*")
-        );
+        ) || (!offer.protobuf && (self.kind, self.subtype) == ("application", "*"));
         let pb = offer.protobuf
             && (self.kind, self.subtype) == ("application", "vnd.kubernetes.protobuf");
         let yaml = !offer.watch && (self.kind, self.subtype) == ("application", "yaml");
@@ -203,6 +205,7 @@ mod tests {
         assert_eq!(n("application/json", true), Ok(Media::Json));
         assert_eq!(n("*/*", true), Ok(Media::Json));
         assert_eq!(n("application/*", true), Err(406));
+        assert_eq!(n("application/*", false), Ok(Media::Json));
         let any = Offer {
             protobuf: true,
             watch: false,
