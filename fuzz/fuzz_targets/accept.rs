@@ -3,10 +3,8 @@
 //!
 //! Checked: no panic; the answer does not depend on repeating the header
 //! (`a` and `a, a` choose the same); protobuf is chosen only when offered,
-//! YAML never for a watch;
-//! a refusal is a `406 NotAcceptable`; whatever is chosen for a resource
-//! without protobuf is also acceptable for one with it (offering more
-//! never makes a request fail).
+//! YAML never for a watch; a refusal is a `406 NotAcceptable`; a client
+//! that names plain `application/json` is never refused.
 
 #![no_main]
 
