@@ -16,8 +16,7 @@ use prometheus_client::registry::Registry;
 
 use arc_swap::ArcSwap;
 
-use crate::resource::Resource;
-use crate::server::ResourceMap;
+use crate::resource::{Resource, ResourceMap};
 
 pub use crate::counts::{
     EVENT_SIZE_BUCKETS, OpenWatch, Reported, ResourceMetrics, ServerMetrics, Tally,

@@ -11,6 +11,9 @@ use crate::counts::ResourceMetrics;
 use crate::media::Encodings;
 use herald_kube::table::Printer;
 
+/// The served resources, by group-qualified plural name.
+pub(crate) type ResourceMap = std::collections::BTreeMap<String, Resource>;
+
 /// A served resource: its names, the engine serving it, and the reflector
 /// keeping the engine in step with its source (if any).
 #[derive(Debug, Clone)]

@@ -1,7 +1,6 @@
 //! [`Server`]: LIST, WATCH and GET of the served resources, admitted,
 //! bounded and counted (the paths are in `routes`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -26,7 +25,7 @@ use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
 use crate::media::{YAML, envelope, yaml};
 use crate::names;
-use crate::resource::Resource;
+use crate::resource::{Resource, ResourceMap};
 use crate::status;
 use crate::target::Target;
 use crate::watch::WatchBody;
@@ -126,9 +125,6 @@ impl ServerConfig {
 pub struct Server {
     inner: Arc<Inner>,
 }
-
-/// The served resources, by group-qualified plural name.
-pub(crate) type ResourceMap = BTreeMap<String, Resource>;
 
 struct Inner {
     /// Swapped whole when a resource comes or goes (a CRD's): a request

@@ -26,7 +26,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use super::CryptError;
+use super::error::CryptError;
 
 /// A resource as the configuration and the apiserver's
 /// `schema.ParseGroupResource` spell it: `secrets` (the core group),

@@ -25,7 +25,7 @@ use cbc::cipher::block_padding::NoPadding;
 use cbc::cipher::{BlockCipher, BlockDecryptMut, InnerIvInit};
 use crypto_secretbox::XSalsa20Poly1305;
 
-use super::CryptError;
+use super::error::CryptError;
 use super::config::{NamedKey, ProviderConfig};
 
 /// AES-GCM with a 192-bit key (the aes-gcm crate names only 128 and 256).
