@@ -79,7 +79,6 @@ pub struct Keyring {
     rules: Vec<(GroupResource, Vec<Arc<Provider>>)>,
 }
 
-
 impl Keyring {
     /// Loads the configuration file kube-apiserver reads
     /// (`--encryption-provider-config`).

@@ -25,8 +25,8 @@ use cbc::cipher::block_padding::NoPadding;
 use cbc::cipher::{BlockCipher, BlockDecryptMut, InnerIvInit};
 use crypto_secretbox::XSalsa20Poly1305;
 
-use super::error::CryptError;
 use super::config::{NamedKey, ProviderConfig};
+use super::error::CryptError;
 
 /// AES-GCM with a 192-bit key (the aes-gcm crate names only 128 and 256).
 type Aes192Gcm = AesGcm<Aes192, U12>;

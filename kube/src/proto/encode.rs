@@ -40,12 +40,13 @@ use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
 
-use super::ProtoError;
+use super::error::MAGIC;
+use super::error::ProtoError;
 use super::gojson;
+use super::schema::RELEASE;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
 use super::wire::{close_len, open_len, put_bytes, put_key, put_varint};
-use super::{MAGIC, RELEASE};
 
 /// Deeper than any built-in kind nests (a CRD's schema is the deepest).
 const MAX_DEPTH: usize = 100;

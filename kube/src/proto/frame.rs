@@ -6,8 +6,9 @@
 //! client-go's protobuf list and watch decoders read them
 //! (`protobuf.RawSerializer` with the `LengthDelimitedFramer`).
 
+use super::envelope::envelope;
+use super::error::{MAGIC, ProtoError};
 use super::wire::{close_len, open_len, put_bytes, put_varint};
-use super::{MAGIC, ProtoError, envelope};
 
 /// A list's protobuf body, built item by item.
 #[derive(Debug)]

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Number, Value};
 
-use super::ProtoError;
+use super::error::ProtoError;
 
 /// Deeper than `serde_json` parses (128) and than Kubernetes accepts.
 const MAX_DEPTH: usize = 1000;

@@ -18,7 +18,7 @@
 use base64::Engine;
 use serde_json::{Map, Number, Value};
 
-use super::ProtoError;
+use super::error::ProtoError;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
 use super::wire::{Fields, Wire};

@@ -6,7 +6,7 @@
 
 use std::fmt::Write;
 
-use super::ProtoError;
+use super::error::ProtoError;
 
 /// `2006-01-02T15:04:05Z` of Unix `seconds`; with `micros`, six fraction
 /// digits of `nanos` (truncated, as Go's layout does).

@@ -1,7 +1,7 @@
 //! The protobuf wire format, read: varints, fixed words and
 //! length-delimited fields, each read checked against the bytes left.
 
-use super::ProtoError;
+use super::error::ProtoError;
 
 /// One field's value as it lies on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
