@@ -19,6 +19,7 @@ use base64::Engine;
 use serde_json::{Map, Number, Value};
 
 use super::ProtoError;
+use super::quantity;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
 use super::wire::{Fields, Wire};
@@ -246,7 +247,17 @@ impl Walk<'_> {
             }
             Special::Duration => Value::String(time::duration(last_varint(&f[1])? as i64)),
             Special::Quantity => match f[1].last() {
-                Some(w) => Value::String(String::from_utf8_lossy(bytes(w)?).into_owned()),
+                // Quantity.Unmarshal parses it: an error fails the object.
+                Some(w) => {
+                    let text = bytes(w)?;
+                    if !quantity::is_quantity(text) {
+                        return Err(ProtoError::Value(format!(
+                            "the quantity {:?}, which resource.ParseQuantity refuses",
+                            String::from_utf8_lossy(text)
+                        )));
+                    }
+                    Value::String(String::from_utf8_lossy(text).into_owned())
+                }
                 None => Value::String("0".into()),
             },
             Special::IntOrString => match last_varint(&f[1])? {
