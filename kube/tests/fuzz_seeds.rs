@@ -80,3 +80,129 @@ fn a_stored_quantity_parse_quantity_refuses_fails_the_object() {
         assert!(properties::check(b"a", &value), "{cpu}");
     }
 }
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn bytes_field(out: &mut Vec<u8>, number: u8, bytes: &[u8]) {
+    out.push((number << 3) | 2);
+    varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// Found by reading json.rs while fuzzing (seed
+/// `zero-creation-timestamp`): a stored `Timestamp` of Go's zero time
+/// (`0001-01-01T00:00:00Z`) was served as that string; `metav1.Time` and
+/// `MicroTime` marshal a zero time (`IsZero`) to `null`, and the encoder
+/// writes no bytes for it, so the round trip lost the field. With it, the
+/// rest of `time.Unix(seconds, nanos)`: MicroTime's nanoseconds truncated
+/// toward zero and carried into the seconds, Time's dropped, the last
+/// occurrence of the message the value. Expected values printed by
+/// k8s.io/apimachinery v0.37.2 (`Timestamp.Marshal`, then
+/// `Time`/`MicroTime` `Unmarshal` and `MarshalJSON`).
+#[test]
+fn times_are_read_as_time_unix_and_the_zero_time_is_null() {
+    use herald_kube::Decoder;
+    let seed = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fuzz/seeds/stored_value/zero-creation-timestamp"),
+    )
+    .unwrap();
+    assert_eq!(properties::check_input(&seed), 1);
+    let timestamp = |seconds: i64, nanos: i32| {
+        let mut t = vec![0x08];
+        varint(&mut t, seconds as u64);
+        t.push(0x10);
+        varint(&mut t, i64::from(nanos) as u64);
+        t
+    };
+    // (seconds, nanos, Time's JSON, MicroTime's JSON); None is null.
+    const ZERO: i64 = -62_135_596_800;
+    let table: &[(i64, i32, Option<&str>, Option<&str>)] = &[
+        (
+            10,
+            -1,
+            Some("1970-01-01T00:00:10Z"),
+            Some("1970-01-01T00:00:10.000000Z"),
+        ),
+        (
+            10,
+            -1000,
+            Some("1970-01-01T00:00:10Z"),
+            Some("1970-01-01T00:00:09.999999Z"),
+        ),
+        (
+            10,
+            -1500,
+            Some("1970-01-01T00:00:10Z"),
+            Some("1970-01-01T00:00:09.999999Z"),
+        ),
+        (
+            10,
+            1_999_999_999,
+            Some("1970-01-01T00:00:10Z"),
+            Some("1970-01-01T00:00:11.999999Z"),
+        ),
+        (ZERO, 0, None, None),
+        (ZERO, 999, None, None),
+        (ZERO - 1, 1_000_000_000, Some("0000-12-31T23:59:59Z"), None),
+        (
+            0,
+            i32::MIN,
+            Some("1970-01-01T00:00:00Z"),
+            Some("1969-12-31T23:59:57.852517Z"),
+        ),
+        (
+            -1,
+            999_999_999,
+            Some("1969-12-31T23:59:59Z"),
+            Some("1969-12-31T23:59:59.999999Z"),
+        ),
+        (ZERO, 1000, None, Some("0001-01-01T00:00:00.000001Z")),
+    ];
+    let name_a = {
+        let mut m = Vec::new();
+        bytes_field(&mut m, 1, b"a");
+        m
+    };
+    for &(seconds, nanos, time, micro) in table {
+        let ts = timestamp(seconds, nanos);
+        // A Pod's metadata.creationTimestamp (Time) and a Lease's
+        // spec.renewTime (*MicroTime), the first occurrence of each
+        // overwritten by the second.
+        let mut meta = name_a.clone();
+        bytes_field(&mut meta, 8, &timestamp(1, 0));
+        bytes_field(&mut meta, 8, &ts);
+        let mut pod = Vec::new();
+        bytes_field(&mut pod, 1, &meta);
+        let mut spec = Vec::new();
+        bytes_field(&mut spec, 4, &timestamp(1, 0));
+        bytes_field(&mut spec, 4, &ts);
+        let mut lease = Vec::new();
+        bytes_field(&mut lease, 1, &name_a);
+        bytes_field(&mut lease, 2, &spec);
+        for (value, at, want) in [
+            (
+                properties::envelope("v1", "Pod", &pod),
+                ["metadata", "creationTimestamp"],
+                time,
+            ),
+            (
+                properties::envelope("coordination.k8s.io/v1", "Lease", &lease),
+                ["spec", "renewTime"],
+                micro,
+            ),
+        ] {
+            let o = Decoder::new().decode(b"a", &value, 1.into()).unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(o.payload()).unwrap();
+            let got = doc[at[0]].get(at[1]).and_then(serde_json::Value::as_str);
+            assert_eq!(got, want, "({seconds}, {nanos}) {}", at[1]);
+            assert!(properties::check(b"a", &value));
+        }
+    }
+}

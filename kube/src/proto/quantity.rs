@@ -76,9 +76,10 @@ pub(crate) fn is_quantity(s: &[u8]) -> bool {
     // No digit: the number is "0" (one digit, no fraction). The fast path
     // wants a precision of at least 0 and a scale of at least -9:
     // decimal, 18 - 1 and the exponent; binary, 15 - 1 -
-    // int32(float32(exponent)*3/10) - 1 and 0.
+    // int32(float32(exponent)*3/10) - 1 (Ki..Ti: 10, 7, 4, 1; Pi, Ei: -2,
+    // -5) and 0.
     if binary {
-        15 - 1 - exponent * 3 / 10 - 1 >= 0
+        exponent <= 40
     } else {
         exponent >= -9
     }
