@@ -1,10 +1,14 @@
 //! Fuzz target for [`herald_kube::negotiate::negotiate`]: a client's
 //! `Accept` header, hostile.
 //!
-//! Checked: no panic; the answer does not depend on repeating the header
-//! (`a` and `a, a` choose the same); protobuf is chosen only when offered,
-//! YAML never for a watch; a refusal is a `406 NotAcceptable`; a client
-//! that names plain `application/json` is never refused.
+//! Checked: no panic; the answer does not depend on repeating a header
+//! that is not empty (`a` and `a, a` choose the same; an empty or blank
+//! header is JSON, as the apiserver's `NegotiateMediaTypeOptions` gives
+//! `len(header) == 0` its first type, while `, ` is a list of no media
+//! range: 406, as goautoneg's `ParseAccept` yields no clause for it);
+//! protobuf is chosen only when offered, YAML never for a watch; a
+//! refusal is a `406 NotAcceptable`; a client that names plain
+//! `application/json` is never refused.
 
 #![no_main]
 
@@ -25,6 +29,14 @@ fuzz_target!(|data: &[u8]| {
             Err(e) => {
                 assert_eq!((e.code, e.reason), (406, "NotAcceptable"), "{accept:?}");
             }
+        }
+        if accept.trim().is_empty() {
+            assert_eq!(
+                got.as_ref().ok(),
+                Some(&Media::Json),
+                "{accept:?}: no header"
+            );
+            continue;
         }
         let twice = format!("{accept}, {accept}");
         assert_eq!(

@@ -221,6 +221,13 @@ mod tests {
             w("application/vnd.kubernetes.protobuf;stream=watch", true),
             Ok(Media::Protobuf)
         );
+        // Found by fuzzing `accept`: the empty header repeated is `, `, a
+        // list of no media range, which the apiserver refuses (goautoneg's
+        // ParseAccept yields no clause) while it answers an empty header
+        // with its first type (NegotiateMediaTypeOptions, len(header) == 0).
+        assert_eq!(negotiate(Some(""), any).unwrap(), Media::Json);
+        assert_eq!(n(", ", false), Err(406));
+        assert_eq!(n(", ", true), Err(406));
         // Weights win over order; the more specific over a wildcard.
         assert_eq!(
             n(

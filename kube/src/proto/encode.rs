@@ -43,6 +43,7 @@ use serde_json::{Map, Value};
 use super::error::MAGIC;
 use super::error::ProtoError;
 use super::gojson;
+use super::quantity;
 use super::schema::RELEASE;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
@@ -424,7 +425,7 @@ impl Enc<'_, '_> {
                     }
                     v => return Err(mismatch(v, "a quantity")),
                 };
-                if !quantity(text.trim()) {
+                if !quantity::is_quantity(text.trim().as_bytes()) {
                     return Err(ProtoError::Value(format!(": {text:?} is not a quantity")));
                 }
                 put_bytes(self.out, 1, text.as_bytes());
@@ -547,35 +548,6 @@ fn uint(v: &Value, wanted: &str, hi: u64) -> Result<u64, ProtoError> {
             _ => Err(ProtoError::Value(format!(": {n} does not fit {wanted}"))),
         },
         v => Err(mismatch(v, wanted)),
-    }
-}
-
-/// `resource.ParseQuantity`'s grammar: a signed decimal number, then a
-/// binary suffix (`Ki`..`Ei`), a decimal one (`n u m "" k M G T P E`) or
-/// an exponent (`e3`, `E-2`).
-fn quantity(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
-    let int_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    i += int_digits;
-    let mut frac_digits = 0;
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        frac_digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        i += frac_digits;
-    }
-    if int_digits + frac_digits == 0 {
-        return false;
-    }
-    match &b[i..] {
-        b"" | b"n" | b"u" | b"m" | b"k" | b"M" | b"G" | b"T" | b"P" | b"E" => true,
-        b"Ki" | b"Mi" | b"Gi" | b"Ti" | b"Pi" | b"Ei" => true,
-        [b'e' | b'E', rest @ ..] => {
-            let digits = rest.strip_prefix(b"+").or_else(|| rest.strip_prefix(b"-"));
-            let digits = digits.unwrap_or(rest);
-            !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
-        }
-        _ => false,
     }
 }
 

@@ -27,8 +27,9 @@ pub enum ProtoError {
     },
     /// The envelope says the raw bytes are compressed or not protobuf.
     Encoding(String),
-    /// A value the apiserver would refuse to print (a bad time, an
-    /// IntOrString of no type, embedded JSON that is not JSON, too deep),
+    /// A value the apiserver would refuse to read or print (a bad time,
+    /// a quantity `resource.ParseQuantity` refuses, an IntOrString of no
+    /// type, embedded JSON that is not JSON, too deep),
     /// or, encoding, JSON its Go types would refuse to read (a string
     /// where a number belongs, an `int32` out of range, a bad time or
     /// quantity, no `kind`), with the field's path.

@@ -19,6 +19,7 @@ use base64::Engine;
 use serde_json::{Map, Number, Value};
 
 use super::error::ProtoError;
+use super::quantity;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
 use super::wire::{Fields, Wire};
@@ -118,7 +119,7 @@ impl Walk<'_> {
                 self.object(*ty, &bytes_of(occ)?, &mut out)?;
                 Value::Object(out)
             }
-            Shape::Special(s) => self.special(*s, &bytes_of(occ)?, occ.is_empty())?,
+            Shape::Special(s) => self.special(*s, &bytes_of(occ)?)?,
             Shape::Ptr(elem) => {
                 if occ.is_empty() {
                     Value::Null
@@ -214,7 +215,7 @@ impl Walk<'_> {
         Ok(items)
     }
 
-    fn special(&mut self, s: Special, parts: &[&[u8]], absent: bool) -> Result<Value, ProtoError> {
+    fn special(&mut self, s: Special, parts: &[&[u8]]) -> Result<Value, ProtoError> {
         let mut f: [Vec<Wire<'_>>; 4] = Default::default();
         for part in parts {
             for item in Fields::new(part) {
@@ -232,21 +233,53 @@ impl Walk<'_> {
         };
         Ok(match s {
             Special::Time | Special::MicroTime => {
-                // A zero time marshals to no bytes; `null` in JSON.
-                if absent || parts.iter().all(|p| p.is_empty()) {
+                // Each occurrence is read afresh (time_proto.go
+                // `Time.Unmarshal`: no bytes is the zero time, else a new
+                // Timestamp): the last one is the value.
+                let Some(last) = parts.last().filter(|p| !p.is_empty()) else {
                     return Ok(Value::Null);
+                };
+                let (mut secs, mut nanos) = (Vec::new(), Vec::new());
+                for item in Fields::new(last) {
+                    match item? {
+                        (1, w) => secs.push(w),
+                        (2, w) => nanos.push(w),
+                        _ => {}
+                    }
                 }
-                let seconds = last_varint(&f[1])? as i64;
-                let nanos = if s == Special::MicroTime {
-                    last_varint(&f[2])? as i32
+                let micros = s == Special::MicroTime;
+                let seconds = last_varint(&secs)? as i64;
+                // `time.Unix(seconds, nanos)`: Time drops the nanoseconds,
+                // MicroTime truncates them to microseconds (toward zero,
+                // `Duration.Truncate`); out of range, they move the second.
+                let nanos = if micros {
+                    let n = i64::from(last_varint(&nanos)? as i32);
+                    n - n % 1000
                 } else {
+                    last_varint(&nanos)?;
                     0
                 };
-                Value::String(time::rfc3339(seconds, nanos, s == Special::MicroTime)?)
+                let seconds = seconds.saturating_add(nanos.div_euclid(1_000_000_000));
+                let nanos = nanos.rem_euclid(1_000_000_000) as i32;
+                // Go's zero time (`IsZero`) marshals to `null`.
+                if seconds == time::ZERO_TIME && nanos == 0 {
+                    return Ok(Value::Null);
+                }
+                Value::String(time::rfc3339(seconds, nanos, micros)?)
             }
             Special::Duration => Value::String(time::duration(last_varint(&f[1])? as i64)),
             Special::Quantity => match f[1].last() {
-                Some(w) => Value::String(String::from_utf8_lossy(bytes(w)?).into_owned()),
+                // Quantity.Unmarshal parses it: an error fails the object.
+                Some(w) => {
+                    let text = bytes(w)?;
+                    if !quantity::is_quantity(text) {
+                        return Err(ProtoError::Value(format!(
+                            "the quantity {:?}, which resource.ParseQuantity refuses",
+                            String::from_utf8_lossy(text)
+                        )));
+                    }
+                    Value::String(String::from_utf8_lossy(text).into_owned())
+                }
                 None => Value::String("0".into()),
             },
             Special::IntOrString => match last_varint(&f[1])? {

@@ -21,6 +21,7 @@ mod error;
 mod frame;
 mod gojson;
 mod json;
+mod quantity;
 mod schema;
 mod time;
 mod wire;
