@@ -6,9 +6,11 @@
 //!   prints them (`AddHandlers`' column definitions and its `print*`
 //!   functions), every column included, `-o wide`'s (priority 1) too, as
 //!   the apiserver's `TableConvertor` always asks for them: the `core`,
-//!   `pod`, `service`, `apps` and `rbac` modules;
-//! - `Role` and `ClusterRole` with the apiserver's default convertor
-//!   (`NAME`, `CREATED AT`), as their storage has no printer;
+//!   `pod`, `service`, `apps`, `batch_net`, `storage` and `rbac` modules
+//!   (a list of `StorageClass`es marks its default class, as
+//!   `printStorageClassList` does: see [`list_table_at`]);
+//! - `Role`, `ClusterRole` and `LimitRange` with the apiserver's default
+//!   convertor (`NAME`, `CREATED AT`), as their storage has no printer;
 //! - `CustomResourceDefinition`s as apiextensions' CRD convertor prints
 //!   them, and custom resources with their CRD's `additionalPrinterColumns`
 //!   ([`CrdColumns`], given with [`Printer::custom`]): the `crd` module.
@@ -31,12 +33,14 @@ use serde_json::{Map, Value, json};
 use crate::info::ResourceInfo;
 
 mod apps;
+mod batch_net;
 mod core;
 mod crd;
 mod jsonpath;
 mod pod;
 mod rbac;
 mod service;
+mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
@@ -137,6 +141,17 @@ fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
         .chain(apps::PRINTERS)
         .chain(rbac::PRINTERS)
         .chain(crd::PRINTERS)
+        .chain(batch_net::PRINTERS)
+        .chain(storage::PRINTERS)
+}
+
+/// The built-in kinds whose list printer differs from printing each item
+/// alone: their rows of a list's items.
+fn list_rows(kind: &str) -> Option<fn(&[Value], time::Nanos) -> Vec<Row>> {
+    match kind {
+        "StorageClass" => Some(storage::storage_class_list),
+        _ => None,
+    }
 }
 
 /// How a kind's objects are printed: a built-in kind's printer, or a
@@ -246,7 +261,8 @@ pub fn table<'a>(
 }
 
 /// A table of `objects` (their JSON) printed by `printer`, with ages as
-/// they are at `now`; otherwise as [`table`].
+/// they are at `now`, each object printed alone (a get's, a watch event's);
+/// otherwise as [`table`].
 pub fn table_at<'a>(
     printer: &Printer,
     list_metadata: Value,
@@ -254,16 +270,48 @@ pub fn table_at<'a>(
     headers: bool,
     now: SystemTime,
 ) -> Vec<u8> {
+    build(printer, list_metadata, objects, headers, now, false)
+}
+
+/// A table of a list's `objects`, as [`table_at`], but printed as the
+/// apiserver prints a list: for some kinds a row depends on the other
+/// items (a list of `StorageClass`es marks its effective default class).
+pub fn list_table_at<'a>(
+    printer: &Printer,
+    list_metadata: Value,
+    objects: impl Iterator<Item = &'a [u8]>,
+    headers: bool,
+    now: SystemTime,
+) -> Vec<u8> {
+    build(printer, list_metadata, objects, headers, now, true)
+}
+
+fn build<'a>(
+    printer: &Printer,
+    list_metadata: Value,
+    objects: impl Iterator<Item = &'a [u8]>,
+    headers: bool,
+    now: SystemTime,
+    list: bool,
+) -> Vec<u8> {
     let now = time::nanos(now);
-    let rows: Vec<Value> = objects
-        .map(|b| {
-            let object = serde_json::from_slice(b).unwrap_or(Value::Null);
-            let row = printer.row(&object, now);
+    let objects: Vec<Value> = objects
+        .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
+        .collect();
+    let list_rows = printer.kind().filter(|_| list).and_then(list_rows);
+    let printed: Vec<Row> = match list_rows {
+        Some(rows) => rows(&objects, now),
+        None => objects.iter().map(|o| printer.row(o, now)).collect(),
+    };
+    let rows: Vec<Value> = printed
+        .into_iter()
+        .zip(&objects)
+        .map(|(row, object)| {
             let mut r = json!({"cells": row.cells});
             if let Some(conditions) = row.conditions {
                 r["conditions"] = conditions;
             }
-            r["object"] = row_object(printer.kind(), &object);
+            r["object"] = row_object(printer.kind(), object);
             r
         })
         .collect();
@@ -418,6 +466,16 @@ mod tests {
             "ClusterRole",
             "ClusterRoleBinding",
             "CustomResourceDefinition",
+            "CronJob",
+            "Ingress",
+            "NetworkPolicy",
+            "PodDisruptionBudget",
+            "PriorityClass",
+            "StorageClass",
+            "LimitRange",
+            "ResourceQuota",
+            "PersistentVolumeClaim",
+            "PersistentVolume",
         ] {
             assert!(Printer::built_in(kind).is_some(), "{kind}");
         }

@@ -33,7 +33,7 @@ pub(crate) const PRINTERS: &[BuiltIn] = &[
     },
 ];
 
-const ROLES: &[Col] = &[
+pub(crate) const ROLES: &[Col] = &[
     Col::new("Name", "string", "name", NAME_DOC, 0),
     Col::new("Created At", "date", "", CREATED_DOC, 0),
 ];
@@ -88,7 +88,7 @@ const CLUSTERROLEBINDINGS: &[Col] = &[
 
 /// The default table convertor's row: the name and the creation time in
 /// RFC 3339 (`0001-01-01T00:00:00Z` for none).
-fn created(o: &Value, _now: Nanos) -> Row {
+pub(crate) fn created(o: &Value, _now: Nanos) -> Row {
     let t = time::at(at(o, &["metadata", "creationTimestamp"]));
     Row::from(vec![name(o), time::rfc3339(t).into()])
 }
