@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 
-use super::time::{self, Nanos};
-use super::{
+use super::cells::{
     BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, format_labels, int, items, name, string,
 };
+use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[

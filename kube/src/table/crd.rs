@@ -8,9 +8,9 @@
 
 use serde_json::Value;
 
+use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, at, column, items, name, string};
 use super::jsonpath::Path;
 use super::time::{self, Nanos};
-use super::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, at, column, items, name, string};
 
 /// The CRD printer.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {

@@ -34,6 +34,7 @@ use crate::info::ResourceInfo;
 
 mod apps;
 mod batch_net;
+mod cells;
 mod core;
 mod crd;
 mod jsonpath;
@@ -44,6 +45,8 @@ mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
+
+use cells::{BuiltIn, Row, column};
 
 /// The `Content-Type` of a table.
 pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -60,78 +63,6 @@ pub fn wanted(accept: Option<&str>) -> bool {
     })
 }
 
-/// `metav1.ObjectMeta`'s documentation of `name`, every table's first
-/// column's description.
-pub(crate) const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
-
-/// `metav1.ObjectMeta`'s documentation of `creationTimestamp`, the age
-/// column's description.
-pub(crate) const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
-
-/// A built-in printer's column definition (`metav1.TableColumnDefinition`).
-#[derive(Debug)]
-pub(crate) struct Col {
-    name: &'static str,
-    ty: &'static str,
-    format: &'static str,
-    description: &'static str,
-    priority: i32,
-}
-
-impl Col {
-    pub(crate) const fn new(
-        name: &'static str,
-        ty: &'static str,
-        format: &'static str,
-        description: &'static str,
-        priority: i32,
-    ) -> Col {
-        Col {
-            name,
-            ty,
-            format,
-            description,
-            priority,
-        }
-    }
-}
-
-/// A column definition's JSON.
-pub(crate) fn column(
-    name: &str,
-    ty: &str,
-    format: &str,
-    description: &str,
-    priority: i32,
-) -> Value {
-    json!({"name": name, "type": ty, "format": format, "description": description, "priority": priority})
-}
-
-/// One row's cells, and its conditions (a finished pod's `Completed`).
-#[derive(Debug, Default)]
-pub(crate) struct Row {
-    pub(crate) cells: Vec<Value>,
-    pub(crate) conditions: Option<Value>,
-}
-
-impl From<Vec<Value>> for Row {
-    fn from(cells: Vec<Value>) -> Row {
-        Row {
-            cells,
-            conditions: None,
-        }
-    }
-}
-
-/// A built-in kind's printer: its columns and its row function, which
-/// takes the object's JSON and the time to compute ages at.
-#[derive(Debug)]
-pub(crate) struct BuiltIn {
-    pub(crate) kind: &'static str,
-    pub(crate) columns: &'static [Col],
-    pub(crate) row: fn(&Value, time::Nanos) -> Row,
-}
-
 /// Every built-in printer, by kind.
 fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
     core::PRINTERS
@@ -145,9 +76,12 @@ fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
         .chain(storage::PRINTERS)
 }
 
+/// A list printer: the rows of a list's items at a time.
+type ListRows = fn(&[Value], time::Nanos) -> Vec<Row>;
+
 /// The built-in kinds whose list printer differs from printing each item
 /// alone: their rows of a list's items.
-fn list_rows(kind: &str) -> Option<fn(&[Value], time::Nanos) -> Vec<Row>> {
+fn list_rows(kind: &str) -> Option<ListRows> {
     match kind {
         "StorageClass" => Some(storage::storage_class_list),
         _ => None,
@@ -323,59 +257,6 @@ fn build<'a>(
         "rows": rows,
     });
     serde_json::to_vec(&t).unwrap_or_default()
-}
-
-/// The value at `path` under `v`, null when any step is missing.
-pub(crate) fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .unwrap_or(&Value::Null)
-}
-
-/// The string at `path`, empty when missing (a Go string's zero value).
-pub(crate) fn string<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    at(v, path).as_str().unwrap_or_default()
-}
-
-/// The integer at `path`, 0 when missing.
-pub(crate) fn int(v: &Value, path: &[&str]) -> i64 {
-    at(v, path).as_i64().unwrap_or_default()
-}
-
-/// The array at `path`, empty when missing.
-pub(crate) fn items<'a>(v: &'a Value, path: &[&str]) -> &'a [Value] {
-    at(v, path).as_array().map_or(&[], Vec::as_slice)
-}
-
-/// The object's name and its age at `now`, every printer's first and
-/// (usually) last cells.
-pub(crate) fn name(v: &Value) -> Value {
-    Value::from(string(v, &["metadata", "name"]))
-}
-
-/// `translateTimestampSince(obj.CreationTimestamp)`.
-pub(crate) fn age(v: &Value, now: time::Nanos) -> Value {
-    Value::from(time::since(
-        time::at(at(v, &["metadata", "creationTimestamp"])),
-        now,
-    ))
-}
-
-/// `labels.FormatLabels`: a string map as sorted `k=v` pairs, `<none>`
-/// when empty.
-pub(crate) fn format_labels(v: &Value) -> String {
-    let mut pairs: Vec<String> = v
-        .as_object()
-        .into_iter()
-        .flatten()
-        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
-        .collect();
-    pairs.sort();
-    if pairs.is_empty() {
-        "<none>".into()
-    } else {
-        pairs.join(",")
-    }
 }
 
 #[cfg(test)]

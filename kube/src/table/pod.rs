@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
+use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
 use super::time::{self, Nanos};
-use super::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
 
 /// The pod printer.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {

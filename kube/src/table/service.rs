@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::time::Nanos;
-use super::{
+use super::cells::{
     BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, format_labels, int, items, name, string,
 };
+use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[

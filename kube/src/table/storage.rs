@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
+use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
 use super::rbac::{ROLES, created};
 use super::time::{self, Nanos};
-use super::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
