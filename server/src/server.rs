@@ -564,7 +564,7 @@ impl Server {
                     .iter()
                     .map(|i| object_json(&r.info, &i.object, i.resource_version))
                     .collect();
-                let body = table::table_at(
+                let body = table::list_table_at(
                     &r.printer,
                     metadata,
                     objects.iter().map(|j| &j.bytes()[..]),
