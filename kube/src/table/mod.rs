@@ -76,11 +76,11 @@ fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
         .chain(storage::PRINTERS)
 }
 
-/// A list printer: the rows of a list's items at a time.
+/// A list printer: the rows of a list's items, at the given time.
 type ListRows = fn(&[Value], time::Nanos) -> Vec<Row>;
 
 /// The built-in kinds whose list printer differs from printing each item
-/// alone: their rows of a list's items.
+/// alone: their list printers.
 fn list_rows(kind: &str) -> Option<ListRows> {
     match kind {
         "StorageClass" => Some(storage::storage_class_list),
