@@ -77,6 +77,7 @@ impl Running {
         eventually("the server's engine lists", || {
             server
                 .resources()
+                .iter()
                 .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
         });
         Running {
