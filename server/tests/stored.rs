@@ -8,6 +8,9 @@
 //! never served; the good ones are served as stored, the big one too; the
 //! server stays up, and when the bad keys go it is ready again. The same
 //! holds for values that arrive while the server watches.
+//!
+//! Needs the `etcd` feature (the default).
+#![cfg(feature = "etcd")]
 
 use std::time::{Duration, Instant};
 
