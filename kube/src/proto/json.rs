@@ -6,14 +6,19 @@
 //!
 //! - the wire: a field absent is its Go zero value (a nil pointer, slice,
 //!   map or `[]byte`, `""`, `0`, `false`, a zero struct); a scalar's last
-//!   occurrence wins; a singular message's occurrences merge; a present
+//!   occurrence wins; a singular message's occurrences merge (but for a
+//!   time's, which its own `Unmarshal` reads afresh: the last wins); a present
 //!   empty `bytes` is `[]byte{}`, not nil; repeated scalars may be packed;
 //!   unknown field numbers are skipped;
 //! - the JSON: fields in declaration order, anonymous structs inlined,
 //!   `omitempty` (false, 0, `""`, nil, empty slice or map; never a struct),
 //!   `omitzero` (the times), nil as `null`, map keys sorted, `[]byte` as
 //!   base64, and the types with their own `MarshalJSON`: times, durations,
-//!   quantities, int-or-strings, raw JSON and the JSON schema unions.
+//!   quantities, int-or-strings, raw JSON and the JSON schema unions;
+//! - what the apiserver would refuse is an error, not a guess: a quantity
+//!   `resource.ParseQuantity` refuses, an IntOrString of no type, embedded
+//!   JSON that is not JSON; so is a time outside years 0–9999, which Go
+//!   prints but cannot parse back.
 
 use base64::Engine;
 use serde_json::{Map, Number, Value};
