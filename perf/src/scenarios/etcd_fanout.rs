@@ -3,6 +3,13 @@
 //! itself (`etcd` on `--etcd-connections` connections,
 //! `etcd-one-connection`), on the same write stream: flat out and paced.
 //! Each case starts a fresh etcd of its own (the systems: [`crate::etcd`]).
+//!
+//! The values are realistic pods ([`crate::pods`]) in the apiserver's
+//! protobuf, as a real cluster stores them: Herald decodes each write
+//! once (protobuf to the JSON it serves), etcd's watchers get the bytes.
+//! `herald+etcd-json` is Herald on the same writes stored as JSON (no
+//! protobuf decode), in the same rounds: its ratio column is
+//! `herald+etcd` ÷ it, what the decode costs Herald's fan-out.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -11,8 +18,9 @@ use std::time::Duration;
 use herald_testkit::etcd::etcd_binary;
 
 use crate::consume::{Pace, RunOpts};
-use crate::etcd::{EtcdEnv, run_on};
+use crate::etcd::{EtcdEnv, run_on, value_bytes};
 use crate::kind::SystemKind;
+use crate::pods::Encoding;
 use crate::profile::Profile;
 use crate::report::{
     self, Headline, Target, fig, find, m, mb, med, median, note, range, ratio, spread, spread_key,
@@ -162,7 +170,8 @@ impl Scenario for EtcdFanout {
         let case = report::case_rows(rows, NAME, &h.case);
         let etcds: Vec<&&Row> = case
             .iter()
-            .filter(|r| r.system != "herald+etcd" && r.ratio.is_some())
+            .filter(|r| r.peer.as_ref().is_some_and(|p| p.connections.is_some()))
+            .filter(|r| r.ratio.is_some())
             .collect();
         let at_target = h.case == "1000 watchers, flat out";
         let met = (at_target && !etcds.is_empty()).then(|| {
@@ -193,8 +202,8 @@ impl Scenario for EtcdFanout {
     }
 }
 
-/// The systems of the scenario among `chosen` (both when `chosen` names
-/// neither).
+/// The systems of the scenario among `chosen` (all of them when `chosen`
+/// names none).
 fn systems_of(chosen: &[SystemKind]) -> Vec<SystemKind> {
     let named: Vec<SystemKind> = SystemKind::ETCD
         .into_iter()
@@ -244,13 +253,25 @@ fn etcd_system(r: &Row) -> String {
     match r.peer.as_ref().and_then(|p| p.connections) {
         Some(1) => "etcd, 1 connection".into(),
         Some(c) => format!("etcd, {c} connections"),
+        None if r.system == SystemKind::HeraldEtcdJson.name() => "herald+etcd, JSON values".into(),
         None => r.system.clone(),
     }
+}
+
+/// The line that says what the writes were.
+fn values_line() -> String {
+    let b = |e: Encoding| value_bytes(e).map_or("?".into(), |n| format!("{n} B"));
+    format!(
+        "Values: a realistic pod per write ({} in protobuf, what the apiserver stores and every row but `herald+etcd, JSON values` is fed; {} as JSON). The ratio column is herald+etcd's rate ÷ the row's, per round.\n\n",
+        b(Encoding::Protobuf),
+        b(Encoding::Json)
+    )
 }
 
 /// etcd-fanout's two tables: flat out (rates) and paced (latency).
 fn tables(rows: &[&Row]) -> String {
     let mut out = String::from("### etcd-fanout\n\n");
+    out.push_str(&values_line());
     let costs = |r: &Row| {
         let heap = med(r, "heap_peak_bytes").filter(|h| *h > 0.0);
         format!(
@@ -286,7 +307,7 @@ fn tables(rows: &[&Row]) -> String {
         );
         let _ = writeln!(
             out,
-            "| case | system | M deliveries/s | herald ÷ etcd, per round | p50 | p99 | {COSTS} | ended | note |"
+            "| case | system | M deliveries/s | herald+etcd ÷ system, per round | p50 | p99 | {COSTS} | ended | note |"
         );
         let _ = writeln!(out, "|{}", " --- |".repeat(14));
         for r in flat {
