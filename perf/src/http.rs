@@ -361,7 +361,7 @@ impl std::fmt::Debug for HttpSub {
 /// The `resourceVersion` of an event line's object.
 fn line_rv(line: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"\"resourceVersion\":\"";
-    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let at = memchr::memmem::find(line, KEY)? + KEY.len();
     let digits = &line[at..];
     let end = digits.iter().position(|b| !b.is_ascii_digit())?;
     std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
@@ -414,7 +414,7 @@ impl HttpSub {
         let mut n = 0;
         let mut start = 0;
         while n < max {
-            let Some(eol) = self.body[start..].iter().position(|&b| b == b'\n') else {
+            let Some(eol) = memchr::memchr(b'\n', &self.body[start..]) else {
                 break;
             };
             let line = &self.body[start..start + eol];

@@ -162,6 +162,23 @@ pub struct Reading {
     pub cpu: CpuUse,
     /// Pod 0 as the server serves it (JSON), when asked for.
     pub pod: Option<serde_json::Value>,
+    /// The pods its first page of one said it holds (the page's items and
+    /// its `remainingItemCount`), when it says.
+    pub cached: Option<u64>,
+}
+
+/// The pods a one-item page of a list says there are.
+fn listed(body: &[u8]) -> Option<u64> {
+    let page: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let items = page["items"].as_array()?.len() as u64;
+    let more = page["metadata"]["continue"]
+        .as_str()
+        .is_some_and(|c| !c.is_empty());
+    match &page["metadata"]["remainingItemCount"] {
+        // Without a continue token the page is the whole list.
+        serde_json::Value::Null => (!more).then_some(items),
+        v => Some(items + v.as_u64()?),
+    }
 }
 
 /// The directory with the apiserver's keys, token file and certificates.
@@ -238,11 +255,12 @@ fn curl(url: &str) -> anyhow::Result<(u16, Vec<u8>)> {
     Ok((code.parse().unwrap_or(0), body[..cut].to_vec()))
 }
 
-/// Polls `url` until it answers 200, the server still running.
-fn wait_ok(url: &str, server: &mut Running, what: &str, since: Instant) -> anyhow::Result<()> {
+/// Polls `url` until it answers 200, the server still running; the
+/// answer's body.
+fn wait_ok(url: &str, server: &mut Running, what: &str, since: Instant) -> anyhow::Result<Vec<u8>> {
     loop {
-        if let Ok((200, _)) = curl(url) {
-            return Ok(());
+        if let Ok((200, body)) = curl(url) {
+            return Ok(body);
         }
         if let Some(status) = server.child.try_wait()? {
             anyhow::bail!("{what}: the server exited ({status})");
@@ -357,16 +375,16 @@ pub fn measure(
         _ => format!("http://127.0.0.1:{port}"),
     };
     wait_ok(&format!("{base}/readyz"), &mut server, "/readyz", start)?;
-    if system == SystemKind::KubeApiserver {
-        // Served from the watch cache: 429 until it has listed.
-        wait_ok(
-            &format!("{base}/api/v1/pods?resourceVersion=0&limit=1"),
-            &mut server,
-            "the pods watch cache",
-            start,
-        )?;
-    }
+    // The apiserver serves `resourceVersion=0` from its watch cache: 429
+    // until the cache has listed.
+    let page = wait_ok(
+        &format!("{base}/api/v1/pods?resourceVersion=0&limit=1"),
+        &mut server,
+        "the pods cache",
+        start,
+    )?;
     reading.ready_s = start.elapsed().as_secs_f64();
+    reading.cached = listed(&page);
     // The start-up's garbage and transient buffers: let both settle a
     // little before anything is read.
     std::thread::sleep(Duration::from_secs(2));

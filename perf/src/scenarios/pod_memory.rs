@@ -342,6 +342,26 @@ fn row_of(
         .count();
     row.metric = Some(Metric::ChangesPerS);
     let mut notes = vec![format!("{value_bytes:.0} B stored per pod")];
+    // What the servers said they held, once ready.
+    let held: Vec<String> = pairs
+        .iter()
+        .flat_map(|p| [(n, &p.full), (0, &p.empty)])
+        .filter_map(|(want, r)| match r.cached {
+            Some(got) if got as usize == want => None,
+            Some(got) => Some(format!("listed {got} pods of {want}")),
+            None => None,
+        })
+        .collect();
+    let said = pairs.iter().all(|p| p.full.cached.is_some());
+    if !held.is_empty() {
+        notes.push(format!("CHECK: {}", held.join(", ")));
+    } else if said {
+        notes.push("each start's list said it held all N (or 0) pods".into());
+    } else {
+        // herald-server sends no remainingItemCount: its /readyz is the
+        // check (listed, and no stored value it could not decode).
+        notes.push("ready: listed with no undecodable value (its lists give no count)".into());
+    }
     if system == SystemKind::HeraldServer {
         notes.push(match same_pod {
             Some(true) => "serves the same pod JSON as the apiserver".into(),
