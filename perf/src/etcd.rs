@@ -195,9 +195,12 @@ impl EtcdEnv {
 
 /// The bytes of one stored pod in `encoding` (what each write puts).
 pub fn value_bytes(encoding: Encoding) -> Option<usize> {
-    Stored::new(&placement(0), 0, encoding)
-        .ok()
-        .map(|s| s.len())
+    value(encoding, 0).ok().map(|s| s.len())
+}
+
+/// Pod `key`'s value in `encoding`, as the writer puts it.
+pub fn value(encoding: Encoding, key: u32) -> anyhow::Result<Stored> {
+    Stored::new(&placement(key), u64::from(key), encoding)
 }
 
 /// Where pod `key` is: `default/pod-{key}` on `node-0`, the node every

@@ -378,7 +378,7 @@ fn run() -> anyhow::Result<bool> {
         .children_cores
         .filter(|c| *c > 0.0)
         .map_or(String::new(), |c| {
-            format!(", its etcd servers {c:.2} cores")
+            format!(", its child processes (etcd, servers) {c:.2} cores")
         });
     say(&format!(
         "machine: over the suite's {:.0} s, this process used {} cores{children} and other processes {} cores on average; {noisy} of {rounds} rounds noisy\n",
