@@ -138,22 +138,42 @@ pub struct Placement {
 impl Placement {
     /// Pod `i` of a cluster of `namespaces` namespaces and `nodes` nodes,
     /// with 20 apps per namespace: `app-A-<hash>-<suffix>` in `ns-NNN` on
-    /// `node-NNNN`.
+    /// `node-NNNN`. Names are distinct for the first 14 million pods of
+    /// each app (the suffix is the pod's index in its ReplicaSet, mixed).
     pub fn spread(i: u64, namespaces: u64, nodes: u64) -> Placement {
+        const APPS: u64 = 20;
+        let namespaces = namespaces.max(1);
         let mut d = Draws::new(i.wrapping_mul(31).wrapping_add(7));
-        let ns = i % namespaces.max(1);
-        let app = (i / namespaces.max(1)) % 20;
+        let ns = i % namespaces;
+        let app = (i / namespaces) % APPS;
         // One ReplicaSet per app and namespace: its hash from both.
         let hash = Draws::new(ns * 1_000 + app).suffix(10);
         let app = format!("app-{app}");
         Placement {
             namespace: format!("ns-{ns:03}"),
-            name: format!("{app}-{hash}-{}", d.suffix(5)),
+            name: format!("{app}-{hash}-{}", replica_suffix(i / (namespaces * APPS))),
             node: format!("node-{:04}", d.below(nodes.max(1))),
             app,
             hash,
         }
     }
+}
+
+/// The 5-character suffix of a ReplicaSet's pod `k`: `k` times a number
+/// prime to 27^5, mod 27^5, in the name generator's alphabet (27
+/// characters): distinct for every `k` below 27^5 (14,348,907), and not
+/// in counting order.
+fn replica_suffix(k: u64) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    const SPACE: u64 = 27 * 27 * 27 * 27 * 27;
+    let mut v = (k % SPACE * 1_000_003 + 4_242) % SPACE;
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(v % 27) as usize] as char;
+            v /= 27;
+            c
+        })
+        .collect()
 }
 
 /// The JSON of a running pod at `at`, its other values drawn from `seed`,
@@ -407,6 +427,17 @@ mod tests {
         assert_eq!(v, want);
         // The encoder takes it (the apiserver's JSON, version and all).
         protobuf(&t.render("node-9", 42)).unwrap();
+    }
+
+    #[test]
+    fn names_are_distinct() {
+        let names: std::collections::HashSet<(String, String)> = (0..200_000)
+            .map(|i| {
+                let at = Placement::spread(i, 50, 1_000);
+                (at.namespace, at.name)
+            })
+            .collect();
+        assert_eq!(names.len(), 200_000);
     }
 
     #[test]
