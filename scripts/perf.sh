@@ -3,7 +3,8 @@
 # interleaved rounds; a few minutes on 2 cores, after a build of a few
 # minutes), a result table per scenario, the targets, then the headline
 # table (one line per scenario). `scripts/perf.sh --full` runs the whole
-# default suite (about 35 minutes on 2 cores).
+# default suite (about 35 minutes on 2 cores, and pod-memory's apiserver
+# starts on top).
 # Installs what it needs first: protoc (the etcd upstream's gRPC client is
 # built from .proto files) and an etcd server for the etcd-fanout scenario.
 # Without etcd, that scenario says why it skipped and the rest runs.
@@ -19,4 +20,20 @@ else
     fi
     echo "perf: no etcd could be installed; the etcd-fanout scenario will skip" >&2
 fi
+# pod-memory (the default and full profiles, or named) runs the release
+# herald-server beside herald-perf and the real kube-apiserver (built by
+# scripts/ensure-kube-apiserver.sh: minutes, once); without them it says
+# why it skipped.
+case " $* " in
+*" --full "* | *"--profile default"* | *"--profile full"* | *"--profile=default"* | *"--profile=full"* | *pod-memory*)
+    cargo build --release -p herald-http --bin herald-server
+    if [[ -z "${HERALD_KUBE_APISERVER:-}" ]]; then
+        if exports="$(scripts/ensure-kube-apiserver.sh)"; then
+            eval "$exports"
+        else
+            echo "perf: no kube-apiserver could be built; pod-memory will skip" >&2
+        fi
+    fi
+    ;;
+esac
 exec cargo run --release -p herald-perf -- "$@"

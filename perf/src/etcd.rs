@@ -22,8 +22,12 @@
 //! - `etcd-one-connection`: the same on one connection.
 //!
 //! The write stream is the same for both: a writer (a one-thread tokio
-//! runtime, one connection) puts JSON pods under a fresh prefix, 1,000
-//! keys, [`Profile::etcd_in_flight`](crate::profile::Profile::etcd_in_flight) puts at a time (16) when flat out;
+//! runtime, one connection) puts pods under a fresh prefix, 1,000 keys,
+//! each value a realistic pod ([`crate::pods`]) with a write counter, in
+//! the apiserver's protobuf (what a real cluster stores: Herald decodes it
+//! to the JSON it serves) or, for `herald+etcd-json`, as JSON (Herald
+//! reads it as is); the values are made before the run, a write copies
+//! one and sets its counter. It puts them [`Profile::etcd_in_flight`](crate::profile::Profile::etcd_in_flight) puts at a time (16) when flat out;
 //! paced, it hands each put over when it is due. A put's revision is known
 //! only when it returns, so the writer stamps each write then, by
 //! revision, twice: the time just before the put was sent, and the time it
@@ -62,9 +66,10 @@ use crate::alloc::Counting;
 use crate::consume::{self, RunOpts, RunResult};
 use crate::kind::SystemKind;
 use crate::peers::herald::{HeraldSub, NODE_FIELD};
+use crate::pods::{Encoding, Placement, Stored};
 use crate::runner::run_system;
 use crate::system::{Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System};
-use crate::workload::{Filter, Workload, pod_name};
+use crate::workload::{Filter, Workload, node_name, pod_name};
 
 /// How often the sampler reads etcd's resident memory and the harness's
 /// live heap.
@@ -89,6 +94,8 @@ pub struct EtcdEnv {
     in_flight: usize,
     /// Runs so far: each run writes under a prefix of its own.
     runs: AtomicU64,
+    /// The pods' values made so far, per encoding (key `k` at index `k`).
+    values: parking_lot::Mutex<Vec<(Encoding, Arc<Vec<Stored>>)>>,
 }
 
 impl std::fmt::Debug for EtcdEnv {
@@ -128,6 +135,7 @@ impl EtcdEnv {
             connections: connections.max(1),
             in_flight: in_flight.max(1),
             runs: AtomicU64::new(0),
+            values: parking_lot::Mutex::new(Vec::new()),
         };
         Ok((etcd, Arc::new(env)))
     }
@@ -140,6 +148,22 @@ impl EtcdEnv {
     /// The connections the `etcd` system spreads its watches over.
     pub fn connections(&self) -> usize {
         self.connections
+    }
+
+    /// The values of pods `0..pods` in `encoding`, made once.
+    fn values(&self, encoding: Encoding, pods: usize) -> anyhow::Result<Arc<Vec<Stored>>> {
+        let mut made = self.values.lock();
+        if let Some((_, v)) = made.iter().find(|(e, v)| *e == encoding && v.len() >= pods) {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(
+            (0..pods as u32)
+                .map(|key| Stored::new(&placement(key), u64::from(key), encoding))
+                .collect::<anyhow::Result<Vec<_>>>()?,
+        );
+        made.retain(|(e, _)| *e != encoding);
+        made.push((encoding, v.clone()));
+        Ok(v)
     }
 
     /// A prefix no earlier run wrote under.
@@ -169,13 +193,26 @@ impl EtcdEnv {
     }
 }
 
-/// A stored pod, as the apiserver writes one (JSON): key `pod-{key}` in
-/// namespace `default`, `n` the write's index.
-fn pod_value(key: u32, n: usize) -> String {
-    format!(
-        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{}","namespace":"default","labels":{{"app":"web"}}}},"spec":{{"nodeName":"node-0","containers":[{{"name":"web","image":"registry.k8s.io/pause:3.9"}}]}},"status":{{"phase":"Running","n":{n}}}}}"#,
-        pod_name(key)
-    )
+/// The bytes of one stored pod in `encoding` (what each write puts).
+pub fn value_bytes(encoding: Encoding) -> Option<usize> {
+    value(encoding, 0).ok().map(|s| s.len())
+}
+
+/// Pod `key`'s value in `encoding`, as the writer puts it.
+pub fn value(encoding: Encoding, key: u32) -> anyhow::Result<Stored> {
+    Stored::new(&placement(key), u64::from(key), encoding)
+}
+
+/// Where pod `key` is: `default/pod-{key}` on `node-0`, the node every
+/// watcher's workload puts it on.
+fn placement(key: u32) -> Placement {
+    Placement {
+        namespace: "default".into(),
+        name: pod_name(key),
+        node: node_name(0),
+        app: "web".into(),
+        hash: "5d8f9c7b4".into(),
+    }
 }
 
 /// Reads a server process's resident memory (etcd's, or http-fanout's
@@ -228,6 +265,8 @@ pub struct EtcdWriter {
     /// revisions `r0 + 1 ..= r0 + writes`, stamped at `revision - r0 - 1`.
     r0: i64,
     workload: Arc<Workload>,
+    /// Each pod's value (by key), its write counter set per write.
+    values: Arc<Vec<Stored>>,
     tx: Option<tokio::sync::mpsc::Sender<usize>>,
     task: Option<tokio::task::JoinHandle<()>>,
     /// Puts that failed or returned a revision outside the run's.
@@ -261,6 +300,7 @@ impl EtcdWriter {
         prefix: String,
         r0: i64,
         workload: &Arc<Workload>,
+        values: Arc<Vec<Stored>>,
         keep: Box<dyn Send>,
     ) -> EtcdWriter {
         EtcdWriter {
@@ -269,6 +309,7 @@ impl EtcdWriter {
             prefix,
             r0,
             workload: workload.clone(),
+            values,
             tx: None,
             task: None,
             failures: Arc::new(AtomicU64::new(0)),
@@ -319,6 +360,7 @@ impl Publisher for EtcdWriter {
         let prefix = self.prefix.clone();
         let r0 = self.r0;
         let workload = self.workload.clone();
+        let values = self.values.clone();
         let (sent, acked) = (sent.clone(), acked.clone());
         let failures = self.failures.clone();
         let put_times = self.put_times.clone();
@@ -330,7 +372,7 @@ impl Publisher for EtcdWriter {
                 };
                 let key = workload.changes[i].key;
                 let path = format!("{prefix}default/{}", pod_name(key));
-                let value = pod_value(key, i);
+                let value = values[key as usize].with_write(i as u64);
                 let mut client = client.clone();
                 let (sent, acked) = (sent.clone(), acked.clone());
                 let failures = failures.clone();
@@ -485,6 +527,8 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) -> anyhow::Result<()> 
 pub struct HeraldOnEtcd {
     /// The case's etcd.
     pub env: Arc<EtcdEnv>,
+    /// How the writer stores the pods.
+    pub values: Encoding,
 }
 
 /// Herald's engine and reflector, stopped (reflector first: its thread
@@ -523,6 +567,7 @@ impl System for HeraldOnEtcd {
     ) -> anyhow::Result<(EtcdWriter, Vec<Offset<HeraldSub>>)> {
         all_watchers(spec)?;
         let env = &self.env;
+        let values = env.values(self.values, workload.initial.len())?;
         Counting::enable();
         let prefix = env.prefix();
         let client = env.connect(&env.writer_rt)?;
@@ -565,7 +610,15 @@ impl System for HeraldOnEtcd {
         wait_until("Herald registering the watchers", || {
             engine.stats().watchers_active >= n
         })?;
-        let writer = EtcdWriter::new(env.clone(), client, prefix, r0, workload, Box::new(keep));
+        let writer = EtcdWriter::new(
+            env.clone(),
+            client,
+            prefix,
+            r0,
+            workload,
+            values,
+            Box::new(keep),
+        );
         Ok((writer, subs))
     }
 }
@@ -578,6 +631,8 @@ pub struct EtcdWatchers {
     pub env: Arc<EtcdEnv>,
     /// Connections the watches are spread over (round-robin).
     pub connections: usize,
+    /// How the writer stores the pods.
+    pub values: Encoding,
 }
 
 impl System for EtcdWatchers {
@@ -591,6 +646,7 @@ impl System for EtcdWatchers {
     ) -> anyhow::Result<(EtcdWriter, Vec<EtcdSub>)> {
         all_watchers(spec)?;
         let env = &self.env;
+        let values = env.values(self.values, workload.initial.len())?;
         Counting::enable();
         let prefix = env.prefix();
         let client = env.connect(&env.writer_rt)?;
@@ -638,8 +694,15 @@ impl System for EtcdWatchers {
                 ended: false,
             });
         }
-        let mut writer =
-            EtcdWriter::new(env.clone(), client, prefix, r0, workload, Box::new(conns));
+        let mut writer = EtcdWriter::new(
+            env.clone(),
+            client,
+            prefix,
+            r0,
+            workload,
+            values,
+            Box::new(conns),
+        );
         writer.connections = Some(self.connections.max(1));
         Ok((writer, subs))
     }
@@ -729,8 +792,8 @@ impl Subscriber for EtcdSub {
     }
 }
 
-/// Runs one of the etcd systems (`herald+etcd`, `etcd`,
-/// `etcd-one-connection`) against `env`; any other system as
+/// Runs one of the etcd systems (`herald+etcd`, `herald+etcd-json`,
+/// `etcd`, `etcd-one-connection`) against `env`; any other system as
 /// [`run_system`] does.
 pub fn run_on(
     env: &Arc<EtcdEnv>,
@@ -741,15 +804,27 @@ pub fn run_on(
 ) -> anyhow::Result<RunResult> {
     let env = env.clone();
     match kind {
-        SystemKind::HeraldEtcd => consume::run(&HeraldOnEtcd { env }, spec, workload, opts),
+        SystemKind::HeraldEtcd | SystemKind::HeraldEtcdJson => {
+            let values = if kind == SystemKind::HeraldEtcd {
+                Encoding::Protobuf
+            } else {
+                Encoding::Json
+            };
+            consume::run(&HeraldOnEtcd { env, values }, spec, workload, opts)
+        }
         SystemKind::Etcd => {
-            let connections = env.connections();
-            consume::run(&EtcdWatchers { env, connections }, spec, workload, opts)
+            let watchers = EtcdWatchers {
+                connections: env.connections(),
+                env,
+                values: Encoding::Protobuf,
+            };
+            consume::run(&watchers, spec, workload, opts)
         }
         SystemKind::EtcdOneConnection => {
             let watchers = EtcdWatchers {
                 env,
                 connections: 1,
+                values: Encoding::Protobuf,
             };
             consume::run(&watchers, spec, workload, opts)
         }
@@ -770,12 +845,17 @@ mod tests {
 
     #[test]
     fn values_are_pods_the_source_decodes() {
-        let value = pod_value(7, 3);
-        let object = Decoder::new()
-            .field(NODE_FIELD)
-            .decode(b"default/pod-7", value.as_bytes(), 9.into())
-            .expect("decodes");
-        assert_eq!((object.namespace(), object.name()), ("default", "pod-7"));
-        assert_eq!(object.field(NODE_FIELD), Some("node-0"));
+        for encoding in [Encoding::Protobuf, Encoding::Json] {
+            let value = Stored::new(&placement(7), 7, encoding)
+                .unwrap()
+                .with_write(3);
+            let object = Decoder::new()
+                .field(NODE_FIELD)
+                .decode(b"default/pod-7", &value, 9.into())
+                .expect("decodes");
+            assert_eq!((object.namespace(), object.name()), ("default", "pod-7"));
+            assert_eq!(object.field(NODE_FIELD), Some("node-0"));
+            assert_eq!(object.label("app"), Some("web"));
+        }
     }
 }

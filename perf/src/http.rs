@@ -6,7 +6,8 @@
 //!
 //! - `herald-http`: a server process of its own ([`child`]: this binary,
 //!   started as `herald-perf __http-server`) holds a [`MemorySource`]
-//!   of JSON pods (each with its `metadata.resourceVersion`), a reflector
+//!   of JSON pods (realistic ones, [`crate::pods`], about 3.7 KB each,
+//!   with their `metadata.resourceVersion`), a reflector
 //!   feeding an engine, and a [`Server`](herald_http::Server) on a
 //!   two-thread tokio runtime, on 127.0.0.1. The publisher sends it each
 //!   change's index over a pipe (one 5-byte write; the change is stamped
@@ -18,7 +19,14 @@
 //!   body, splits the JSON lines and reads each event's
 //!   `resourceVersion` (what a client must do at least), so the client
 //!   side's cost shows in the harness's cores, as the etcd watchers' does,
-//!   and the server's CPU is measured alone, as etcd's is.
+//!   and the server's CPU is measured alone, as etcd's is (the child's
+//!   threads' CPU time: the server process only, no client in it).
+//! - `herald-http-protobuf`: the same server, the clients asking for
+//!   protobuf (`Accept: application/vnd.kubernetes.protobuf`): the server
+//!   encodes each change once (shared by every connection) and sends
+//!   length-prefixed `WatchEvent`s, which the clients split and read each
+//!   event's `metadata.resourceVersion` from by walking the wire format
+//!   (`pbwatch`).
 //! - `herald+source`: the same source, reflector and engine, watched
 //!   in-process (`Herald { source: true }`).
 //! - `etcd`: etcd-fanout's `etcd` system (N etcd watches with previous
@@ -49,6 +57,7 @@ use crate::consume::{self, RunOpts, RunResult};
 use crate::etcd::{EtcdEnv, Sampler};
 use crate::kind::SystemKind;
 use crate::peers::herald::NODE_FIELD;
+use crate::pods::{Placement, Template};
 use crate::runner::run_system;
 use crate::system::{Drained, PeerUse, Publisher, Spec, Stamps, Subscriber, System};
 use crate::workload::{Filter, Workload, node_name, pod_name};
@@ -56,25 +65,56 @@ use crate::workload::{Filter, Workload, node_name, pod_name};
 /// How long the set-up waits for the connections and the engine.
 const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A pod as the apiserver stores one, at `rv`.
-fn pod(key: u32, node: u32, rv: u64) -> Object {
-    let name = pod_name(key);
-    let node = node_name(node);
-    let payload = format!(
-        r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"default","resourceVersion":"{rv}","labels":{{"app":"web"}}}},"spec":{{"nodeName":"{node}","containers":[{{"name":"web","image":"registry.k8s.io/pause:3.10"}}]}},"status":{{"phase":"Running"}}}}"#
-    );
-    Object::builder("default", &name)
-        .label("app", "web")
-        .field(NODE_FIELD, &node)
-        .payload(payload.into_bytes())
-        .build()
+/// The child server's pods: a realistic pod per key ([`crate::pods`]:
+/// about 3.7 KB of JSON), its node and version set per change.
+struct Pods {
+    templates: Vec<Template>,
+}
+
+impl Pods {
+    /// Pods `0..n` of namespace `default`.
+    fn new(n: u32) -> Pods {
+        Pods {
+            templates: (0..n)
+                .map(|key| Template::new(&placement(key), u64::from(key)))
+                .collect(),
+        }
+    }
+
+    /// Pod `key` on `node` at `rv`, as the apiserver serves it.
+    fn object(&self, key: u32, node: u32, rv: u64) -> Object {
+        let node = node_name(node);
+        let payload = self.templates[key as usize].render(&node, rv);
+        Object::builder("default", &pod_name(key))
+            .label("app", "web")
+            .field(NODE_FIELD, &node)
+            .payload(payload.into_bytes())
+            .build()
+    }
+}
+
+/// Where pod `key` is (its node aside).
+fn placement(key: u32) -> Placement {
+    Placement {
+        namespace: "default".into(),
+        name: pod_name(key),
+        node: String::new(),
+        app: "web".into(),
+        hash: "5d8f9c7b4".into(),
+    }
 }
 
 pub mod child;
+mod pbwatch;
 
 /// Herald's HTTP front on loopback, served by a child process.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct HeraldHttp;
+pub struct HeraldHttp {
+    /// The clients ask for protobuf (`Accept:
+    /// application/vnd.kubernetes.protobuf`) and read length-prefixed
+    /// `WatchEvent`s; else JSON lines.
+    pub protobuf: bool,
+}
 
 /// The publisher: the child server, and the client side's reactor.
 pub struct HttpPub {
@@ -205,7 +245,7 @@ impl System for HeraldHttp {
                     for chunk in queries.chunks(256) {
                         let tasks: Vec<_> = chunk
                             .iter()
-                            .map(|q| tokio::spawn(open(addr, q.clone())))
+                            .map(|q| tokio::spawn(open(addr, q.clone(), self.protobuf)))
                             .collect();
                         for t in tasks {
                             out.push(t.await.context("a connection task")??);
@@ -240,11 +280,22 @@ impl System for HeraldHttp {
 
 /// Opens a watch: the request, the response's head; what arrived past
 /// the head is kept.
-async fn open(addr: std::net::SocketAddr, query: String) -> anyhow::Result<HttpSub> {
+async fn open(
+    addr: std::net::SocketAddr,
+    query: String,
+    protobuf: bool,
+) -> anyhow::Result<HttpSub> {
     let mut stream = TcpStream::connect(addr).await.context("connect")?;
     stream.set_nodelay(true)?;
+    let accept = if protobuf {
+        "Accept: application/vnd.kubernetes.protobuf\r\n"
+    } else {
+        ""
+    };
     stream
-        .write_all(format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n\r\n").as_bytes())
+        .write_all(
+            format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n{accept}\r\n").as_bytes(),
+        )
         .await?;
     let mut raw = Vec::with_capacity(8192);
     let head_end = loop {
@@ -262,13 +313,19 @@ async fn open(addr: std::net::SocketAddr, query: String) -> anyhow::Result<HttpS
         head.starts_with("HTTP/1.1 200"),
         "the watch was refused: {head}"
     );
+    let lower = head.to_ascii_lowercase();
     anyhow::ensure!(
-        head.to_ascii_lowercase()
-            .contains("transfer-encoding: chunked"),
+        lower.contains("transfer-encoding: chunked"),
         "not a chunked stream: {head}"
+    );
+    anyhow::ensure!(
+        !protobuf
+            || lower.contains("content-type: application/vnd.kubernetes.protobuf;stream=watch"),
+        "asked for protobuf, not served it: {head}"
     );
     let mut sub = HttpSub {
         stream,
+        protobuf,
         // Grown as events come: an idle client holds little.
         raw: Vec::new(),
         body: Vec::new(),
@@ -282,6 +339,8 @@ async fn open(addr: std::net::SocketAddr, query: String) -> anyhow::Result<HttpS
 /// One watch connection as a client reads it.
 pub struct HttpSub {
     stream: TcpStream,
+    /// The body is length-prefixed protobuf frames, not JSON lines.
+    protobuf: bool,
     /// Bytes read and not de-chunked yet.
     raw: Vec<u8>,
     /// De-chunked body bytes not split into lines yet.
@@ -302,7 +361,7 @@ impl std::fmt::Debug for HttpSub {
 /// The `resourceVersion` of an event line's object.
 fn line_rv(line: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"\"resourceVersion\":\"";
-    let at = line.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
+    let at = memchr::memmem::find(line, KEY)? + KEY.len();
     let digits = &line[at..];
     let end = digits.iter().position(|b| !b.is_ascii_digit())?;
     std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
@@ -347,12 +406,15 @@ impl HttpSub {
         true
     }
 
-    /// Hands out up to `max` whole lines.
+    /// Hands out up to `max` whole events (lines, or protobuf frames).
     fn lines<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> usize {
+        if self.protobuf {
+            return self.frames(max, f);
+        }
         let mut n = 0;
         let mut start = 0;
         while n < max {
-            let Some(eol) = self.body[start..].iter().position(|&b| b == b'\n') else {
+            let Some(eol) = memchr::memchr(b'\n', &self.body[start..]) else {
                 break;
             };
             let line = &self.body[start..start + eol];
@@ -368,6 +430,28 @@ impl HttpSub {
             start += eol + 1;
         }
         self.body.drain(..start);
+        n
+    }
+}
+
+impl HttpSub {
+    /// Hands out up to `max` whole protobuf frames' events.
+    fn frames<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> usize {
+        let mut n = 0;
+        let mut ended = false;
+        let taken = pbwatch::frames(&self.body, |event, len| {
+            match event {
+                pbwatch::Event::Object(rv) => {
+                    f(rv, len);
+                    n += 1;
+                }
+                pbwatch::Event::Bookmark => {}
+                pbwatch::Event::End => ended = true,
+            }
+            n < max && !ended
+        });
+        self.ended |= ended;
+        self.body.drain(..taken);
         n
     }
 }
@@ -431,7 +515,10 @@ pub fn run_on(
     opts: &RunOpts,
 ) -> anyhow::Result<RunResult> {
     match (kind, etcd) {
-        (SystemKind::HeraldHttp, _) => consume::run(&HeraldHttp, spec, workload, opts),
+        (SystemKind::HeraldHttp, _) => consume::run(&HeraldHttp::default(), spec, workload, opts),
+        (SystemKind::HeraldHttpProtobuf, _) => {
+            consume::run(&HeraldHttp { protobuf: true }, spec, workload, opts)
+        }
         (SystemKind::Etcd, Some(env)) => crate::etcd::run_on(env, kind, spec, workload, opts),
         _ => run_system(kind, spec, workload, opts),
     }
@@ -443,7 +530,7 @@ mod tests {
 
     #[test]
     fn reads_the_version_of_an_event_line() {
-        let p = pod(3, 1, 42);
+        let p = Pods::new(4).object(3, 1, 42);
         let line = format!(
             "{{\"type\":\"MODIFIED\",\"object\":{}}}",
             String::from_utf8_lossy(p.payload())

@@ -24,14 +24,22 @@ pub enum SystemKind {
     /// reflector feeding the engine.
     #[serde(rename = "herald+etcd")]
     HeraldEtcd,
+    /// The same, the pods stored in etcd as JSON rather than the
+    /// apiserver's protobuf (etcd-fanout): Herald reads them without the
+    /// protobuf decode.
+    #[serde(rename = "herald+etcd-json")]
+    HeraldEtcdJson,
     /// etcd's own watch fan-out (etcd-fanout): one etcd watch per watcher,
     /// on `--etcd-connections` connections.
     Etcd,
     /// The same on one connection.
     EtcdOneConnection,
     /// Herald's Kubernetes API front (http-fanout): one HTTP watch
-    /// connection per watcher on loopback.
+    /// connection per watcher on loopback, the clients asking for JSON.
     HeraldHttp,
+    /// The same, the clients asking for protobuf (`Accept:
+    /// application/vnd.kubernetes.protobuf`).
+    HeraldHttpProtobuf,
     /// Herald through the in-memory source and a reflector, watched
     /// in-process (http-fanout's baseline).
     #[serde(rename = "herald+source")]
@@ -41,6 +49,12 @@ pub enum SystemKind {
     /// A Rust port of the reference's object cache (seeds/002): a
     /// reflector and a store per object (the kubelet scenario).
     KubeletReference,
+    /// `herald-server --etcd ... --resources pods`, the release binary, a
+    /// process of its own (the pod-memory scenario).
+    HeraldServer,
+    /// The real kube-apiserver on the same etcd (the pod-memory
+    /// scenario).
+    KubeApiserver,
 }
 
 impl SystemKind {
@@ -55,34 +69,46 @@ impl SystemKind {
 
     /// The etcd-fanout scenario's systems (a real etcd behind both): not
     /// among [`SystemKind::ALL`], which the in-memory scenarios run.
-    pub const ETCD: [SystemKind; 3] = [
+    pub const ETCD: [SystemKind; 4] = [
         SystemKind::HeraldEtcd,
+        SystemKind::HeraldEtcdJson,
         SystemKind::Etcd,
         SystemKind::EtcdOneConnection,
     ];
 
     /// The http-fanout scenario's systems (with [`SystemKind::Etcd`] where
     /// an etcd is found).
-    pub const HTTP: [SystemKind; 2] = [SystemKind::HeraldHttp, SystemKind::HeraldSource];
+    pub const HTTP: [SystemKind; 3] = [
+        SystemKind::HeraldHttp,
+        SystemKind::HeraldHttpProtobuf,
+        SystemKind::HeraldSource,
+    ];
 
     /// The kubelet scenario's systems, Herald's first.
     pub const KUBELET: [SystemKind; 2] = [SystemKind::KubeletManager, SystemKind::KubeletReference];
+
+    /// The pod-memory scenario's systems, Herald's first.
+    pub const SERVERS: [SystemKind; 2] = [SystemKind::HeraldServer, SystemKind::KubeApiserver];
 
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
             SystemKind::Herald => "herald",
             SystemKind::HeraldHttp => "herald-http",
+            SystemKind::HeraldHttpProtobuf => "herald-http-protobuf",
             SystemKind::HeraldSource => "herald+source",
             SystemKind::Reference => "reference-port",
             SystemKind::TokioBroadcast => "tokio-broadcast",
             SystemKind::Crossbeam => "crossbeam-cacher",
             SystemKind::Disruptor => "disruptor",
             SystemKind::HeraldEtcd => "herald+etcd",
+            SystemKind::HeraldEtcdJson => "herald+etcd-json",
             SystemKind::Etcd => "etcd",
             SystemKind::EtcdOneConnection => "etcd-one-connection",
             SystemKind::KubeletManager => "herald-kubelet",
             SystemKind::KubeletReference => "kubelet-reference",
+            SystemKind::HeraldServer => "herald-server",
+            SystemKind::KubeApiserver => "kube-apiserver",
         }
     }
 
@@ -93,6 +119,7 @@ impl SystemKind {
             .chain(SystemKind::ETCD)
             .chain(SystemKind::HTTP)
             .chain(SystemKind::KUBELET)
+            .chain(SystemKind::SERVERS)
             .find(|s| s.name() == name)
     }
 
@@ -102,8 +129,11 @@ impl SystemKind {
             self,
             SystemKind::Herald
                 | SystemKind::HeraldEtcd
+                | SystemKind::HeraldEtcdJson
                 | SystemKind::HeraldHttp
+                | SystemKind::HeraldHttpProtobuf
                 | SystemKind::KubeletManager
+                | SystemKind::HeraldServer
         )
     }
 }

@@ -11,7 +11,8 @@
 //! - `alloc`, `machine`, `workload`, `system`, `consume`: the counting
 //!   allocator, `/proc` readings, workloads, the system interface, the
 //!   consumer pool and run driver;
-//! - `peers/`, `etcd`, `http`: the systems;
+//! - `pods`: realistic pods, as JSON and as the apiserver's protobuf;
+//! - `peers/`, `etcd`, `http`, `servers`: the systems;
 //! - `kind`, `profile`, `row`, `runner`, `report`, `scenario`: the
 //!   shared harness (system names, sizes, rows and rounds, the interleaved
 //!   runner, tables and targets, the trait);
@@ -24,11 +25,13 @@ pub mod http;
 pub mod kind;
 pub mod machine;
 pub mod peers;
+pub mod pods;
 pub mod profile;
 pub mod report;
 pub mod row;
 pub mod runner;
 pub mod scenario;
 pub mod scenarios;
+pub mod servers;
 pub mod system;
 pub mod workload;

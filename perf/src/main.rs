@@ -11,6 +11,7 @@
 //! cargo run --release -p herald-perf -- --json results.json --plots target/perf
 //! cargo run --release -p herald-perf -- --scenarios etcd-fanout   # Herald in front of etcd (needs etcd)
 //! cargo run --release -p herald-perf -- --scenarios http-fanout   # Herald's HTTP front to N connections
+//! cargo run --release -p herald-perf -- pod-memory --pods 10000   # bytes per cached pod: herald-server vs kube-apiserver
 //! ```
 
 use std::io::IsTerminal;
@@ -36,9 +37,10 @@ static GLOBAL: Counting = Counting;
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
-    /// Scenarios to run (default: all): fanout-all, fanout-indexed,
+    /// Scenarios to run (default: all; the quick and smoke profiles leave
+    /// out pod-memory unless named): fanout-all, fanout-indexed,
     /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout,
-    /// http-fanout, kubelet.
+    /// http-fanout, kubelet, pod-memory.
     scenarios: Vec<String>,
     /// Scenarios to run, comma-separated (the same as naming them as
     /// arguments).
@@ -54,7 +56,8 @@ struct Args {
     full: bool,
     /// Systems to run, comma-separated (default: all): herald,
     /// reference-port, tokio-broadcast, crossbeam-cacher, disruptor; and
-    /// etcd-fanout's herald+etcd, etcd (both unless one is named).
+    /// etcd-fanout's herald+etcd, herald+etcd-json, etcd,
+    /// etcd-one-connection (all unless one is named).
     #[arg(long, value_delimiter = ',')]
     systems: Vec<String>,
     /// Consumer threads shared by every system.
@@ -98,6 +101,10 @@ struct Args {
     /// etcd-fanout flat out: puts the writer keeps in flight.
     #[arg(long)]
     etcd_in_flight: Option<usize>,
+    /// pod-memory: pods written to etcd and cached by each server (quick:
+    /// 10,000; default: 100,000).
+    #[arg(long)]
+    pods: Option<usize>,
     /// Check every delivery against its filter (slower; always on in the
     /// smoke profile).
     #[arg(long)]
@@ -220,6 +227,10 @@ fn run() -> anyhow::Result<bool> {
         anyhow::ensure!(r > 0.0, "--etcd-rate must be positive");
         profile.etcd_paced.0 = r;
     }
+    if let Some(n) = args.pods {
+        anyhow::ensure!(n > 0, "--pods must be at least 1");
+        profile.pod_memory_pods = n;
+    }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;
     if let Some(r) = args.repeat {
@@ -246,7 +257,10 @@ fn run() -> anyhow::Result<bool> {
 
     let named: Vec<&String> = args.scenarios.iter().chain(&args.scenario_list).collect();
     let chosen: Vec<&dyn Scenario> = if named.is_empty() {
-        scenarios::ALL.to_vec()
+        scenarios::ALL
+            .into_iter()
+            .filter(|s| profile.heavy || !s.heavy())
+            .collect()
     } else {
         named
             .into_iter()
@@ -269,6 +283,9 @@ fn run() -> anyhow::Result<bool> {
                         SystemKind::ALL
                             .iter()
                             .chain(&SystemKind::ETCD)
+                            .chain(&SystemKind::HTTP)
+                            .chain(&SystemKind::KUBELET)
+                            .chain(&SystemKind::SERVERS)
                             .map(|k| k.name())
                             .collect::<Vec<_>>()
                             .join(", ")
@@ -285,7 +302,10 @@ fn run() -> anyhow::Result<bool> {
         .collect();
     // Ratios are Herald's: it always runs, first.
     systems.retain(|s| {
-        *s != SystemKind::Herald && !SystemKind::ETCD.contains(s) && !SystemKind::HTTP.contains(s)
+        *s != SystemKind::Herald
+            && !SystemKind::ETCD.contains(s)
+            && !SystemKind::HTTP.contains(s)
+            && !SystemKind::SERVERS.contains(s)
     });
     systems.insert(0, SystemKind::Herald);
 
@@ -358,7 +378,7 @@ fn run() -> anyhow::Result<bool> {
         .children_cores
         .filter(|c| *c > 0.0)
         .map_or(String::new(), |c| {
-            format!(", its etcd servers {c:.2} cores")
+            format!(", its child processes (etcd, servers) {c:.2} cores")
         });
     say(&format!(
         "machine: over the suite's {:.0} s, this process used {} cores{children} and other processes {} cores on average; {noisy} of {rounds} rounds noisy\n",

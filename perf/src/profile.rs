@@ -93,6 +93,12 @@ pub struct Profile {
     /// kubelet: pods, Secrets, namespaces, references per pod, seconds
     /// of churn.
     pub kubelet: KubeletSizes,
+    /// pod-memory: pods written to etcd, cached by each server.
+    pub pod_memory_pods: usize,
+    /// Run the heavy scenarios (see
+    /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
+    /// scenario is named.
+    pub heavy: bool,
 }
 
 impl Profile {
@@ -122,6 +128,10 @@ impl Profile {
                 seconds: 1.0,
                 ..default.kubelet
             },
+            // pod-memory is not run in this profile unless named (an
+            // apiserver start per measurement); this is its size then.
+            pod_memory_pods: 10_000,
+            heavy: false,
             // Flat-out runs of at least a second, aimed at 1.2 s (1.2-2.4
             // s each, the workload doubling); a round under a second
             // grows that system's next rounds.
@@ -178,6 +188,8 @@ impl Profile {
                 seconds: 0.2,
                 pods_per_s: 500.0,
             },
+            pod_memory_pods: 500,
+            heavy: false,
         }
     }
 
@@ -228,6 +240,8 @@ impl Profile {
                 seconds: 2.0,
                 pods_per_s: 500.0,
             },
+            pod_memory_pods: 100_000,
+            heavy: true,
         }
     }
 

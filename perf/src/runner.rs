@@ -73,6 +73,10 @@ pub fn run_system(
         | SystemKind::KubeletManager
         | SystemKind::KubeletReference
         | SystemKind::HeraldEtcd
+        | SystemKind::HeraldEtcdJson
+        | SystemKind::HeraldHttpProtobuf
+        | SystemKind::HeraldServer
+        | SystemKind::KubeApiserver
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection => {
             anyhow::bail!("{} runs in its own scenario, which builds it", kind.name())

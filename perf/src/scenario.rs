@@ -18,6 +18,14 @@ pub trait Scenario: Sync {
     /// The name used on the command line, in tables and in the JSON.
     fn name(&self) -> &'static str;
 
+    /// Whether it needs minutes even at its smallest size (it starts a
+    /// kube-apiserver per measurement): the profiles without
+    /// [`Profile::heavy`](crate::profile::Profile::heavy) (quick, smoke)
+    /// run it only when it is named.
+    fn heavy(&self) -> bool {
+        false
+    }
+
     /// The systems it runs, given the runner's choice (`--systems`), the
     /// side ratios are taken for first.
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind>;

@@ -46,7 +46,12 @@ fn etcd_fanout_runs_both_systems_against_a_real_etcd() {
         .iter()
         .filter(|r| r["scenario"] == "etcd-fanout")
         .collect();
-    for system in ["herald+etcd", "etcd", "etcd-one-connection"] {
+    for system in [
+        "herald+etcd",
+        "herald+etcd-json",
+        "etcd",
+        "etcd-one-connection",
+    ] {
         let mine: Vec<_> = rows.iter().filter(|r| r["system"] == system).collect();
         // One flat-out and one paced case (the smoke profile's one size).
         assert_eq!(mine.len(), 2, "{system}: {rows:?}");
@@ -75,7 +80,7 @@ fn etcd_fanout_runs_both_systems_against_a_real_etcd() {
                 assert!(peer["put_p99_us"].as_f64().unwrap() > 0.0, "{r}");
                 let connections = peer["connections"].as_u64();
                 match system {
-                    "herald+etcd" => assert_eq!(connections, None, "{r}"),
+                    "herald+etcd" | "herald+etcd-json" => assert_eq!(connections, None, "{r}"),
                     "etcd" => assert_eq!(connections, Some(2), "the smoke profile's: {r}"),
                     _ => assert_eq!(connections, Some(1), "{r}"),
                 }

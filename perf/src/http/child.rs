@@ -33,7 +33,7 @@ use herald::{MemorySource, Object};
 use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 
-use super::pod;
+use super::Pods;
 use crate::alloc::Counting;
 use crate::workload::Workload;
 
@@ -82,17 +82,19 @@ fn read_workload(r: &mut impl Read) -> anyhow::Result<Objects> {
     let mut magic = [0; 4];
     r.read_exact(&mut magic).context("the header")?;
     anyhow::ensure!(&magic == MAGIC, "not an http-fanout parent: {magic:?}");
-    let pods = read_u32(r)?;
-    let initial = (0..pods)
-        .map(|k| Ok(pod(k, read_u32(r)?, Workload::LIST_RV)))
+    let n = read_u32(r)?;
+    let pods = Pods::new(n);
+    let initial = (0..n)
+        .map(|k| Ok(pods.object(k, read_u32(r)?, Workload::LIST_RV)))
         .collect::<std::io::Result<_>>()?;
     let n = read_u32(r)?;
     let changes = (0..n)
         .map(|_| {
             let (key, node, rv) = (read_u32(r)?, read_u32(r)?, read_u64(r)?);
-            Ok((pod(key, node, rv), rv))
+            anyhow::ensure!(key < pods.templates.len() as u32, "change of pod {key}");
+            Ok((pods.object(key, node, rv), rv))
         })
-        .collect::<std::io::Result<_>>()?;
+        .collect::<anyhow::Result<_>>()?;
     Ok(Objects { initial, changes })
 }
 

@@ -3,26 +3,38 @@
 //! itself (`etcd` on `--etcd-connections` connections,
 //! `etcd-one-connection`), on the same write stream: flat out and paced.
 //! Each case starts a fresh etcd of its own (the systems: [`crate::etcd`]).
+//!
+//! The values are realistic pods ([`crate::pods`]) in the apiserver's
+//! protobuf, as a real cluster stores them: Herald decodes each write
+//! once (protobuf to the JSON it serves), etcd's watchers get the bytes.
+//! `herald+etcd-json` is Herald on the same writes stored as JSON (no
+//! protobuf decode), in the same rounds: its ratio column is
+//! `herald+etcd` ÷ it, what the decode costs Herald's fan-out.
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use herald_kube::Decoder;
 
 use herald_testkit::etcd::etcd_binary;
 
 use crate::consume::{Pace, RunOpts};
-use crate::etcd::{EtcdEnv, run_on};
+use crate::etcd::{EtcdEnv, run_on, value, value_bytes};
 use crate::kind::SystemKind;
+use crate::machine::ThreadCpu;
+use crate::peers::herald::NODE_FIELD;
+use crate::pods::Encoding;
 use crate::profile::Profile;
 use crate::report::{
     self, Headline, Target, fig, find, m, mb, med, median, note, range, ratio, spread, spread_key,
     us,
 };
-use crate::row::{Metric, Row};
+use crate::row::{Metric, Row, Spread};
 use crate::runner::{Case, Runner, Size, all_match, spec};
 use crate::scenario::Scenario;
 use crate::system::Spec;
-use crate::workload::{Filter, Workload};
+use crate::workload::{Filter, Workload, pod_name};
 
 /// The scenario's name.
 pub const NAME: &str = "etcd-fanout";
@@ -68,6 +80,13 @@ impl Scenario for EtcdFanout {
                 return;
             }
         };
+        let first = rows.len();
+        // What Herald's source does per write, apart (the default and full
+        // profiles): decoding one stored value.
+        let decode = (!p.headline_only).then(|| {
+            (runner.on_start)("etcd-fanout: Herald's decode of a value");
+            decode_cost(p.repeat.max(1))
+        });
         for case in &cases {
             (runner.on_start)(&format!("etcd-fanout {}: starting etcd", case.label));
             let (etcd, env) = match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
@@ -132,6 +151,16 @@ impl Scenario for EtcdFanout {
             drop(env);
             drop(etcd);
         }
+        if let Some(Some([pb, json, ratio])) = decode {
+            for r in &mut rows[first..] {
+                if r.system == SystemKind::HeraldEtcd.name() {
+                    r.spread.insert(DECODE_US, pb);
+                } else if r.system == SystemKind::HeraldEtcdJson.name() {
+                    r.spread.insert(DECODE_US, json);
+                    r.spread.insert(DECODE_RATIO, ratio);
+                }
+            }
+        }
     }
 
     fn table(&self, rows: &[&Row]) -> String {
@@ -162,7 +191,8 @@ impl Scenario for EtcdFanout {
         let case = report::case_rows(rows, NAME, &h.case);
         let etcds: Vec<&&Row> = case
             .iter()
-            .filter(|r| r.system != "herald+etcd" && r.ratio.is_some())
+            .filter(|r| r.peer.as_ref().is_some_and(|p| p.connections.is_some()))
+            .filter(|r| r.ratio.is_some())
             .collect();
         let at_target = h.case == "1000 watchers, flat out";
         let met = (at_target && !etcds.is_empty()).then(|| {
@@ -193,8 +223,8 @@ impl Scenario for EtcdFanout {
     }
 }
 
-/// The systems of the scenario among `chosen` (both when `chosen` names
-/// neither).
+/// The systems of the scenario among `chosen` (all of them when `chosen`
+/// names none).
 fn systems_of(chosen: &[SystemKind]) -> Vec<SystemKind> {
     let named: Vec<SystemKind> = SystemKind::ETCD
         .into_iter()
@@ -244,13 +274,103 @@ fn etcd_system(r: &Row) -> String {
     match r.peer.as_ref().and_then(|p| p.connections) {
         Some(1) => "etcd, 1 connection".into(),
         Some(c) => format!("etcd, {c} connections"),
+        None if r.system == SystemKind::HeraldEtcdJson.name() => "herald+etcd, JSON values".into(),
         None => r.system.clone(),
     }
+}
+
+/// The spread key of Herald's decode of one value, µs.
+const DECODE_US: &str = "decode_us_per_value";
+
+/// The spread key of protobuf's decode ÷ JSON's, per round.
+const DECODE_RATIO: &str = "decode_protobuf_over_json";
+
+/// Herald's decode of one stored value (what its source does per write,
+/// once whatever the watchers), µs of the thread's CPU time, protobuf
+/// then JSON: the 1,000 values of each encoding decoded over and over for
+/// at least a second, the encodings alternating (which goes first too),
+/// `rounds` passes each, and protobuf ÷ JSON per round; None if a value
+/// would not decode.
+fn decode_cost(rounds: usize) -> Option<[Spread; 3]> {
+    let decoder = Decoder::new().field(NODE_FIELD);
+    let encodings = [Encoding::Protobuf, Encoding::Json];
+    let values: Vec<Vec<(String, Vec<u8>)>> = encodings
+        .iter()
+        .map(|&e| {
+            (0..1_000u32)
+                .map(|k| {
+                    let v = value(e, k).ok()?.with_write(u64::from(k));
+                    Some((format!("default/{}", pod_name(k)), v))
+                })
+                .collect::<Option<_>>()
+        })
+        .collect::<Option<_>>()?;
+    let mut per: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..rounds {
+        for i in [round % 2, 1 - round % 2] {
+            let start = Instant::now();
+            let cpu = ThreadCpu::start();
+            let mut n = 0u64;
+            while start.elapsed() < Duration::from_secs(1) {
+                for (key, v) in &values[i] {
+                    let object = decoder.decode(key.as_bytes(), v, (n + 2).into()).ok()?;
+                    std::hint::black_box(object);
+                    n += 1;
+                }
+            }
+            // The thread's CPU time (its wall time where that cannot be
+            // read): what other load does to the wall clock stays out.
+            let ns = cpu
+                .finish()
+                .map_or(start.elapsed().as_nanos() as u64, |(_, _, ns)| ns);
+            per[i].push(ns as f64 / 1e3 / n as f64);
+        }
+    }
+    let ratios: Vec<f64> = per[0].iter().zip(&per[1]).map(|(p, j)| p / j).collect();
+    Some([
+        Spread::of(&per[0])?,
+        Spread::of(&per[1])?,
+        Spread::of(&ratios)?,
+    ])
+}
+
+/// The line that says what the writes were (and, when measured, what
+/// decoding one cost Herald).
+fn values_line(rows: &[&Row]) -> String {
+    let b = |e: Encoding| value_bytes(e).map_or("?".into(), |n| format!("{n} B"));
+    let mut line = format!(
+        "Values: a realistic pod per write ({} in protobuf, what the apiserver stores and every row but `herald+etcd, JSON values` is fed; {} as JSON). The ratio column is herald+etcd's rate ÷ the row's, per round.",
+        b(Encoding::Protobuf),
+        b(Encoding::Json)
+    );
+    let decode = |s: SystemKind, key: &str| {
+        rows.iter()
+            .find(|r| r.system == s.name())
+            .and_then(|r| r.spread.get(key).copied())
+    };
+    if let (Some(pb), Some(json), Some(ratio)) = (
+        decode(SystemKind::HeraldEtcd, DECODE_US),
+        decode(SystemKind::HeraldEtcdJson, DECODE_US),
+        decode(SystemKind::HeraldEtcdJson, DECODE_RATIO),
+    ) {
+        let us = |v: f64| format!("{v:.1} µs");
+        let _ = write!(
+            line,
+            " Herald's source decoding one value (its work per write, once for every watcher; CPU time, {} passes of >= 1 s each, alternating): protobuf {}, JSON {}, protobuf ÷ JSON per round {}.",
+            pb.rounds,
+            report::range(Some(pb), us),
+            report::range(Some(json), us),
+            report::range(Some(ratio), |v| format!("{v:.2}x"))
+        );
+    }
+    line.push_str("\n\n");
+    line
 }
 
 /// etcd-fanout's two tables: flat out (rates) and paced (latency).
 fn tables(rows: &[&Row]) -> String {
     let mut out = String::from("### etcd-fanout\n\n");
+    out.push_str(&values_line(rows));
     let costs = |r: &Row| {
         let heap = med(r, "heap_peak_bytes").filter(|h| *h > 0.0);
         format!(
@@ -286,7 +406,7 @@ fn tables(rows: &[&Row]) -> String {
         );
         let _ = writeln!(
             out,
-            "| case | system | M deliveries/s | herald ÷ etcd, per round | p50 | p99 | {COSTS} | ended | note |"
+            "| case | system | M deliveries/s | herald+etcd ÷ system, per round | p50 | p99 | {COSTS} | ended | note |"
         );
         let _ = writeln!(out, "|{}", " --- |".repeat(14));
         for r in flat {

@@ -1,9 +1,15 @@
 //! http-fanout: Herald's Kubernetes API front (`herald-http`) serving N
-//! watch connections on loopback, against the same watchers in-process
-//! through the same source (`herald+source`: what the network costs) and
-//! etcd's own fan-out to N gRPC watchers (`etcd`, where etcd is found,
-//! watchers of everything only). The systems: [`crate::http`]; the etcd,
-//! when found, is started here for the scenario.
+//! watch connections on loopback, against the same server to clients
+//! asking for protobuf (`herald-http-protobuf`), the same watchers
+//! in-process through the same source (`herald+source`: what the network
+//! costs) and etcd's own fan-out to N gRPC watchers (`etcd`, where etcd
+//! is found, watchers of everything only). The systems: [`crate::http`];
+//! the etcd, when found, is started here for the scenario.
+//!
+//! The server's CPU per delivery is its process's CPU time over the run
+//! (the child server alone: the clients are the harness's threads) over
+//! the deliveries; the table gives it per 1,000 deliveries and, for the
+//! protobuf clients, its ratio to the JSON clients' taken per round.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +20,7 @@ use crate::http::run_on;
 use crate::kind::SystemKind;
 use crate::profile::Profile;
 use crate::report::{self, Headline, busy, fig, m, med, note, ratio, spread, spread_key, us};
-use crate::row::{Metric, Row};
+use crate::row::{Metric, Row, Spread};
 use crate::runner::{Case, Runner, Size, all_match, spec};
 use crate::scenario::Scenario;
 use crate::system::Spec;
@@ -149,7 +155,7 @@ impl Scenario for HttpFanout {
     fn table(&self, rows: &[&Row]) -> String {
         report::table(
             NAME,
-            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | server µs CPU per delivery | server cores | heap per connection (server's) | busy threads | ended | note |",
+            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | server CPU ms per 1,000 deliveries | that ÷ herald-http's, per round | server cores | heap per connection (server's) | busy threads | ended | note |",
             rows,
             |r| {
                 let kib = |b: f64| format!("{:.1}", b / 1024.0);
@@ -162,7 +168,7 @@ impl Scenario for HttpFanout {
                     _ => "-".into(),
                 };
                 format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.case,
                     r.system,
                     spread(r, Metric::DeliveriesPerS, m),
@@ -170,6 +176,7 @@ impl Scenario for HttpFanout {
                     spread(r, Metric::P50, us),
                     spread(r, Metric::P99, us),
                     spread_key(r, "server_us_per_delivery", fig),
+                    cpu_ratio(rows, r),
                     fig(med(r, "server_cores")),
                     heap,
                     busy(r),
@@ -199,6 +206,33 @@ impl Scenario for HttpFanout {
             ("-".into(), None),
         )
     }
+}
+
+/// The row's server CPU per delivery ÷ herald-http's in the same case,
+/// taken per round: median [min-max].
+fn cpu_ratio(rows: &[&Row], r: &Row) -> String {
+    let json = SystemKind::HeraldHttp.name();
+    let Some(h) = rows
+        .iter()
+        .find(|h| h.case == r.case && h.system == json && !h.rounds.is_empty())
+    else {
+        return "-".into();
+    };
+    if r.system == json {
+        return "1.0x".into();
+    }
+    let per = |round: &crate::row::Round| round.peer.as_ref().map(|p| p.us_per_delivery);
+    let ratios: Vec<f64> = r
+        .rounds
+        .iter()
+        .filter_map(|x| {
+            let y = h.rounds.iter().find(|y| y.round == x.round)?;
+            Some((per(x)?, per(y)?))
+        })
+        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
+        .map(|(a, b)| a / b)
+        .collect();
+    report::range(Spread::of(&ratios), |v| format!("{v:.2}x"))
 }
 
 /// One case of the scenario.

@@ -219,6 +219,10 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
         SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
         SystemKind::HeraldEtcd
+        | SystemKind::HeraldEtcdJson
+        | SystemKind::HeraldHttpProtobuf
+        | SystemKind::HeraldServer
+        | SystemKind::KubeApiserver
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection
         | SystemKind::HeraldHttp

@@ -16,10 +16,11 @@ pub mod http_fanout;
 pub mod kubelet;
 pub mod latency;
 pub mod memory;
+pub mod pod_memory;
 pub mod slow_watcher_tax;
 
 /// Every scenario, in suite order.
-pub const ALL: [&dyn Scenario; 9] = [
+pub const ALL: [&dyn Scenario; 10] = [
     &fanout_all::FanoutAll,
     &fanout_indexed::FanoutIndexed,
     &slow_watcher_tax::SlowWatcherTax,
@@ -29,6 +30,7 @@ pub const ALL: [&dyn Scenario; 9] = [
     &etcd_fanout::EtcdFanout,
     &http_fanout::HttpFanout,
     &kubelet::Kubelet,
+    &pod_memory::PodMemory,
 ];
 
 /// The scenario of a command-line name.
