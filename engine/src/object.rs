@@ -1,7 +1,7 @@
 //! Objects: what a change carries and what filters read.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -73,6 +73,9 @@ struct Inner {
     /// How many of `spans` are labels.
     labels: usize,
     payload: Bytes,
+    /// A second form of the payload, made by the first caller of
+    /// [`Object::derived`] (`None`: it could not be made).
+    derived: OnceLock<Option<Bytes>>,
 }
 
 /// Where one label or field is in an object's text: its key is
@@ -238,6 +241,35 @@ impl Object {
     /// ```
     pub fn payload(&self) -> &Bytes {
         &self.inner.payload
+    }
+
+    /// A second encoding of the payload, made from it at most once per
+    /// object and kept as long as the object: the first caller runs
+    /// `make` (callers racing with it wait for its result rather than make
+    /// another), every later one gets the same bytes. `None` when `make`
+    /// returned `None`, which is kept too.
+    ///
+    /// For a server that sends one object in more than one encoding
+    /// (herald-server's protobuf for client-go): a change is encoded once,
+    /// however many connections send it and however far behind they are,
+    /// and the encoding goes when the last event holding the object does.
+    /// Herald still never parses the payload; `make` does, and must be a
+    /// function of the payload alone (one object has one derived form).
+    /// Not counted in the history's byte bound, which is taken at write.
+    ///
+    /// ```
+    /// # use herald::Object;
+    /// let o = Object::builder("ns", "a").payload("abc").build();
+    /// let upper = |p: &bytes::Bytes| Some(p.to_ascii_uppercase().into());
+    /// assert_eq!(o.derived(upper).as_deref(), Some(&b"ABC"[..]));
+    /// // Made once: a second `make` is not run.
+    /// assert_eq!(o.clone().derived(|_| None).as_deref(), Some(&b"ABC"[..]));
+    /// ```
+    pub fn derived(&self, make: impl FnOnce(&Bytes) -> Option<Bytes>) -> Option<Bytes> {
+        self.inner
+            .derived
+            .get_or_init(|| make(&self.inner.payload))
+            .clone()
     }
 
     /// Whether two handles share one allocation (clones of one object).
@@ -449,6 +481,7 @@ impl ObjectBuilder {
                 spans: self.spans.into_boxed_slice(),
                 labels,
                 payload: self.payload,
+                derived: OnceLock::new(),
             }),
         }
     }

@@ -296,6 +296,18 @@ impl Collector for Resources {
             .iter()
             .map(|(r, _)| (by_plural(r), r.metrics.described.load(Ordering::Relaxed)))
             .collect();
+        let protobuf: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (by_plural(r), r.encodings.made()))
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_protobuf_encodings",
+            "Objects encoded as protobuf for clients that ask for it: once per change, however many connections send it.",
+            MetricType::Counter,
+            &protobuf,
+            counter,
+        )?;
         let restamped: Vec<_> = stats
             .iter()
             .map(|(r, _)| (by_plural(r), r.restamps.made()))

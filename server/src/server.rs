@@ -551,7 +551,7 @@ impl Server {
                 );
                 for item in &page.items {
                     let json = object_json(&r.info, &item.object, item.resource_version);
-                    body.push(&r.encodings.protobuf(json.bytes())?)
+                    body.push(&r.encodings.protobuf(&item.object, &json)?)
                         .map_err(|e| ApiError::internal(format!("an object's protobuf: {e}")))?;
                 }
                 return Ok(list_response(caller.gzip, PROTOBUF, body.finish()));

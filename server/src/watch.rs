@@ -181,7 +181,7 @@ impl Body for WatchBody {
                         tally.described();
                     }
                     match table {
-                        None if protobuf => match encodings.protobuf(json.bytes()) {
+                        None if protobuf => match encodings.protobuf(object, &json) {
                             Ok(pb) => push_proto(buf, event_type(kind), &pb),
                             Err(e) => push(buf, true, "ERROR", &e.to_json()),
                         },
