@@ -4,7 +4,10 @@
 # (scripts/ensure-kube-apiserver.sh, built from source on first use: ~7 min
 # cold), builds herald-server (release), then runs the Go test, which starts
 # its own etcd, apiserver and herald-server on loopback and compares what
-# Herald serves with what the apiserver serves (testkit/client-go/README.md).
+# Herald serves with what the apiserver serves (testkit/client-go/README.md),
+# once for each upstream in HERALD_DIFF_UPSTREAMS (default "etcd apiserver":
+# herald-server reading the apiserver's etcd, then herald-server in front of
+# the apiserver itself, --kubeconfig).
 #
 # Usage:   scripts/test-real-cluster.sh [extra `go test` flags, e.g. -run X]
 # Needs:   go (>= 1.26), kubectl on PATH, cargo, and what ensure-etcd.sh
@@ -55,8 +58,10 @@ say "etcd: $HERALD_ETCD"
 say "kube-apiserver: $HERALD_KUBE_APISERVER"
 say "herald-server: $HERALD_SERVER"
 say "kubectl: $(command -v kubectl)"
-say "go test -count=1 -timeout 15m -v ./... in testkit/client-go"
-start=$(date +%s)
-(cd testkit/client-go && go test -count=1 -timeout 15m -v ./... "$@") ||
-    fail "the differential test against the real kube-apiserver failed after $(($(date +%s) - start)) s (the DIFF lines above list what differs)"
-say "passed in $(($(date +%s) - start)) s"
+for upstream in ${HERALD_DIFF_UPSTREAMS:-etcd apiserver}; do
+    say "HERALD_DIFF_UPSTREAM=$upstream go test -count=1 -timeout 15m -v ./... in testkit/client-go"
+    start=$(date +%s)
+    (cd testkit/client-go && HERALD_DIFF_UPSTREAM="$upstream" go test -count=1 -timeout 15m -v ./... "$@") ||
+        fail "the differential test against the real kube-apiserver, herald-server reading $upstream, failed after $(($(date +%s) - start)) s (the DIFF lines above list what differs)"
+    say "herald-server reading $upstream: passed in $(($(date +%s) - start)) s"
+done

@@ -446,6 +446,10 @@ impl Upstream for Shared {
         self.source.list().map_err(ReadError::Source)
     }
 
+    fn list_at_through(&self, rv: ResourceVersion) -> Result<Option<crate::Listing>, ReadError> {
+        self.source.list_at(rv).map_err(ReadError::Source)
+    }
+
     fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError> {
         self.source.get(key).map_err(ReadError::Source)
     }

@@ -241,6 +241,9 @@ pub(crate) trait Upstream: Send + Sync {
     /// The source's list now (a consistent list read through).
     fn list_through(&self) -> Result<crate::Listing, ReadError>;
 
+    /// The source's list exactly at `rv`, if it can read the past.
+    fn list_at_through(&self, rv: ResourceVersion) -> Result<Option<crate::Listing>, ReadError>;
+
     /// The source's object under `key` now (a consistent get read
     /// through), and the revision read at.
     fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError>;

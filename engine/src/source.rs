@@ -106,6 +106,15 @@ pub trait Source: Send + Sync + 'static {
         true
     }
 
+    /// Everything the source held at exactly `revision`, if it can say
+    /// (`None`: it cannot read the past). Asked, when progress is not
+    /// reliable, for an exact read at a version the cache has not reached;
+    /// by default `None` (the read waits as any, then is too large).
+    fn list_at(&self, revision: ResourceVersion) -> Result<Option<Listing>, SourceError> {
+        let _ = revision;
+        Ok(None)
+    }
+
     /// The object under `key` and the revision read at, as of the
     /// source's current revision: a consistent get when progress is not
     /// reliable. By default, from a whole [`Source::list`]; a source that

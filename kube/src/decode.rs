@@ -21,7 +21,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use herald::{Object, ResourceVersion};
+use herald::{Object, ObjectBuilder, ResourceVersion};
 use serde_json::{Map, Value};
 
 use crate::crypt::{CryptError, Keyring};
@@ -212,42 +212,18 @@ impl Decoder {
                 root.shift_insert(0, key.to_owned(), v);
             }
         }
-        let mut builder = {
-            let meta = root
-                .get("metadata")
-                .and_then(Value::as_object)
-                .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
-            let got_name = string_at(meta, "name")?.unwrap_or_default();
-            let got_namespace = string_at(meta, "namespace")?.unwrap_or_default();
-            if (got_namespace, got_name) != (namespace, name) {
-                return Err(DecodeError::Shape(format!(
-                    "metadata names {got_namespace:?}/{got_name:?}, the key {namespace:?}/{name:?}"
-                )));
-            }
-            let mut builder = Object::builder(namespace, name);
-            match meta.get("labels") {
-                None | Some(Value::Null) => {}
-                Some(Value::Object(labels)) => {
-                    for (k, v) in labels {
-                        let v = v.as_str().ok_or_else(|| {
-                            DecodeError::Shape(format!("label {k:?} is not a string"))
-                        })?;
-                        builder = builder.label(k, v);
-                    }
-                }
-                Some(_) => {
-                    return Err(DecodeError::Shape(
-                        "metadata.labels is not an object".into(),
-                    ));
-                }
-            }
-            builder
-        };
-        for (field, path, default) in &self.fields {
-            if let Some(v) = scalar_at(root, path)?.or_else(|| default.clone()) {
-                builder = builder.field(field, &v);
-            }
+        let meta = root
+            .get("metadata")
+            .and_then(Value::as_object)
+            .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
+        let got_name = string_at(meta, "name")?.unwrap_or_default();
+        let got_namespace = string_at(meta, "namespace")?.unwrap_or_default();
+        if (got_namespace, got_name) != (namespace, name) {
+            return Err(DecodeError::Shape(format!(
+                "metadata names {got_namespace:?}/{got_name:?}, the key {namespace:?}/{name:?}"
+            )));
         }
+        let builder = self.builder(namespace, name, root)?;
         let meta = root
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -258,6 +234,89 @@ impl Decoder {
         );
         let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
         Ok(builder.payload(Bytes::from(payload)).build())
+    }
+
+    /// Reads an object as the apiserver served it (a list's item, a watch
+    /// event's object), at the version its `metadata.resourceVersion`
+    /// says: its key is its metadata's namespace and name, its payload
+    /// the object as served. `type_meta` (`apiVersion`, `kind`) is what
+    /// the object must be: a typed list's items carry neither (they are
+    /// put first, as the apiserver prints a typed object), an object that
+    /// names another is [`DecodeError::Shape`].
+    pub fn served(
+        &self,
+        mut doc: Map<String, Value>,
+        type_meta: (&str, &str),
+    ) -> Result<(Object, ResourceVersion), DecodeError> {
+        for (key, want) in [("apiVersion", type_meta.0), ("kind", type_meta.1)] {
+            match doc.shift_remove(key) {
+                None | Some(Value::Null) => {}
+                Some(Value::String(got)) if got == want => {}
+                Some(got) => {
+                    return Err(DecodeError::Shape(format!("{key} {got}, not {want:?}")));
+                }
+            }
+            doc.shift_insert(0, key.to_owned(), Value::String(want.to_owned()));
+        }
+        // What protobuf does not carry and the apiserver's JSON does (a
+        // StatefulSet's claim templates' `kind`): as for a stored value.
+        crate::read::as_served(&mut doc);
+        let meta = doc
+            .get("metadata")
+            .and_then(Value::as_object)
+            .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
+        let name = string_at(meta, "name")?.unwrap_or_default();
+        let namespace = string_at(meta, "namespace")?.unwrap_or_default();
+        let key = if namespace.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{namespace}/{name}")
+        };
+        let (namespace, name) = split_key(key.as_bytes())?;
+        let rv = string_at(meta, "resourceVersion")?
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|&v| v > 0)
+            .ok_or_else(|| {
+                DecodeError::Shape("metadata.resourceVersion is not a positive integer".into())
+            })?;
+        let builder = self.builder(namespace, name, &doc)?;
+        let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
+        Ok((
+            builder.payload(Bytes::from(payload)).build(),
+            ResourceVersion::new(rv),
+        ))
+    }
+
+    /// The object's builder: its labels and the configured fields.
+    fn builder(
+        &self,
+        namespace: &str,
+        name: &str,
+        root: &Map<String, Value>,
+    ) -> Result<ObjectBuilder, DecodeError> {
+        let mut builder = Object::builder(namespace, name);
+        match root.get("metadata").and_then(|m| m.get("labels")) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(labels)) => {
+                for (k, v) in labels {
+                    let v = v.as_str().ok_or_else(|| {
+                        DecodeError::Shape(format!("label {k:?} is not a string"))
+                    })?;
+                    builder = builder.label(k, v);
+                }
+            }
+            Some(_) => {
+                return Err(DecodeError::Shape(
+                    "metadata.labels is not an object".into(),
+                ));
+            }
+        }
+        for (field, path, default) in &self.fields {
+            if let Some(v) = scalar_at(root, path)?.or_else(|| default.clone()) {
+                builder = builder.field(field, &v);
+            }
+        }
+        Ok(builder)
     }
 
     /// The object a key names, with no payload: the last state of a
@@ -367,6 +426,49 @@ mod tests {
             )
             .unwrap();
         assert_eq!(o.field("spec.unschedulable"), Some("true"));
+    }
+
+    #[test]
+    fn served_objects_take_their_key_and_version_from_their_metadata() {
+        let item = br#"{"metadata":{"name":"a","namespace":"ns","resourceVersion":"12","labels":{"x":"y"}},"spec":{"nodeName":"n1"}}"#;
+        let doc = serde_json::from_slice(item).unwrap();
+        let (o, rv) = decoder().served(doc, ("v1", "Pod")).unwrap();
+        assert_eq!((o.key(), rv.get()), ("ns/a", 12));
+        assert_eq!(
+            (o.label("x"), o.field("spec.nodeName")),
+            (Some("y"), Some("n1"))
+        );
+        assert_eq!(
+            std::str::from_utf8(o.payload()).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"12","labels":{"x":"y"}},"spec":{"nodeName":"n1"}}"#
+        );
+        // An event's object names its kind: kept where it is, checked.
+        let node =
+            br#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1","resourceVersion":"3"}}"#;
+        let (o, _) = decoder()
+            .served(serde_json::from_slice(node).unwrap(), ("v1", "Node"))
+            .unwrap();
+        assert_eq!(&o.payload()[..], &node[..]);
+        let bad: [&[u8]; 7] = [
+            node, // a Node where pods are read
+            br#"{"kind":"Pod","apiVersion":"v2","metadata":{"name":"a","resourceVersion":"3"}}"#,
+            br#"{"metadata":{"name":"a"}}"#,
+            br#"{"metadata":{"name":"a","resourceVersion":"0"}}"#,
+            br#"{"metadata":{"name":"a","resourceVersion":"x"}}"#,
+            br#"{"metadata":{"name":"..","resourceVersion":"3"}}"#,
+            br#"{"metadata":{"resourceVersion":"3"}}"#,
+        ];
+        for b in bad {
+            let doc = serde_json::from_slice(b).unwrap();
+            assert!(
+                matches!(
+                    decoder().served(doc, ("v1", "Pod")),
+                    Err(DecodeError::Shape(_) | DecodeError::Key(_))
+                ),
+                "{}",
+                String::from_utf8_lossy(b)
+            );
+        }
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub mod proto;
 mod read;
 mod status;
 pub mod table;
+mod undecodable;
 pub mod yaml;
 
 pub use crypt::{CryptError, Keyring};
@@ -54,3 +55,4 @@ pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;
 pub use info::{POD_FIELDS, ResourceInfo};
 pub use status::ApiError;
+pub use undecodable::{Undecodable, UndecodableReport};

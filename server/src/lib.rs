@@ -62,7 +62,7 @@ mod watch;
 
 pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};
-pub use sources::{Demo, demo_pod, resource_on};
+pub use sources::{Demo, apiserver_resource, demo_pod, resource_on};
 #[cfg(feature = "etcd")]
 pub use sources::{etcd_resource, etcd_resource_with};
 pub use watch::{BATCH, WatchBody};

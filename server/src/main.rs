@@ -5,6 +5,7 @@
 //! herald-server --etcd http://127.0.0.1:2379 --prefix /registry/pods/
 //! herald-server --etcd http://127.0.0.1:2379 --resources pods,nodes,deployments.apps
 //! herald-server --etcd http://127.0.0.1:2379 --resources all
+//! herald-server --kubeconfig ~/.kube/config --resources all
 //! kubectl --server=http://127.0.0.1:8080 get pods -A -w
 //! ```
 //!
@@ -74,6 +75,26 @@ struct Args {
     /// (in a build with the `etcd` feature, the default).
     #[arg(long, value_delimiter = ',')]
     etcd: Vec<String>,
+    /// Read through a kube-apiserver instead of etcd, as kubectl does: this
+    /// kubeconfig's current context (or --context's): its cluster, CA and
+    /// credentials (client certificates, tokens, token files that rotate,
+    /// exec plugins).
+    #[arg(long, conflicts_with_all = ["etcd", "in_cluster"])]
+    kubeconfig: Option<std::path::PathBuf>,
+    /// With --kubeconfig (or KUBECONFIG): the context to use.
+    #[arg(long)]
+    context: Option<String>,
+    /// Read through the kube-apiserver found as kubectl finds it:
+    /// KUBECONFIG, ~/.kube/config, then the pod's service account.
+    #[arg(long, conflicts_with = "etcd")]
+    in_cluster: bool,
+    /// With --kubeconfig or --in-cluster: ask for JSON only, never
+    /// protobuf.
+    #[arg(long)]
+    upstream_json: bool,
+    /// The apiserver connected to, once, at start.
+    #[arg(skip)]
+    apiserver: Option<herald_apiserver::ApiServer>,
     /// With --etcd: the key prefix of the one resource --resource names
     /// (the apiserver's `/registry/<resource>/`).
     #[arg(long, default_value = "/registry/pods/", conflicts_with = "resources")]
@@ -81,10 +102,12 @@ struct Args {
     /// The one resource served (pods, configmaps, secrets, services, ...).
     #[arg(long, default_value = "pods", conflicts_with = "resources")]
     resource: String,
-    /// With --etcd: the built-in resources served, each read from where
-    /// the apiserver stores it under --etcd-prefix (`pods`, `nodes`,
-    /// `deployments.apps`, short names too), or `all` for every built-in
-    /// resource Herald knows (`herald-server --list-resources`).
+    /// With --etcd or --kubeconfig: the built-in resources served (`pods`,
+    /// `nodes`, `deployments.apps`, short names too; from etcd, each read
+    /// from where the apiserver stores it under --etcd-prefix), or `all`
+    /// for every built-in resource Herald knows (`herald-server
+    /// --list-resources`; through an apiserver, those it serves) and the
+    /// custom resources of the CRDs, followed as they come and go.
     #[arg(long, value_delimiter = ',')]
     resources: Vec<String>,
     /// The apiserver's `--etcd-prefix`: the root of its keys.
@@ -235,6 +258,26 @@ fn etcd(
     herald_http::etcd_resource_with(info, &args.etcd, prefix, &fields, keyring)
 }
 
+/// The resource from the upstream the flags name: the apiserver
+/// (`--kubeconfig`, `--in-cluster`) or etcd under `prefix`.
+fn upstream(
+    info: ResourceInfo,
+    prefix: &str,
+    args: &Args,
+) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+    match &args.apiserver {
+        Some(apiserver) => {
+            let fields = if args.field.is_empty() || !args.resources.is_empty() {
+                info.fields.clone()
+            } else {
+                args.field.clone()
+            };
+            herald_http::apiserver_resource(info, apiserver, &fields)
+        }
+        None => etcd(info, prefix, args),
+    }
+}
+
 /// A build without etcd: `--etcd` is refused.
 #[cfg(not(feature = "etcd"))]
 fn etcd(
@@ -259,7 +302,29 @@ fn named(args: &Args) -> Result<Vec<Builtin>, String> {
             .join(", ")
     };
     if args.resources.iter().any(|r| r == "all") {
-        return Ok(builtins(&args.etcd_prefix));
+        let Some(apiserver) = &args.apiserver else {
+            return Ok(builtins(&args.etcd_prefix));
+        };
+        // Those the apiserver serves, at the version it serves them.
+        let served = apiserver
+            .discover()
+            .map_err(|e| format!("--resources all: discovery: {e}"))?;
+        return Ok(builtins(&args.etcd_prefix)
+            .into_iter()
+            .filter(|b| {
+                served.iter().any(|d| {
+                    (
+                        d.info.group.as_str(),
+                        d.info.version.as_str(),
+                        d.info.plural.as_str(),
+                    ) == (
+                        b.info.group.as_str(),
+                        b.info.version.as_str(),
+                        b.info.plural.as_str(),
+                    )
+                })
+            })
+            .collect());
     }
     let mut out: Vec<Builtin> = Vec::new();
     for name in &args.resources {
@@ -303,7 +368,7 @@ async fn custom_resources(
         {
             continue;
         }
-        out.push(etcd(c.info, &c.prefix, args)?.with_printer(Printer::custom(c.columns)));
+        out.push(upstream(c.info, &c.prefix, args)?.with_printer(Printer::custom(c.columns)));
     }
     Ok(out)
 }
@@ -339,7 +404,7 @@ async fn follow_crds(server: Server, args: Args) {
                 continue;
             }
             let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
-            match tokio::task::spawn_blocking(move || etcd(info, &prefix, &a)).await {
+            match tokio::task::spawn_blocking(move || upstream(info, &prefix, &a)).await {
                 Ok(Ok(r)) => {
                     let r = r.with_printer(Printer::custom(c.columns.clone()));
                     eprintln!(
@@ -375,10 +440,6 @@ async fn follow_crds(server: Server, args: Args) {
     }
 }
 
-/// A build without etcd has no CRDs to follow.
-#[cfg(not(feature = "etcd"))]
-async fn follow_crds(_server: Server, _args: Args) {}
-
 async fn run(
     mut args: Args,
     config: ServerConfig,
@@ -399,10 +460,25 @@ async fn run(
         }
         return Ok(());
     }
+    if args.kubeconfig.is_some() || args.in_cluster || args.context.is_some() {
+        let mut config = herald_apiserver::ApiServerConfig::default();
+        config.kubeconfig = args.kubeconfig.clone();
+        config.context = args.context.clone();
+        let config = config.protobuf(!args.upstream_json);
+        let apiserver =
+            tokio::task::spawn_blocking(move || herald_apiserver::ApiServer::connect(config))
+                .await??;
+        eprintln!(
+            "herald-server: upstream kube-apiserver {} at {}",
+            apiserver.version(),
+            apiserver.url()
+        );
+        args.apiserver = Some(apiserver);
+    }
     let mut _demo = None;
-    let resources = if args.etcd.is_empty() {
+    let resources = if args.etcd.is_empty() && args.apiserver.is_none() {
         if !args.resources.is_empty() {
-            return Err("--resources needs --etcd (the demo serves pods)".into());
+            return Err("--resources needs --etcd or --kubeconfig (the demo serves pods)".into());
         }
         let info = ResourceInfo::known(&args.resource)
             .ok_or_else(|| format!("unknown resource {:?}: the demo serves pods", args.resource))?;
@@ -423,11 +499,11 @@ async fn run(
                     args.resource
                 )
             })?;
-        vec![etcd(info, &args.prefix, &args)?]
+        vec![upstream(info, &args.prefix, &args)?]
     } else {
         let mut out = Vec::new();
         for b in named(&args)? {
-            out.push(etcd(b.info, &b.prefix, &args)?);
+            out.push(upstream(b.info, &b.prefix, &args)?);
         }
         if args.resources.iter().any(|r| r == "all") {
             out.extend(custom_resources(&out, &args).await?);

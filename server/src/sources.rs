@@ -1,6 +1,6 @@
 //! Resources fed by a source: the embedded in-memory source (with the
-//! demo's changing pods) or, in a build with the `etcd` feature (the
-//! default), an etcd cluster.
+//! demo's changing pods), a kube-apiserver, or, in a build with the
+//! `etcd` feature (the default), an etcd cluster.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,15 +8,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
+use herald_apiserver::{ApiServer, ApiServerSource};
 #[cfg(feature = "etcd")]
 use herald_etcd::{EtcdConfig, EtcdSource};
+use herald_kube::Decoder;
+#[cfg(feature = "etcd")]
+use herald_kube::Keyring;
 use herald_kube::ResourceInfo;
-#[cfg(feature = "etcd")]
-use herald_kube::{Decoder, Keyring};
 
-use crate::resource::Resource;
-#[cfg(feature = "etcd")]
-use crate::resource::SourceHealth;
+use crate::resource::{Resource, SourceHealth};
 
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).
@@ -58,17 +58,54 @@ pub fn etcd_resource_with(
     fields: &[String],
     keyring: Option<Arc<Keyring>>,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    let mut decoder = Decoder::new();
-    for f in fields {
-        let (path, default) = herald_kube::builtin::field_source(&info, f);
-        decoder = decoder.field_as(f, &path, default);
-    }
+    let mut decoder = decoder_for(&info, fields);
     if let Some(keyring) = keyring {
         decoder = decoder.keyring(&info.qualified(), prefix, keyring);
     }
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
     let health = Arc::new(EtcdHealth(source.clone()));
     Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
+}
+
+/// A decoder taking `fields` (field selectors' names) from where the
+/// resource's objects hold them.
+fn decoder_for(info: &ResourceInfo, fields: &[String]) -> Decoder {
+    let mut decoder = Decoder::new();
+    for f in fields {
+        let (path, default) = herald_kube::builtin::field_source(info, f);
+        decoder = decoder.field_as(f, &path, default);
+    }
+    decoder
+}
+
+/// A resource read through a kube-apiserver (`apiserver`, connected
+/// once and shared by every resource), objects decoded with `fields`.
+pub fn apiserver_resource(
+    info: ResourceInfo,
+    apiserver: &ApiServer,
+    fields: &[String],
+) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
+    let source = apiserver.source(&info, decoder_for(&info, fields));
+    let health = Arc::new(ApiServerHealth(source.clone()));
+    Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
+}
+
+/// An apiserver source's report of the objects it could not decode.
+#[derive(Debug)]
+struct ApiServerHealth(ApiServerSource);
+
+impl SourceHealth for ApiServerHealth {
+    fn undecodable_now(&self) -> u64 {
+        self.0.undecodable().now
+    }
+
+    fn undecodable_by_reason(&self) -> Vec<(&'static str, u64)> {
+        self.0.undecodable().by_reason
+    }
+
+    fn last_undecodable(&self) -> Option<(String, String)> {
+        self.0.undecodable().last
+    }
 }
 
 /// An etcd source's report of what it could not decode.

@@ -37,6 +37,7 @@ type cluster struct {
 	emptyKube  string // a kubeconfig with nothing in it, for kubectl --server=Herald
 	kubeCache  string // kubectl's discovery cache (one for the run, not ~/.kube)
 	encrypted  bool   // secrets are stored encrypted (aescbc)
+	upstream   string // what herald-server reads: "etcd" or "apiserver" (HERALD_DIFF_UPSTREAM)
 	procs      *procs
 	apiProc    *proc
 	heraldProc *proc
@@ -125,6 +126,14 @@ func startCluster(ctx context.Context, t *testing.T, bins binaries) *cluster {
 	c := &cluster{bins: bins, dir: t.TempDir()}
 	c.procs = newProcs(t)
 	c.encrypted = encryptionWanted(t, bins.herald)
+	c.upstream = os.Getenv("HERALD_DIFF_UPSTREAM")
+	switch c.upstream {
+	case "":
+		c.upstream = "etcd"
+	case "etcd", "apiserver":
+	default:
+		t.Fatalf("HERALD_DIFF_UPSTREAM=%q: etcd or apiserver", c.upstream)
+	}
 
 	// etcd.
 	clientPort, peerPort := freePort(t), freePort(t)
@@ -210,16 +219,38 @@ current-context: real
 	writeFile(t, c.emptyKube, []byte("apiVersion: v1\nkind: Config\n"))
 	c.kubeCache = filepath.Join(c.dir, "kube-cache")
 
-	// herald-server on the same etcd.
+	// herald-server on the same etcd, or in front of the apiserver.
 	heraldPort := freePort(t)
 	c.heraldURL = fmt.Sprintf("http://127.0.0.1:%d", heraldPort)
 	hargs := []string{
-		"--etcd", c.etcdURL,
 		"--resources", "all",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", heraldPort),
 	}
-	if c.encrypted {
-		hargs = append(hargs, "--encryption-provider-config", encryption)
+	switch c.upstream {
+	case "etcd":
+		hargs = append(hargs, "--etcd", c.etcdURL)
+		if c.encrypted {
+			hargs = append(hargs, "--encryption-provider-config", encryption)
+		}
+	case "apiserver":
+		// Herald's own kubeconfig: the apiserver's serving certificate
+		// verified against the CA it generated (no
+		// insecure-skip-tls-verify), a bearer token.
+		herald := filepath.Join(c.dir, "herald-kubeconfig")
+		writeFile(t, herald, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: real
+  cluster: {server: "%s", certificate-authority: "%s"}
+users:
+- name: herald
+  user: {token: %s}
+contexts:
+- name: real
+  context: {cluster: real, user: herald}
+current-context: real
+`, c.apiURL, filepath.Join(c.dir, "certs", "apiserver.crt"), adminToken)))
+		hargs = append(hargs, "--kubeconfig", herald)
 	}
 	c.heraldProc = c.procs.start("herald-server", bins.herald, hargs...)
 	waitHTTP(ctx, t, c.heraldProc, http.DefaultClient, c.heraldURL+"/readyz", 2*time.Minute)

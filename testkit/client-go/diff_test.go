@@ -25,8 +25,8 @@ func TestAgainstKubeAPIServer(t *testing.T) {
 		defer cancel()
 	}
 	c := startCluster(ctx, t, bins)
-	t.Logf("etcd %s, kube-apiserver %s, herald-server %s (secrets encrypted: %v); up in %.1f s",
-		c.etcdURL, c.apiURL, c.heraldURL, c.encrypted, time.Since(began).Seconds())
+	t.Logf("etcd %s, kube-apiserver %s, herald-server %s reading %s (secrets encrypted: %v); up in %.1f s",
+		c.etcdURL, c.apiURL, c.heraldURL, c.upstream, c.encrypted, time.Since(began).Seconds())
 
 	applyCorpus(ctx, t, c)
 	churn(ctx, t, kubernetes.NewForConfigOrDie(c.apiConfig()))

@@ -65,21 +65,42 @@ impl Shared {
 
     /// A consistent list served from the source itself (its progress
     /// cannot be trusted; [`crate::Source::progress_is_reliable`]), as a
-    /// state at the source's revision in the engine's generation.
+    /// state at the source's revision in the engine's generation; also a
+    /// list not older than a version the cache has not reached (the cache
+    /// would wait for progress that does not come), when the source's
+    /// revision is at least that version, and a list exactly at such a
+    /// version, when the source can read it ([`crate::Source::list_at`]).
     fn list_through(
         &self,
         at: ReadAt,
         cancel: Option<&ReadCancel>,
     ) -> Result<Option<Read>, ReadError> {
-        if at != ReadAt::Latest {
-            return Ok(None);
-        }
+        let ahead = |rv: ResourceVersion| rv.get() > self.current_rv.load(Ordering::Acquire);
+        let (at_least, exact) = match at {
+            ReadAt::Latest => (None, None),
+            ReadAt::NotOlderThan(rv) if ahead(rv) => (Some(rv), None),
+            ReadAt::Exact(rv) if ahead(rv) => (None, Some(rv)),
+            _ => return Ok(None),
+        };
         let Some(upstream) = self.upstream().filter(|u| u.reads_through()) else {
             return Ok(None);
         };
         // As any consistent read: a cache not yet listed is waited for.
         self.wait_for(ResourceVersion::new(0), cancel)?;
-        let listing = upstream.list_through()?;
+        let listing = match exact {
+            None => upstream.list_through()?,
+            Some(rv) => match upstream.list_at_through(rv)? {
+                Some(listing) if listing.revision == rv => listing,
+                // The source cannot read the past: waited for as the
+                // cache waits, then too large.
+                _ => return Ok(None),
+            },
+        };
+        if at_least.is_some_and(|rv| listing.revision < rv) {
+            // A version the source has not reached either: waited for as
+            // the cache waits, then too large.
+            return Ok(None);
+        }
         let mut state = State::new(self.list_fields.clone());
         for item in listing.items {
             state.put(Stored {

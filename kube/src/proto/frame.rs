@@ -8,7 +8,7 @@
 
 use super::envelope::envelope;
 use super::error::{MAGIC, ProtoError};
-use super::wire::{close_len, open_len, put_bytes, put_varint};
+use super::wire::{Fields, Wire, close_len, open_len, put_bytes, put_varint};
 
 /// A list's protobuf body, built item by item.
 #[derive(Debug)]
@@ -85,6 +85,43 @@ pub fn watch_event_head(kind: &str, object_len: usize) -> Vec<u8> {
     head
 }
 
+/// Reads one `WatchEvent` message (a frame's bytes after its length):
+/// its `type` and its object's envelope (`object.raw`), as client-go's
+/// protobuf watch decoder does. Unknown fields are skipped; a missing
+/// type or object, or bytes that are not the wire format, are an error.
+pub fn read_watch_event(event: &[u8]) -> Result<(&str, &[u8]), ProtoError> {
+    let (mut kind, mut object) = (None, None);
+    for field in Fields::new(event) {
+        match field? {
+            (1, Wire::Bytes(b)) => {
+                kind = Some(
+                    std::str::from_utf8(b)
+                        .map_err(|_| ProtoError::Wire("a WatchEvent type is not UTF-8".into()))?,
+                );
+            }
+            (2, Wire::Bytes(extension)) => {
+                for f in Fields::new(extension) {
+                    if let (1, Wire::Bytes(raw)) = f? {
+                        object = Some(raw);
+                    }
+                }
+            }
+            (1 | 2, _) => {
+                return Err(ProtoError::Wire(
+                    "a WatchEvent field of the wrong type".into(),
+                ));
+            }
+            _ => {}
+        }
+    }
+    match (kind, object) {
+        (Some(kind), Some(object)) => Ok((kind, object)),
+        _ => Err(ProtoError::Wire(
+            "a WatchEvent without its type or object".into(),
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{decode, encode};
@@ -132,6 +169,15 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(raw, super::super::wire::Wire::Bytes(&env));
+        assert_eq!(read_watch_event(event).unwrap(), ("ADDED", &env[..]));
+        for bad in [
+            &event[..event.len() - 1],
+            &event[..3],
+            b"\x0a\x01A",
+            b"\x08\x01\x12\x00",
+        ] {
+            assert!(read_watch_event(bad).is_err(), "{bad:?}");
+        }
         let _: Value = Value::Object(decode(&env).unwrap());
     }
 }

@@ -29,5 +29,5 @@ mod wire;
 pub use encode::{encode, encode_into, message};
 pub use envelope::{Envelope, decode, envelope, knows};
 pub use error::{MAGIC, ProtoError};
-pub use frame::{ListFrame, watch_event, watch_event_head};
+pub use frame::{ListFrame, read_watch_event, watch_event, watch_event_head};
 pub use schema::RELEASE;

@@ -48,10 +48,9 @@
 
 mod config;
 mod source;
-mod undecodable;
 mod version;
 
 pub use config::{ConnectError, EtcdConfig, MAX_KEEP_ALIVE};
+pub use herald_kube::UndecodableReport;
 pub use source::{EtcdSource, EtcdStats};
-pub use undecodable::UndecodableReport;
 pub use version::{Distrust, ProgressTrust, ServerVersion};

@@ -18,8 +18,8 @@ use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::config::{ConnectError, EtcdConfig, check, connect_error};
-use crate::undecodable::{Undecodable, UndecodableReport};
 use crate::version::{Distrust, ProgressTrust, ServerVersion, judge};
+use herald_kube::{Undecodable, UndecodableReport};
 
 /// What an [`EtcdSource`] has done, for monitoring and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

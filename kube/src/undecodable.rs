@@ -1,12 +1,13 @@
 //! The stored values a source could not decode: which keys hold one now,
 //! how many were met by reason, and the last one met, so that a cache
 //! that serves less than is stored says so (in `/metrics` and readiness)
-//! instead of looking healthy.
+//! instead of looking healthy. Shared by the upstreams that decode what
+//! they read (etcd's stored values, the apiserver's served objects).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use herald_kube::DecodeError;
+use crate::DecodeError;
 
 /// What a source has met that it could not decode.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,9 +29,10 @@ struct State {
     last: Option<(String, String)>,
 }
 
-/// The tracker; every method takes a short lock.
+/// The tracker, keyed by each value's key (an etcd key, or an object's
+/// `namespace/name`); every method takes a short lock.
 #[derive(Debug, Default)]
-pub(crate) struct Undecodable {
+pub struct Undecodable {
     state: Mutex<State>,
 }
 
@@ -40,13 +42,13 @@ impl Undecodable {
     }
 
     /// A list starts: it will say again which keys are undecodable.
-    pub(crate) fn relist(&self) {
+    pub fn relist(&self) {
         self.state().now.clear();
     }
 
     /// `key`'s current value could not be decoded. Returns how many were
     /// met so far (for the log's pacing).
-    pub(crate) fn met(&self, key: &[u8], e: &DecodeError) -> u64 {
+    pub fn met(&self, key: &[u8], e: &DecodeError) -> u64 {
         let mut s = self.state();
         s.now.insert(key.to_vec(), e.reason());
         let n = s.by_reason.entry(e.reason()).or_default();
@@ -56,14 +58,15 @@ impl Undecodable {
     }
 
     /// `key` now holds a decodable value, or none.
-    pub(crate) fn cleared(&self, key: &[u8]) {
+    pub fn cleared(&self, key: &[u8]) {
         let mut s = self.state();
         if !s.now.is_empty() {
             s.now.remove(key);
         }
     }
 
-    pub(crate) fn report(&self) -> UndecodableReport {
+    /// What was met so far.
+    pub fn report(&self) -> UndecodableReport {
         let s = self.state();
         UndecodableReport {
             now: s.now.len() as u64,

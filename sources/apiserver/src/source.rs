@@ -1,0 +1,217 @@
+//! [`ApiServer`] (a connection) and [`ApiServerSource`] (one resource
+//! through it): Herald's [`Source`] over the Kubernetes API.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+use herald::{Listing, ResourceVersion, Source, SourceError, SourceWatch};
+use herald_kube::{Decoder, ResourceInfo, Undecodable, UndecodableReport, proto};
+use tokio::sync::watch as notify;
+
+use crate::config::{ApiServerConfig, ConnectError};
+use crate::conn::{Conn, Failure, is_protobuf};
+use crate::frames;
+use crate::revision::Coalesced;
+use crate::shared::{ApiServerStats, BOOKMARKS_NONE, BOOKMARKS_UNKNOWN, Shared, bump, parse_rv};
+use crate::watch::ApiWatch;
+
+/// A connection to one apiserver, shared by every source made from it
+/// (one client, one connection pool, one runtime). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ApiServer {
+    conn: Arc<Conn>,
+}
+
+impl ApiServer {
+    /// Reads the configuration (kubeconfig or in-cluster), connects, and
+    /// asks the apiserver its `/version`: an unreachable apiserver or
+    /// refused credentials fail here, not at the first list.
+    pub fn connect(config: ApiServerConfig) -> Result<ApiServer, ConnectError> {
+        Ok(ApiServer {
+            conn: Arc::new(Conn::connect(config)?),
+        })
+    }
+
+    /// The apiserver's version (`/version`'s `gitVersion`).
+    pub fn version(&self) -> &str {
+        &self.conn.version
+    }
+
+    /// The cluster's address.
+    pub fn url(&self) -> &str {
+        &self.conn.url
+    }
+
+    /// A source for the resource `info` names, its objects read with
+    /// `decoder` (which fields to take for selectors).
+    pub fn source(&self, info: &ResourceInfo, decoder: Decoder) -> ApiServerSource {
+        let api_version = info.api_version();
+        let path = if info.group.is_empty() {
+            format!("/api/{}/{}", info.version, info.plural)
+        } else {
+            format!("/apis/{}/{}/{}", info.group, info.version, info.plural)
+        };
+        let protobuf = self.conn.config.protobuf && proto::knows(&api_version, &info.kind);
+        ApiServerSource {
+            shared: Arc::new(Shared {
+                conn: self.conn.clone(),
+                path,
+                api_version,
+                kind: info.kind.clone(),
+                list_kind: info.list_kind.clone(),
+                decoder,
+                protobuf,
+                progress: notify::channel(0).0,
+                revision: Coalesced::default(),
+                undecodable: Arc::new(Undecodable::default()),
+                counters: Arc::default(),
+                bookmarks: AtomicU8::new(BOOKMARKS_UNKNOWN),
+                current: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    pub(crate) fn conn(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+/// A [`Source`] over one resource of the Kubernetes API, listed and
+/// watched as client-go's reflector does:
+///
+/// - **list**: paged (`limit`, `continue`), a consistent read (no
+///   `resourceVersion`); a continue token that expired (410) starts the
+///   list again;
+/// - **watch**: `allowWatchBookmarks=true` from the version asked, ended
+///   by the apiserver after `timeoutSeconds` (5 to 10 minutes) and
+///   resumed from the last version seen; bookmarks are progress; a 410,
+///   as an answer or an `ERROR` event in the stream, is
+///   [`SourceError::Compacted`]; any other failure (a 5xx, a cut stream, a
+///   frame that does not parse, an object of another kind, a version that
+///   goes back) ends the watch with [`SourceError::Unavailable`], which
+///   the reflector retries with backoff;
+/// - **consistent reads**: the current version is one `limit=1` list (no
+///   `resourceVersion`), shared by every read waiting; progress is asked
+///   for by opening a short watch from the last version seen (3 s:
+///   the apiserver sends a bookmark 2 s before a watch's deadline), whose
+///   bookmark carries the apiserver's cache version, fresh after that
+///   consistent list.
+///
+/// Protobuf is asked for where the kind has it (the built-in kinds, when
+/// [`ApiServerConfig::protobuf`]); the objects are kept as the JSON the
+/// apiserver serves for them.
+#[derive(Debug, Clone)]
+pub struct ApiServerSource {
+    shared: Arc<Shared>,
+}
+
+impl ApiServerSource {
+    /// What this source has done so far.
+    pub fn stats(&self) -> ApiServerStats {
+        let c = &self.shared.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        ApiServerStats {
+            lists: get(&c.lists),
+            list_pages: get(&c.list_pages),
+            watches_opened: get(&c.watches_opened),
+            progress_watches: get(&c.progress_watches),
+            bookmarks: get(&c.bookmarks),
+            revision_requests: self.shared.revision.requests(),
+            undecodable: get(&c.undecodable),
+            progress_reliable: self.shared.bookmarks.load(Ordering::Relaxed) != BOOKMARKS_NONE,
+        }
+    }
+
+    /// The objects it could not decode (an object of another kind, a
+    /// protobuf this release cannot read): which now, how many by reason.
+    pub fn undecodable(&self) -> UndecodableReport {
+        self.shared.undecodable.report()
+    }
+
+    /// The resource's path (`/api/v1/pods`).
+    pub fn path(&self) -> &str {
+        &self.shared.path
+    }
+
+    /// Whether it asks for protobuf.
+    pub fn asks_protobuf(&self) -> bool {
+        self.shared.protobuf
+    }
+}
+
+/// How many times a list starts again after its continue token expired.
+const LIST_ATTEMPTS: usize = 3;
+
+impl Source for ApiServerSource {
+    fn list(&self) -> Result<Listing, SourceError> {
+        let shared = &self.shared;
+        bump(&shared.counters.lists);
+        shared.undecodable.relist();
+        let mut last = None;
+        for _ in 0..LIST_ATTEMPTS {
+            match shared.conn.block(shared.list_once(None)) {
+                Ok(listing) => return Ok(listing),
+                // A continue token that expired mid-list: from the start.
+                Err(Failure::Gone(why)) => last = Some(why),
+                Err(Failure::Other(why)) => return Err(SourceError::Unavailable(why)),
+            }
+        }
+        Err(SourceError::Unavailable(format!(
+            "{}: the list's continue token expired {LIST_ATTEMPTS} times: {}",
+            shared.path,
+            last.unwrap_or_default()
+        )))
+    }
+
+    /// A list exactly at `revision` (`resourceVersionMatch=Exact`), which
+    /// the apiserver serves from its cache's history or from etcd; `None`
+    /// when that version is compacted away (410).
+    fn list_at(&self, revision: ResourceVersion) -> Result<Option<Listing>, SourceError> {
+        let shared = &self.shared;
+        match shared.conn.block(shared.list_once(Some(revision.get()))) {
+            Ok(listing) => Ok(Some(listing)),
+            Err(Failure::Gone(_)) => Ok(None),
+            Err(Failure::Other(why)) => Err(SourceError::Unavailable(why)),
+        }
+    }
+
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        Ok(Box::new(ApiWatch::start(self.shared.clone(), after)))
+    }
+
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        let shared = &self.shared;
+        shared.revision.get(|| {
+            let uri = format!("{}?limit=1", shared.path);
+            let (content_type, body) = shared
+                .conn
+                .block(shared.conn.get(&uri, shared.accept()))
+                .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+            let page = frames::page(is_protobuf(&content_type), &body, &shared.list_kind)
+                .map_err(|e| SourceError::Unavailable(format!("GET {uri}: {e}")))?;
+            let rv = parse_rv(&page.resource_version);
+            if let Some(rv) = rv {
+                shared.current.fetch_max(rv, Ordering::Relaxed);
+            }
+            rv.map(ResourceVersion::new).ok_or_else(|| {
+                SourceError::Unavailable(format!(
+                    "GET {uri}: a list at version {:?}",
+                    page.resource_version
+                ))
+            })
+        })
+    }
+
+    /// `false` once the apiserver is found to send this resource's
+    /// watches no bookmarks (its watch cache is off): consistent reads are
+    /// then read from the apiserver, as the apiserver itself reads them
+    /// from etcd.
+    fn progress_is_reliable(&self) -> bool {
+        self.shared.bookmarks.load(Ordering::Relaxed) != BOOKMARKS_NONE
+    }
+
+    fn request_progress(&self) -> Result<(), SourceError> {
+        self.shared.progress.send_modify(|n| *n += 1);
+        Ok(())
+    }
+}

@@ -1,0 +1,368 @@
+//! One watch on the apiserver, as a [`SourceWatch`]: a task on the
+//! connection's runtime reads the stream, resumes it when the apiserver
+//! ends it, opens a short one when progress is asked for, and hands
+//! events to [`ApiWatch::next`] through a bounded channel (a reflector
+//! that does not keep up slows the reading of this stream only).
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::StreamExt;
+use herald::{Change, ResourceVersion, SourceError, SourceEvent, SourceWatch};
+use http::StatusCode;
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::conn::{Failure, content_type, is_protobuf, status_failure, status_object};
+use crate::frames::{self, Splitter};
+use crate::shared::{BOOKMARKS_NONE, BOOKMARKS_SENT, Shared, bump, parse_rv};
+
+/// Events buffered between the task and the reflector.
+const CHANNEL: usize = 256;
+
+/// A short watch's `timeoutSeconds`: the apiserver sends a bookmark 2 s
+/// before a watch's deadline, and none to a watch shorter than that.
+const PROGRESS_WATCH_SECONDS: u64 = 3;
+
+/// The longest event read (a Secret is at most 1 MiB; its JSON a little
+/// more; a CRD's schema can be several).
+const MAX_EVENT: usize = 16 << 20;
+
+type Sent = Result<SourceEvent, SourceError>;
+
+/// An open watch; dropping it ends the task and the stream.
+#[derive(Debug)]
+pub(crate) struct ApiWatch {
+    events: flume::Receiver<Sent>,
+    /// Dropped with the watch: the task sees it and ends.
+    _stop: oneshot::Sender<()>,
+    ended: bool,
+}
+
+impl ApiWatch {
+    pub(crate) fn start(shared: Arc<Shared>, after: ResourceVersion) -> ApiWatch {
+        let (tx, events) = flume::bounded(CHANNEL);
+        let (stop_tx, stop) = oneshot::channel();
+        let conn = shared.conn.clone();
+        conn.spawn(async move {
+            tokio::select! {
+                _ = stop => {}
+                () = run(shared, after, tx) => {}
+            }
+        });
+        ApiWatch {
+            events,
+            _stop: stop_tx,
+            ended: false,
+        }
+    }
+}
+
+impl SourceWatch for ApiWatch {
+    fn next(&mut self, timeout: Duration) -> Result<Option<SourceEvent>, SourceError> {
+        if self.ended {
+            return Err(SourceError::Unavailable("the watch has ended".into()));
+        }
+        match self.events.recv_timeout(timeout) {
+            Ok(Ok(event)) => Ok(Some(event)),
+            Ok(Err(e)) => {
+                self.ended = true;
+                Err(e)
+            }
+            Err(flume::RecvTimeoutError::Timeout) => Ok(None),
+            Err(flume::RecvTimeoutError::Disconnected) => {
+                self.ended = true;
+                Err(SourceError::Unavailable("the watch task ended".into()))
+            }
+        }
+    }
+}
+
+/// Why a stream was left.
+enum Leave {
+    /// The apiserver ended it (its `timeoutSeconds`), or a short watch
+    /// got its bookmark: open the next.
+    Resume,
+    /// Progress was asked for: open a short one.
+    Progress,
+    /// The watch ends with this error.
+    End(SourceError),
+    /// The reader is gone.
+    Gone,
+}
+
+/// The watch: streams one after another from the last version seen,
+/// until an error or the reader goes.
+async fn run(shared: Arc<Shared>, after: ResourceVersion, tx: flume::Sender<Sent>) {
+    let mut progress = shared.progress.subscribe();
+    // Progress requests made before this watch are not its to answer.
+    progress.borrow_and_update();
+    let mut last = after.get();
+    let mut short = false;
+    loop {
+        let leave = stream(&shared, &mut last, short, &mut progress, &tx).await;
+        match leave {
+            // Short next if progress was asked for since the last short
+            // watch began (a short watch does not look while it runs).
+            Leave::Resume => short = progress.has_changed().unwrap_or(false),
+            Leave::Progress => short = true,
+            Leave::End(e) => {
+                let _ = tx.send_async(Err(e)).await;
+                return;
+            }
+            Leave::Gone => return,
+        }
+    }
+}
+
+/// A watch's `timeoutSeconds`: between `base` and twice it, at random,
+/// so that the watches of many sources do not all resume at once.
+fn jittered(base: Duration) -> u64 {
+    let base = base.as_secs().max(1);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or_default();
+    base + u64::from(nanos) % base
+}
+
+/// One stream, from `last`, until it ends or must be left.
+async fn stream(
+    shared: &Shared,
+    last: &mut u64,
+    short: bool,
+    progress: &mut tokio::sync::watch::Receiver<u64>,
+    tx: &flume::Sender<Sent>,
+) -> Leave {
+    // A short watch from below the apiserver's known current version
+    // must get a bookmark, if the apiserver sends them for the resource.
+    let owed = short && shared.current.load(std::sync::atomic::Ordering::Relaxed) > *last;
+    let seconds = if short {
+        // The requests made until now are this one's to answer.
+        progress.borrow_and_update();
+        PROGRESS_WATCH_SECONDS
+    } else {
+        jittered(shared.conn.config.watch_timeout)
+    };
+    let uri = format!(
+        "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={seconds}",
+        shared.path, last
+    );
+    bump(&shared.counters.watches_opened);
+    if short {
+        bump(&shared.counters.progress_watches);
+    }
+    let response = match shared.conn.send(&uri, shared.accept()).await {
+        Ok(r) => r,
+        Err(e) => return Leave::End(SourceError::Unavailable(e.to_string())),
+    };
+    let status = response.status();
+    let protobuf = is_protobuf(&content_type(&response));
+    let mut body = response.into_body().into_data_stream();
+    if status != StatusCode::OK {
+        let mut bytes = Vec::new();
+        while let Some(Ok(chunk)) = body.next().await {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > 1 << 20 {
+                break;
+            }
+        }
+        return Leave::End(match status_failure(&uri, status, &bytes) {
+            Failure::Gone(why) => compacted(*last, &why),
+            Failure::Other(why) => SourceError::Unavailable(why),
+        });
+    }
+    let mut split = Splitter::new(protobuf, MAX_EVENT);
+    loop {
+        let chunk = tokio::select! {
+            chunk = body.next() => chunk,
+            changed = progress.changed(), if !short => {
+                if changed.is_err() {
+                    return Leave::Gone;
+                }
+                // Asked for progress: leave this stream for a short one
+                // from the same version (nothing is lost or repeated).
+                return Leave::Progress;
+            }
+        };
+        let chunk = match chunk {
+            None if split.partial() => {
+                return Leave::End(SourceError::Unavailable(format!(
+                    "GET {uri}: the stream ended inside an event"
+                )));
+            }
+            None => {
+                if owed {
+                    // Ended with no bookmark it owed: the apiserver sends
+                    // none for this resource (its watch cache is off).
+                    shared
+                        .bookmarks
+                        .store(BOOKMARKS_NONE, std::sync::atomic::Ordering::Relaxed);
+                }
+                return Leave::Resume;
+            }
+            Some(Err(e)) => {
+                return Leave::End(SourceError::Unavailable(format!(
+                    "GET {uri}: the stream: {e}"
+                )));
+            }
+            Some(Ok(chunk)) => chunk,
+        };
+        split.push(&chunk);
+        loop {
+            let frame = match split.next_frame() {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => return Leave::End(SourceError::Unavailable(format!("GET {uri}: {e}"))),
+            };
+            let event = match frames::event(protobuf, &frame) {
+                Ok(e) => e,
+                Err(e) => return Leave::End(SourceError::Unavailable(format!("GET {uri}: {e}"))),
+            };
+            match take(shared, last, event) {
+                Ok(None) => {}
+                Ok(Some(sent)) => {
+                    let bookmark = matches!(sent, SourceEvent::Progress(_));
+                    if tx.send_async(Ok(sent)).await.is_err() {
+                        return Leave::Gone;
+                    }
+                    if bookmark && short {
+                        // The bookmark a short watch was opened for.
+                        return Leave::Resume;
+                    }
+                }
+                Err(e) => return Leave::End(e),
+            }
+        }
+    }
+}
+
+/// An event read off the stream, checked, as what the reflector gets (or
+/// nothing: a bookmark that does not move on, an undecodable object).
+fn take(
+    shared: &Shared,
+    last: &mut u64,
+    event: frames::Event,
+) -> Result<Option<SourceEvent>, SourceError> {
+    let version_of = |object: &serde_json::Map<String, Value>| {
+        object
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .and_then(parse_rv)
+    };
+    match event.kind.as_str() {
+        "BOOKMARK" => {
+            let rv = version_of(&event.object).ok_or_else(|| {
+                SourceError::Unavailable(format!("{}: a bookmark without a version", shared.path))
+            })?;
+            if rv <= *last {
+                return Ok(None);
+            }
+            *last = rv;
+            bump(&shared.counters.bookmarks);
+            shared
+                .bookmarks
+                .store(BOOKMARKS_SENT, std::sync::atomic::Ordering::Relaxed);
+            Ok(Some(SourceEvent::Progress(ResourceVersion::new(rv))))
+        }
+        "ERROR" => {
+            let status = status_object(&serde_json::to_vec(&event.object).unwrap_or_default());
+            let code = status
+                .as_ref()
+                .and_then(|s| s.get("code"))
+                .and_then(Value::as_u64);
+            let message = status
+                .as_ref()
+                .and_then(|s| s.get("message"))
+                .and_then(Value::as_str)
+                .unwrap_or("an ERROR event that is not a Status")
+                .to_owned();
+            Err(if code == Some(410) {
+                compacted(*last, &message)
+            } else {
+                SourceError::Unavailable(format!("{}: the watch failed: {message}", shared.path))
+            })
+        }
+        kind @ ("ADDED" | "MODIFIED" | "DELETED") => {
+            let key = Shared::key_of(&event.object);
+            let rv = version_of(&event.object);
+            let (object, rv) = match shared.decoder.served(event.object, shared.type_meta()) {
+                Ok(got) => got,
+                Err(e) => {
+                    // Skipped, counted and shown; the stream goes on past
+                    // it (its version, when it has one, is passed).
+                    bump(&shared.counters.undecodable);
+                    shared.undecodable.met(key.as_bytes(), &e);
+                    if let Some(rv) = rv.filter(|&rv| rv > *last) {
+                        *last = rv;
+                    }
+                    return Ok(None);
+                }
+            };
+            if rv.get() <= *last {
+                return Err(SourceError::Unavailable(format!(
+                    "{}: a {kind} of {key} at version {} after {}: the apiserver's versions went back",
+                    shared.path,
+                    rv.get(),
+                    last
+                )));
+            }
+            *last = rv.get();
+            shared.undecodable.cleared(key.as_bytes());
+            Ok(Some(SourceEvent::Change(match kind {
+                "ADDED" => Change::added(object, rv),
+                "MODIFIED" => Change::modified(object, rv),
+                _ => Change::deleted(object, rv),
+            })))
+        }
+        other => Err(SourceError::Unavailable(format!(
+            "{}: a watch event of type {other:?}",
+            shared.path
+        ))),
+    }
+}
+
+/// A 410: the version is older than the apiserver keeps. Its message
+/// says the oldest it has (`too old resource version: 5 (30)`) when it
+/// can.
+fn compacted(requested: u64, message: &str) -> SourceError {
+    let oldest = message
+        .rsplit_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+        .unwrap_or(requested + 1);
+    SourceError::Compacted {
+        requested: ResourceVersion::new(requested),
+        compacted: ResourceVersion::new(oldest),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_410s_message_gives_the_oldest_version_it_can() {
+        let e = compacted(5, "too old resource version: 5 (30)");
+        assert_eq!(
+            e,
+            SourceError::Compacted {
+                requested: 5.into(),
+                compacted: 30.into()
+            }
+        );
+        assert_eq!(
+            compacted(5, "Expired: gone"),
+            SourceError::Compacted {
+                requested: 5.into(),
+                compacted: 6.into()
+            }
+        );
+        for _ in 0..100 {
+            let t = jittered(Duration::from_secs(300));
+            assert!((300..600).contains(&t), "{t}");
+        }
+    }
+}
