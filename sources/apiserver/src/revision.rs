@@ -55,10 +55,8 @@ impl<T: Clone> Coalesced<T> {
         // The first request to start after now answers this call.
         let wanted = state.started + 1;
         loop {
-            if state.finished >= wanted {
-                if let Some(answer) = &state.last {
-                    return answer.clone();
-                }
+            if let Some(answer) = state.last.as_ref().filter(|_| state.finished >= wanted) {
+                return answer.clone();
             }
             if !state.running {
                 state.running = true;

@@ -13,7 +13,7 @@ use crate::conn::{Conn, Failure, JSON, PROTOBUF_OR_JSON, is_protobuf};
 use crate::frames;
 use crate::revision::Coalesced;
 
-/// What an [`ApiServerSource`] has done, for monitoring and tests.
+/// What an [`ApiServerSource`](crate::ApiServerSource) has done, for monitoring and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ApiServerStats {
