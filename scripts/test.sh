@@ -107,7 +107,13 @@ if ! cmp -s target/tools/schema-now.json kube/schema/k8s-v1.37.2.json; then
 fi
 echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
+echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction (herald-apiserver tests/real.rs)"
+# Ignored by the workspace run above, which runs while the build goes on.
+cargo test -p herald-apiserver --test real -- --ignored
+
 echo "== the differential test: etcd + the real kube-apiserver + herald-server, with kubectl and client-go (scripts/test-real-cluster.sh)"
+# Twice at once: herald-server reading the apiserver's etcd, and in front
+# of the apiserver itself (--kubeconfig).
 HERALD_SERVER="$PWD/target/debug/herald-server" scripts/test-real-cluster.sh
 
 echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"

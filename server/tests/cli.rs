@@ -47,7 +47,10 @@ fn upstream_mistakes_end_the_process_with_a_message() {
     // Two upstreams at once.
     let (code, text) = run(&["--kubeconfig", "/x", "--etcd", "http://127.0.0.1:2379"]);
     assert_eq!(code, 2, "{text}");
-    assert!(text.contains("--etcd") && text.contains("--kubeconfig"), "{text}");
+    assert!(
+        text.contains("--etcd") && text.contains("--kubeconfig"),
+        "{text}"
+    );
 
     // A kubeconfig that is not there, or not one.
     let (code, text) = run(&["--kubeconfig", "/nonexistent/kubeconfig"]);
@@ -61,14 +64,27 @@ fn upstream_mistakes_end_the_process_with_a_message() {
 
     // A context it does not have.
     let config = kubeconfig("https://127.0.0.1:1");
-    let (code, text) = run(&["--kubeconfig", config.to_str().unwrap(), "--context", "nope"]);
+    let (code, text) = run(&[
+        "--kubeconfig",
+        config.to_str().unwrap(),
+        "--context",
+        "nope",
+    ]);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("nope"), "{text}");
 
     // An apiserver that is not there: refused at start, not served empty.
-    let (code, text) = run(&["--kubeconfig", config.to_str().unwrap(), "--resources", "pods"]);
+    let (code, text) = run(&[
+        "--kubeconfig",
+        config.to_str().unwrap(),
+        "--resources",
+        "pods",
+    ]);
     assert_eq!(code, 1, "{text}");
-    assert!(text.contains("/version") && text.contains("127.0.0.1:1"), "{text}");
+    assert!(
+        text.contains("/version") && text.contains("127.0.0.1:1"),
+        "{text}"
+    );
 
     // --resources without an upstream; durations that are not.
     let (code, text) = run(&["--resources", "pods"]);
@@ -77,6 +93,32 @@ fn upstream_mistakes_end_the_process_with_a_message() {
     let (code, text) = run(&["--demo", "1", "--request-timeout=-1"]);
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("request-timeout"), "{text}");
+    // Resources it does not know, or cannot tell apart.
+    for bad in ["nosuch", ",,,", "deployments.batch"] {
+        let (code, text) = run(&["--etcd", "http://127.0.0.1:1", "--resources", bad]);
+        assert_eq!(code, 1, "{bad}: {text}");
+        assert!(
+            text.contains("unknown or ambiguous resource"),
+            "{bad}: {text}"
+        );
+    }
+    // An encryption configuration that is not there, or not one.
+    let (code, text) = run(&[
+        "--etcd",
+        "http://127.0.0.1:1",
+        "--encryption-provider-config",
+        "/nonexistent/enc.yaml",
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("/nonexistent/enc.yaml"), "{text}");
+    let (code, text) = run(&[
+        "--etcd",
+        "http://127.0.0.1:1",
+        "--encryption-provider-config",
+        garbage.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("--encryption-provider-config"), "{text}");
     let _ = std::fs::remove_file(config);
     let _ = std::fs::remove_file(garbage);
 }

@@ -3,6 +3,9 @@
 //! published, and no library crate of the workspace depends on it outside
 //! `[dev-dependencies]` (the perf harness, a binary, is the exception).
 //!
+//! - [`apiserver`]: the real kube-apiserver on loopback, restartable,
+//!   its tokens rotated by a restart (`scripts/ensure-kube-apiserver.sh`
+//!   builds it);
 //! - [`etcd`]: a launcher for etcd servers and clusters on loopback (child
 //!   processes on free ports, fresh data directories, kill and restart,
 //!   leader election); the binaries come from `scripts/ensure-etcd.sh`.
@@ -23,6 +26,7 @@
 //! (`engine/tests`) link one copy and use it freely.
 #![forbid(unsafe_code)]
 
+pub mod apiserver;
 pub mod etcd;
 pub mod model;
 mod pod;

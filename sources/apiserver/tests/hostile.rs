@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald::{Config, Engine, ReadAt, Reflector, ReflectorConfig, Source, SourceError, SourceEvent};
+use herald::{
+    Config, Engine, ReadAt, Reflector, ReflectorConfig, Source, SourceError, SourceEvent,
+};
 use herald_apiserver::{ApiServer, ApiServerConfig, ConnectError};
 use herald_kube::{Decoder, ResourceInfo};
 use http_body_util::{BodyExt, StreamBody};
@@ -58,29 +60,33 @@ impl Fake {
         let (s, w) = (script.clone(), seen.clone());
         runtime.spawn(async move {
             loop {
-                let Ok((tcp, _)) = listener.accept().await else { return };
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
                 let (s, w) = (s.clone(), w.clone());
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                        let uri = req.uri().to_string();
-                        w.lock().unwrap().push(uri.clone());
-                        let reply = (s.lock().unwrap())(&uri);
-                        async move {
-                            let (status, ctype, chunks): (u16, &str, Vec<String>) = match reply {
-                                Reply::Body(status, ctype, body) => (status, ctype, vec![body]),
-                                Reply::Chunks(chunks) => (200, "application/json", chunks),
-                            };
-                            let frames = futures_stream(chunks);
-                            let body = StreamBody::new(frames).boxed();
-                            Ok::<_, Infallible>(
-                                Response::builder()
-                                    .status(status)
-                                    .header("content-type", ctype)
-                                    .body(body)
-                                    .unwrap(),
-                            )
-                        }
-                    });
+                    let service =
+                        hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
+                            let uri = req.uri().to_string();
+                            w.lock().unwrap().push(uri.clone());
+                            let reply = (s.lock().unwrap())(&uri);
+                            async move {
+                                let (status, ctype, chunks): (u16, &str, Vec<String>) = match reply
+                                {
+                                    Reply::Body(status, ctype, body) => (status, ctype, vec![body]),
+                                    Reply::Chunks(chunks) => (200, "application/json", chunks),
+                                };
+                                let frames = futures_stream(chunks);
+                                let body = StreamBody::new(frames).boxed();
+                                Ok::<_, Infallible>(
+                                    Response::builder()
+                                        .status(status)
+                                        .header("content-type", ctype)
+                                        .body(body)
+                                        .unwrap(),
+                                )
+                            }
+                        });
                     let io = hyper_util::rt::TokioIo::new(tcp);
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(io, service)
@@ -88,7 +94,12 @@ impl Fake {
                 });
             }
         });
-        Fake { addr, script, seen, _runtime: runtime }
+        Fake {
+            addr,
+            script,
+            seen,
+            _runtime: runtime,
+        }
     }
 
     fn script(&self, f: impl FnMut(&str) -> Reply + Send + 'static) {
@@ -101,7 +112,8 @@ impl Fake {
 
     /// A kubeconfig naming it, in a file of its own.
     fn kubeconfig(&self) -> std::path::PathBuf {
-        let path = std::env::temp_dir().join(format!("herald-hostile-{}.kubeconfig", self.addr.port()));
+        let path =
+            std::env::temp_dir().join(format!("herald-hostile-{}.kubeconfig", self.addr.port()));
         std::fs::write(
             &path,
             format!(
@@ -180,11 +192,18 @@ fn a_refused_or_garbled_version_fails_the_connection() {
     let fake = Fake::start();
     fake.script(|_| Reply::Body(500, "application/json", status(500, "etcd is down")));
     let e = ApiServer::connect(ApiServerConfig::kubeconfig(fake.kubeconfig())).unwrap_err();
-    assert!(matches!(&e, ConnectError::Unreachable(m) if m.contains("500") && m.contains("etcd is down")), "{e}");
+    assert!(
+        matches!(&e, ConnectError::Unreachable(m) if m.contains("500") && m.contains("etcd is down")),
+        "{e}"
+    );
     fake.script(|_| Reply::Body(200, "application/json", "<html>".into()));
     let e = ApiServer::connect(ApiServerConfig::kubeconfig(fake.kubeconfig())).unwrap_err();
-    assert!(matches!(&e, ConnectError::Unreachable(m) if m.contains("not JSON")), "{e}");
-    let missing = ApiServer::connect(ApiServerConfig::kubeconfig("/nonexistent/kubeconfig")).unwrap_err();
+    assert!(
+        matches!(&e, ConnectError::Unreachable(m) if m.contains("not JSON")),
+        "{e}"
+    );
+    let missing =
+        ApiServer::connect(ApiServerConfig::kubeconfig("/nonexistent/kubeconfig")).unwrap_err();
     assert!(matches!(missing, ConnectError::Config(_)), "{missing}");
 }
 
@@ -198,7 +217,9 @@ fn bad_lists_are_typed_errors_and_foreign_objects_are_counted_skips() {
         json(list(9, &[item("a", 3), r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n","resourceVersion":"4"}}"#.into(), item("b", 7)])),
     ])));
     let a = answers.clone();
-    let api = connect(&fake, move |_| a.lock().unwrap().pop_front().unwrap_or(json(list(9, &[]))));
+    let api = connect(&fake, move |_| {
+        a.lock().unwrap().pop_front().unwrap_or(json(list(9, &[])))
+    });
     let source = pods(&api);
     for want in ["500", "a JSON list", "NodeList"] {
         match source.list() {
@@ -207,10 +228,20 @@ fn bad_lists_are_typed_errors_and_foreign_objects_are_counted_skips() {
         }
     }
     let listing = source.list().unwrap();
-    let keys: Vec<_> = listing.items.iter().map(|i| (i.object.key().to_owned(), i.resource_version.get())).collect();
-    assert_eq!((keys, listing.revision.get()), (vec![("ns/a".into(), 3), ("ns/b".into(), 7)], 9));
+    let keys: Vec<_> = listing
+        .items
+        .iter()
+        .map(|i| (i.object.key().to_owned(), i.resource_version.get()))
+        .collect();
+    assert_eq!(
+        (keys, listing.revision.get()),
+        (vec![("ns/a".into(), 3), ("ns/b".into(), 7)], 9)
+    );
     let report = source.undecodable();
-    assert_eq!((report.now, report.by_reason.clone()), (1, vec![("shape", 1)]));
+    assert_eq!(
+        (report.now, report.by_reason.clone()),
+        (1, vec![("shape", 1)])
+    );
     assert!(report.last.unwrap().1.contains("Node"));
 }
 
@@ -245,56 +276,113 @@ fn hostile_streams_end_the_watch_with_a_typed_error_after_what_was_good() {
     let fake = Fake::start();
     let streams = Arc::new(Mutex::new(VecDeque::from([
         // A version that goes back.
-        Reply::Chunks(vec![event("ADDED", &pod("a", 11)), event("MODIFIED", &pod("a", 12)), event("MODIFIED", &pod("a", 12))]),
+        Reply::Chunks(vec![
+            event("ADDED", &pod("a", 11)),
+            event("MODIFIED", &pod("a", 12)),
+            event("MODIFIED", &pod("a", 12)),
+        ]),
         // Cut inside an event.
-        Reply::Chunks(vec![event("ADDED", &pod("a", 11)), r#"{"type":"MODIFIED","object":{"kind":"Po"#.into()]),
+        Reply::Chunks(vec![
+            event("ADDED", &pod("a", 11)),
+            r#"{"type":"MODIFIED","object":{"kind":"Po"#.into(),
+        ]),
         // A frame that is not JSON.
         Reply::Chunks(vec!["{not json}\n".into()]),
         // An object of another kind: skipped and counted, the stream goes on.
         Reply::Chunks(vec![
-            event("ADDED", r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n","resourceVersion":"11"}}"#),
+            event(
+                "ADDED",
+                r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n","resourceVersion":"11"}}"#,
+            ),
             event("ADDED", &pod("b", 12)),
-            event("BOOKMARK", r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12"}}"#),
-            event("BOOKMARK", r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"20"}}"#),
+            event(
+                "BOOKMARK",
+                r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12"}}"#,
+            ),
+            event(
+                "BOOKMARK",
+                r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"20"}}"#,
+            ),
             event("ERROR", &status(410, "too old resource version: 10 (30)")),
         ]),
         // 410 as the answer.
-        Reply::Body(410, "application/json", status(410, "too old resource version: 10 (31)")),
+        Reply::Body(
+            410,
+            "application/json",
+            status(410, "too old resource version: 10 (31)"),
+        ),
         // An event type no apiserver sends.
         Reply::Chunks(vec![event("EXPLODED", &pod("a", 11))]),
     ])));
     let s = streams.clone();
-    let api = connect(&fake, move |_| s.lock().unwrap().pop_front().unwrap_or(Reply::Body(500, "text/plain", "done".into())));
+    let api = connect(&fake, move |_| {
+        s.lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or(Reply::Body(500, "text/plain", "done".into()))
+    });
     let source = pods(&api);
 
     let (got, e) = drain(&source, 10, 10);
     assert_eq!(versions(&got), [11, 12]);
-    assert!(matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("went back")), "{e:?}");
+    assert!(
+        matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("went back")),
+        "{e:?}"
+    );
 
     let (got, e) = drain(&source, 10, 10);
     assert_eq!(versions(&got), [11]);
-    assert!(matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("inside an event")), "{e:?}");
+    assert!(
+        matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("inside an event")),
+        "{e:?}"
+    );
 
     let (got, e) = drain(&source, 10, 10);
     assert!(got.is_empty());
-    assert!(matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("JSON watch event")), "{e:?}");
+    assert!(
+        matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("JSON watch event")),
+        "{e:?}"
+    );
 
     let (got, e) = drain(&source, 10, 10);
     // The Node skipped; the bookmark at 12 (no progress past b) dropped.
     assert_eq!(versions(&got), [12, 20]);
     assert!(matches!(got[1], SourceEvent::Progress(_)));
-    assert_eq!(e, Some(SourceError::Compacted { requested: 20.into(), compacted: 30.into() }));
+    assert_eq!(
+        e,
+        Some(SourceError::Compacted {
+            requested: 20.into(),
+            compacted: 30.into()
+        })
+    );
     assert_eq!(source.undecodable().by_reason, vec![("shape", 1)]);
 
     let (_, e) = drain(&source, 10, 10);
-    assert_eq!(e, Some(SourceError::Compacted { requested: 10.into(), compacted: 31.into() }));
+    assert_eq!(
+        e,
+        Some(SourceError::Compacted {
+            requested: 10.into(),
+            compacted: 31.into()
+        })
+    );
 
     let (_, e) = drain(&source, 10, 10);
-    assert!(matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("EXPLODED")), "{e:?}");
+    assert!(
+        matches!(&e, Some(SourceError::Unavailable(m)) if m.contains("EXPLODED")),
+        "{e:?}"
+    );
     // Each watch asked for bookmarks, from the version it was given.
-    let watches: Vec<_> = fake.seen().into_iter().filter(|u| u.contains("watch=1")).collect();
+    let watches: Vec<_> = fake
+        .seen()
+        .into_iter()
+        .filter(|u| u.contains("watch=1"))
+        .collect();
     assert_eq!(watches.len(), 6, "{watches:?}");
-    assert!(watches.iter().all(|u| u.contains("allowWatchBookmarks=true") && u.contains("resourceVersion=10")));
+    assert!(
+        watches
+            .iter()
+            .all(|u| u.contains("allowWatchBookmarks=true") && u.contains("resourceVersion=10"))
+    );
 }
 
 #[test]
@@ -320,10 +408,20 @@ fn a_short_watch_that_owes_a_bookmark_and_sends_none_turns_reads_through() {
         source.request_progress().unwrap();
         assert!(matches!(watch.next(Duration::from_millis(50)), Ok(None)));
     }
-    assert!(!source.progress_is_reliable(), "a short watch owed a bookmark");
-    assert!(fake.seen().iter().any(|u| u.contains("watch=1") && u.contains("timeoutSeconds=3")));
+    assert!(
+        !source.progress_is_reliable(),
+        "a short watch owed a bookmark"
+    );
+    assert!(
+        fake.seen()
+            .iter()
+            .any(|u| u.contains("watch=1") && u.contains("timeoutSeconds=3"))
+    );
     let stats = source.stats();
-    assert!(stats.progress_watches >= 1 && !stats.progress_reliable, "{stats:?}");
+    assert!(
+        stats.progress_watches >= 1 && !stats.progress_reliable,
+        "{stats:?}"
+    );
 }
 
 #[test]
@@ -338,16 +436,29 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
         json(list(10, &[item("a", 3), item("b", 7)])),
     ])));
     let watches = Arc::new(Mutex::new(VecDeque::from([
-        Reply::Chunks(vec![event("MODIFIED", &pod("a", 11)), event("MODIFIED", &pod("a", 10))]),
-        Reply::Chunks(vec![event("DELETED", &pod("b", 12)), "{\"type\":\"ADD".into()]),
+        Reply::Chunks(vec![
+            event("MODIFIED", &pod("a", 11)),
+            event("MODIFIED", &pod("a", 10)),
+        ]),
+        Reply::Chunks(vec![
+            event("DELETED", &pod("b", 12)),
+            "{\"type\":\"ADD".into(),
+        ]),
         Reply::Chunks(vec![
             event("ADDED", &pod("c", 13)),
-            event("BOOKMARK", r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"15"}}"#),
+            event(
+                "BOOKMARK",
+                r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"15"}}"#,
+            ),
         ]),
     ])));
     let api = connect(&fake, move |uri| {
         if uri.contains("watch=1") {
-            watches.lock().unwrap().pop_front().unwrap_or(Reply::Chunks(vec![]))
+            watches
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or(Reply::Chunks(vec![]))
         } else {
             // The apiserver now: where the watches below end.
             let next = lists.lock().unwrap().pop_front();
@@ -364,11 +475,21 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while engine.resource_version().get() < 15 {
-        assert!(Instant::now() < deadline, "at {}", engine.resource_version().get());
+        assert!(
+            Instant::now() < deadline,
+            "at {}",
+            engine.resource_version().get()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let listed = engine.list(&herald::ListRequest::new().at(ReadAt::Any)).unwrap();
-    let state: Vec<_> = listed.items.iter().map(|i| (i.object.key().to_owned(), i.resource_version.get())).collect();
+    let listed = engine
+        .list(&herald::ListRequest::new().at(ReadAt::Any))
+        .unwrap();
+    let state: Vec<_> = listed
+        .items
+        .iter()
+        .map(|i| (i.object.key().to_owned(), i.resource_version.get()))
+        .collect();
     assert_eq!(state, [("ns/a".to_owned(), 11), ("ns/c".to_owned(), 13)]);
     // The watches resumed where the engine was: 10, 11, 12.
     let froms: Vec<_> = fake
@@ -376,7 +497,15 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
         .into_iter()
         .filter(|u| u.contains("watch=1"))
         .take(3)
-        .map(|u| u.split("resourceVersion=").nth(1).unwrap().split('&').next().unwrap().to_owned())
+        .map(|u| {
+            u.split("resourceVersion=")
+                .nth(1)
+                .unwrap()
+                .split('&')
+                .next()
+                .unwrap()
+                .to_owned()
+        })
         .collect();
     assert_eq!(froms, ["10", "11", "12"]);
     drop(reflector);

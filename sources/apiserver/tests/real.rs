@@ -1,0 +1,234 @@
+//! Herald in front of the real kube-apiserver v1.37.2 (on a real etcd):
+//! an engine fed through the apiserver follows it through a restart (the
+//! watch cut mid-stream), a token rotation (the kubeconfig's token file
+//! rewritten, the apiserver restarted accepting only the new token) and
+//! an etcd compaction below the engine's version; a watcher of the engine
+//! sees every change in order with no gap and no duplicate, or an
+//! explicit end; the engine ends equal to the apiserver.
+//!
+//! Needs `HERALD_KUBE_APISERVER` and `HERALD_ETCD`: run by the test
+//! command after the kube-apiserver's build (`cargo test -p
+//! herald-apiserver --test real -- --ignored`); ignored by a plain `cargo
+//! test`, which runs while that build is still going.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use herald::{
+    Config, EndReason, Engine, ReadAt, Reflector, ReflectorConfig, WatchItem, WatchRequest,
+};
+use herald_apiserver::{ApiServer, ApiServerConfig};
+use herald_kube::{Decoder, ResourceInfo};
+use herald_testkit::apiserver::LocalApiserver;
+use herald_testkit::etcd::{LocalEtcd, etcd_binary};
+
+/// The apiserver's configmaps in `ns`: name -> resourceVersion.
+fn upstream(api: &LocalApiserver) -> (u64, BTreeMap<String, u64>) {
+    let (code, body) = api
+        .curl("GET", "/api/v1/namespaces/ns/configmaps", None)
+        .unwrap();
+    assert_eq!(code, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let rv = v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let items = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["metadata"]["name"].as_str().unwrap().to_owned(),
+                i["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse()
+                    .unwrap(),
+            )
+        })
+        .collect();
+    (rv, items)
+}
+
+fn write(api: &LocalApiserver, name: &str, n: u32) -> u64 {
+    let body = format!(r#"{{"metadata":{{"name":"{name}"}},"data":{{"n":"{n}"}}}}"#);
+    let (mut code, mut out) = api
+        .curl(
+            "PUT",
+            &format!("/api/v1/namespaces/ns/configmaps/{name}"),
+            Some(&body),
+        )
+        .unwrap();
+    if code == 404 {
+        (code, out) = api
+            .curl("POST", "/api/v1/namespaces/ns/configmaps", Some(&body))
+            .unwrap();
+    }
+    assert!(code == 200 || code == 201, "{code} {out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    v["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until the engine holds what the apiserver holds in `ns`.
+fn converge(engine: &Engine, api: &LocalApiserver, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let (_, want) = upstream(api);
+        let got: BTreeMap<String, u64> = engine
+            .list(&herald::ListRequest::new().at(ReadAt::Any))
+            .map(|l| {
+                l.items
+                    .iter()
+                    .filter(|i| i.object.namespace() == "ns")
+                    .map(|i| (i.object.name().to_owned(), i.resource_version.get()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if got == want {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the engine has {got:?}, the apiserver {want:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+#[ignore = "needs the real kube-apiserver: run by the test command after its build"]
+fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
+    let etcd = LocalEtcd::start(&etcd_binary().expect("etcd (scripts/ensure-etcd.sh)")).unwrap();
+    let mut api = LocalApiserver::start(&etcd.endpoint(), &["token-a", "token-b"]).unwrap();
+    let (code, out) = api
+        .curl(
+            "POST",
+            "/api/v1/namespaces",
+            Some(r#"{"metadata":{"name":"ns"}}"#),
+        )
+        .unwrap();
+    assert_eq!(code, 201, "{out}");
+
+    // Herald's credentials: a token file, as a projected service-account
+    // token is; the apiserver's CA verified.
+    let token_file = api.dir().join("herald-token");
+    std::fs::write(&token_file, "token-a").unwrap();
+    let kubeconfig = api.dir().join("herald-kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{}\", certificate-authority: \"{}\"}}\nusers:\n- name: herald\n  user: {{tokenFile: \"{}\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: herald}}\ncurrent-context: c\n",
+            api.url(),
+            api.ca().display(),
+            token_file.display()
+        ),
+    )
+    .unwrap();
+    let apiserver = ApiServer::connect(ApiServerConfig::kubeconfig(&kubeconfig)).unwrap();
+    assert!(
+        apiserver.version().starts_with("v1.37"),
+        "{}",
+        apiserver.version()
+    );
+    let source = apiserver.source(&ResourceInfo::configmaps(), Decoder::new());
+    assert!(source.asks_protobuf());
+    let (engine, writer) = Engine::new(Config::default()).unwrap();
+    let _reflector = Reflector::spawn(
+        Arc::new(source.clone()),
+        engine.clone(),
+        writer,
+        ReflectorConfig::default(),
+    )
+    .unwrap();
+    let first = write(&api, "c0", 0);
+    converge(&engine, &api, "the first list");
+
+    // A watcher of the engine from here: every change after `first`.
+    let mut watch = engine
+        .watch(WatchRequest::new().resource_version(Some(first.into())))
+        .unwrap();
+    let mut written = Vec::new();
+    let round = |api: &LocalApiserver, written: &mut Vec<u64>, from: u32| {
+        for n in from..from + 10 {
+            written.push(write(api, &format!("c{}", n % 4), n));
+        }
+    };
+
+    round(&api, &mut written, 1);
+    // A restart: the watch is cut mid-stream, resumed from its version.
+    api.restart_with(&["token-a", "token-b"]).unwrap();
+    round(&api, &mut written, 11);
+    converge(&engine, &api, "after a restart");
+
+    // A rotation: the token file now holds token-b, and the apiserver
+    // accepts only that (kube-rs reads the file again within a minute;
+    // until then every request is refused, and retried).
+    std::fs::write(&token_file, "token-b").unwrap();
+    api.restart_with(&["token-b"]).unwrap();
+    round(&api, &mut written, 21);
+    converge(&engine, &api, "after the token rotated");
+
+    // etcd compacted at its present: the apiserver's cache still holds
+    // the history; a watch from before its window would be a 410 and a
+    // re-list.
+    let (code, out) = std::process::Command::new("curl")
+        .args([
+            "-s",
+            "-X",
+            "POST",
+            &format!("{}/v3/kv/compaction", etcd.endpoint()),
+            "-d",
+        ])
+        .arg(format!(r#"{{"revision":"{}"}}"#, written.last().unwrap()))
+        .output()
+        .map(|o| {
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).into_owned(),
+            )
+        })
+        .unwrap();
+    assert_eq!(code, Some(0), "{out}");
+    round(&api, &mut written, 31);
+    converge(&engine, &api, "after a compaction");
+
+    // What the watcher saw: the changes in order, none twice, none
+    // missing, or an explicit end after a gapless prefix.
+    let mut seen = Vec::new();
+    let mut ended = None;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while seen.len() < written.len() && ended.is_none() && Instant::now() < deadline {
+        match watch.recv_timeout(Duration::from_millis(200)) {
+            Ok(WatchItem::Event(ev)) => seen.push(ev.resource_version().get()),
+            Ok(WatchItem::End(why)) => ended = Some(why),
+            Err(_) => {}
+        }
+    }
+    assert_eq!(
+        &written[..seen.len()],
+        &seen[..],
+        "in order, no gap, no duplicate"
+    );
+    match &ended {
+        None => assert_eq!(seen.len(), written.len(), "every change"),
+        Some(why) => assert!(
+            matches!(why, EndReason::Relisted),
+            "an explicit end: {why:?}"
+        ),
+    }
+    let stats = source.stats();
+    eprintln!(
+        "{} changes written, {} seen in order by the engine's watcher, its end: {ended:?}; the source: {stats:?}",
+        written.len(),
+        seen.len()
+    );
+    assert!(stats.watches_opened >= 3, "{stats:?}");
+    assert_eq!(source.undecodable().now, 0);
+}
