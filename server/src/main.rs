@@ -373,11 +373,10 @@ async fn custom_resources(
     Ok(out)
 }
 
-/// With `--resources all`: follows the stored CRDs as they come and go
-/// (each second), serving the custom resource of a new one and stopping
-/// the one whose CRD went (its watches end; its clients re-list and get
-/// 404).
-#[cfg(feature = "etcd")]
+/// With `--resources all`: follows the CRDs (stored in etcd, or served by
+/// the apiserver) as they come and go (each second), serving the custom
+/// resource of a new one and stopping the one whose CRD went (its watches
+/// end; its clients re-list and get 404).
 async fn follow_crds(server: Server, args: Args) {
     let crds = "customresourcedefinitions.apiextensions.k8s.io";
     // The CRDs' version last looked at: nothing to do until it moves.
