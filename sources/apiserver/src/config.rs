@@ -24,6 +24,10 @@ pub struct ApiServerConfig {
     /// Ask for protobuf where the resource has it (the built-in kinds):
     /// smaller, cheaper for the apiserver to encode.
     pub protobuf: bool,
+    /// List as a watch-list (`sendInitialEvents=true`, client-go's
+    /// default), whose stream then goes on as the watch; `false`, or an
+    /// apiserver that refuses it: paged lists.
+    pub watch_list: bool,
     /// The longest body read (a list's page, a watch event).
     pub max_body: usize,
     /// How long a request, other than a watch, may take.
@@ -38,6 +42,7 @@ impl Default for ApiServerConfig {
             page_size: 500,
             watch_timeout: Duration::from_secs(300),
             protobuf: true,
+            watch_list: true,
             max_body: 1 << 30,
             request_timeout: Duration::from_secs(60),
         }
@@ -63,6 +68,13 @@ impl ApiServerConfig {
     /// is one (`true`, the default).
     pub fn protobuf(mut self, protobuf: bool) -> ApiServerConfig {
         self.protobuf = protobuf;
+        self
+    }
+
+    /// The same, listing with watch-lists (`true`, the default) or with
+    /// paged lists only.
+    pub fn watch_list(mut self, watch_list: bool) -> ApiServerConfig {
+        self.watch_list = watch_list;
         self
     }
 

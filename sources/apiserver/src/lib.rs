@@ -19,13 +19,15 @@
 //! | `conn.rs` | the one client (kube-rs: TLS, credentials) and runtime, requests, a failed answer read as a `Status` |
 //! | `shared.rs` | what a source and its watches share; a list, page by page; [`ApiServerStats`] |
 //! | `source.rs` | [`ApiServer`] (a connection), [`ApiServerSource`] (one resource): the `Source`: lists, the current version, progress |
+//! | `stream.rs` | an open watch stream, read event by event |
 //! | `watch.rs` | a watch: streams resumed, short ones for progress, events checked in order |
+//! | `watchlist.rs` | a list as a watch-list, its stream then the watch; refused: paged lists |
 //! | `frames.rs` | what the apiserver sends, read: a list's page, a stream's events, JSON or protobuf |
 //! | `revision.rs` | one request for the current version, shared by every consistent read waiting |
 //! | `discovery.rs` | the resources the apiserver serves ([`ApiServer::discover`]) |
 //!
-//! Layers: `config` <- `conn` <- `frames`, `revision` <- `shared` <-
-//! `watch` <- `source` <- `discovery`.
+//! Layers: `config` <- `conn` <- `frames`, `revision` <- `stream` <-
+//! `shared` <- `watch` <- `watchlist` <- `source` <- `discovery`.
 
 mod config;
 mod conn;
@@ -34,7 +36,9 @@ mod frames;
 mod revision;
 mod shared;
 mod source;
+mod stream;
 mod watch;
+mod watchlist;
 
 pub use config::{ApiServerConfig, ConnectError};
 pub use discovery::Discovered;

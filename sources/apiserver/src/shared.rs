@@ -12,13 +12,16 @@ use tokio::sync::watch as notify;
 use crate::conn::{Conn, Failure, JSON, PROTOBUF_OR_JSON, is_protobuf};
 use crate::frames;
 use crate::revision::Coalesced;
+use crate::stream::OpenStream;
 
 /// What an [`ApiServerSource`](crate::ApiServerSource) has done, for monitoring and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct ApiServerStats {
-    /// Lists made (each one or more pages).
+    /// Lists made (each one or more pages, or one watch-list).
     pub lists: u64,
+    /// Of those, watch-lists (their stream then the watch).
+    pub watch_lists: u64,
     /// Pages read by lists.
     pub list_pages: u64,
     /// Watches opened, resumed ones included.
@@ -46,6 +49,7 @@ pub(crate) struct Counters {
     pub(crate) watches_opened: AtomicU64,
     pub(crate) progress_watches: AtomicU64,
     pub(crate) bookmarks: AtomicU64,
+    pub(crate) watch_lists: AtomicU64,
     pub(crate) undecodable: AtomicU64,
 }
 
@@ -81,7 +85,21 @@ pub(crate) struct Shared {
     /// at least there, and sends one; from its own version, there is
     /// nothing to tell, and it sends none).
     pub(crate) current: AtomicU64,
+    /// Whether the apiserver serves watch-lists: [`WATCH_LIST_UNKNOWN`],
+    /// [`WATCH_LIST_SERVED`] or [`WATCH_LIST_REFUSED`] (paged lists from
+    /// then on).
+    pub(crate) watch_list: AtomicU8,
+    /// A watch-list's stream, at the list's version, kept for the watch
+    /// the reflector opens next from that version.
+    pub(crate) stash: std::sync::Mutex<Option<(u64, OpenStream)>>,
 }
+
+/// Not known yet whether the apiserver serves watch-lists.
+pub(crate) const WATCH_LIST_UNKNOWN: u8 = 0;
+/// It does.
+pub(crate) const WATCH_LIST_SERVED: u8 = 1;
+/// It refused one: paged lists.
+pub(crate) const WATCH_LIST_REFUSED: u8 = 2;
 
 /// Not known yet whether the apiserver sends bookmarks for the resource.
 pub(crate) const BOOKMARKS_UNKNOWN: u8 = 0;

@@ -12,8 +12,12 @@ use crate::config::{ApiServerConfig, ConnectError};
 use crate::conn::{Conn, Failure, is_protobuf};
 use crate::frames;
 use crate::revision::Coalesced;
-use crate::shared::{ApiServerStats, BOOKMARKS_NONE, BOOKMARKS_UNKNOWN, Shared, bump, parse_rv};
+use crate::shared::{
+    ApiServerStats, BOOKMARKS_NONE, BOOKMARKS_UNKNOWN, Shared, WATCH_LIST_REFUSED,
+    WATCH_LIST_SERVED, WATCH_LIST_UNKNOWN, bump, parse_rv,
+};
 use crate::watch::ApiWatch;
+use crate::watchlist::Outcome;
 
 /// A connection to one apiserver, shared by every source made from it
 /// (one client, one connection pool, one runtime). Cheap to clone.
@@ -67,6 +71,8 @@ impl ApiServer {
                 counters: Arc::default(),
                 bookmarks: AtomicU8::new(BOOKMARKS_UNKNOWN),
                 current: AtomicU64::new(0),
+                watch_list: AtomicU8::new(WATCH_LIST_UNKNOWN),
+                stash: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -112,6 +118,7 @@ impl ApiServerSource {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         ApiServerStats {
             lists: get(&c.lists),
+            watch_lists: get(&c.watch_lists),
             list_pages: get(&c.list_pages),
             watches_opened: get(&c.watches_opened),
             progress_watches: get(&c.progress_watches),
@@ -147,6 +154,40 @@ impl Source for ApiServerSource {
         let shared = &self.shared;
         bump(&shared.counters.lists);
         shared.undecodable.relist();
+        // A stream kept from an earlier list is not this one's.
+        shared
+            .stash
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if shared.conn.config.watch_list
+            && shared.watch_list.load(Ordering::Relaxed) != WATCH_LIST_REFUSED
+        {
+            match shared.conn.block(shared.watch_list()) {
+                Ok(Outcome::Listed(listing, stream)) => {
+                    shared
+                        .watch_list
+                        .store(WATCH_LIST_SERVED, Ordering::Relaxed);
+                    *shared.stash.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some((listing.revision.get(), stream));
+                    return Ok(listing);
+                }
+                Ok(Outcome::Refused(why)) => {
+                    shared
+                        .watch_list
+                        .store(WATCH_LIST_REFUSED, Ordering::Relaxed);
+                    eprintln!(
+                        "herald-apiserver: {}: the apiserver refused a watch-list ({why}): paged lists from now on",
+                        shared.path
+                    );
+                }
+                Err(Failure::Gone(why) | Failure::Other(why)) => {
+                    shared.undecodable.relist();
+                    return Err(SourceError::Unavailable(why));
+                }
+            }
+            shared.undecodable.relist();
+        }
         let mut last = None;
         for _ in 0..LIST_ATTEMPTS {
             match shared.conn.block(shared.list_once(None)) {
@@ -176,7 +217,20 @@ impl Source for ApiServerSource {
     }
 
     fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
-        Ok(Box::new(ApiWatch::start(self.shared.clone(), after)))
+        // The last watch-list's stream goes on from its version.
+        let opened = self
+            .shared
+            .stash
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .filter(|(rv, _)| *rv == after.get())
+            .map(|(_, stream)| stream);
+        Ok(Box::new(ApiWatch::start(
+            self.shared.clone(),
+            after,
+            opened,
+        )))
     }
 
     fn current_revision(&self) -> Result<ResourceVersion, SourceError> {

@@ -7,16 +7,14 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use futures_util::StreamExt;
 use herald::{Change, ResourceVersion, SourceError, SourceEvent, SourceWatch};
-use http::StatusCode;
-use http_body_util::BodyExt;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::conn::{Failure, content_type, is_protobuf, status_failure, status_object};
-use crate::frames::{self, Splitter};
+use crate::conn::{Failure, status_object};
+use crate::frames;
 use crate::shared::{BOOKMARKS_NONE, BOOKMARKS_SENT, Shared, bump, parse_rv};
+use crate::stream::OpenStream;
 
 /// Events buffered between the task and the reflector.
 const CHANNEL: usize = 256;
@@ -24,10 +22,6 @@ const CHANNEL: usize = 256;
 /// A short watch's `timeoutSeconds`: the apiserver sends a bookmark 2 s
 /// before a watch's deadline, and none to a watch shorter than that.
 const PROGRESS_WATCH_SECONDS: u64 = 3;
-
-/// The longest event read (a Secret is at most 1 MiB; its JSON a little
-/// more; a CRD's schema can be several).
-const MAX_EVENT: usize = 16 << 20;
 
 type Sent = Result<SourceEvent, SourceError>;
 
@@ -41,14 +35,21 @@ pub(crate) struct ApiWatch {
 }
 
 impl ApiWatch {
-    pub(crate) fn start(shared: Arc<Shared>, after: ResourceVersion) -> ApiWatch {
+    /// Starts a watch of everything after `after`: on `opened` (a
+    /// watch-list's stream, past its initial events, at `after`) when
+    /// given, else on a stream it opens.
+    pub(crate) fn start(
+        shared: Arc<Shared>,
+        after: ResourceVersion,
+        opened: Option<OpenStream>,
+    ) -> ApiWatch {
         let (tx, events) = flume::bounded(CHANNEL);
         let (stop_tx, stop) = oneshot::channel();
         let conn = shared.conn.clone();
         conn.spawn(async move {
             tokio::select! {
                 _ = stop => {}
-                () = run(shared, after, tx) => {}
+                () = run(shared, after, opened, tx) => {}
             }
         });
         ApiWatch {
@@ -94,14 +95,19 @@ enum Leave {
 
 /// The watch: streams one after another from the last version seen,
 /// until an error or the reader goes.
-async fn run(shared: Arc<Shared>, after: ResourceVersion, tx: flume::Sender<Sent>) {
+async fn run(
+    shared: Arc<Shared>,
+    after: ResourceVersion,
+    mut opened: Option<OpenStream>,
+    tx: flume::Sender<Sent>,
+) {
     let mut progress = shared.progress.subscribe();
     // Progress requests made before this watch are not its to answer.
     progress.borrow_and_update();
     let mut last = after.get();
     let mut short = false;
     loop {
-        let leave = stream(&shared, &mut last, short, &mut progress, &tx).await;
+        let leave = stream(&shared, &mut last, short, opened.take(), &mut progress, &tx).await;
         match leave {
             // Short next if progress was asked for since the last short
             // watch began (a short watch does not look while it runs).
@@ -118,7 +124,7 @@ async fn run(shared: Arc<Shared>, after: ResourceVersion, tx: flume::Sender<Sent
 
 /// A watch's `timeoutSeconds`: between `base` and twice it, at random,
 /// so that the watches of many sources do not all resume at once.
-fn jittered(base: Duration) -> u64 {
+pub(crate) fn jittered(base: Duration) -> u64 {
     let base = base.as_secs().max(1);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -127,56 +133,47 @@ fn jittered(base: Duration) -> u64 {
     base + u64::from(nanos) % base
 }
 
-/// One stream, from `last`, until it ends or must be left.
+/// One stream, from `last` (`opened`, or one it opens), until it ends or
+/// must be left.
 async fn stream(
     shared: &Shared,
     last: &mut u64,
     short: bool,
+    opened: Option<OpenStream>,
     progress: &mut tokio::sync::watch::Receiver<u64>,
     tx: &flume::Sender<Sent>,
 ) -> Leave {
     // A short watch from below the apiserver's known current version
     // must get a bookmark, if the apiserver sends them for the resource.
     let owed = short && shared.current.load(std::sync::atomic::Ordering::Relaxed) > *last;
-    let seconds = if short {
-        // The requests made until now are this one's to answer.
-        progress.borrow_and_update();
-        PROGRESS_WATCH_SECONDS
-    } else {
-        jittered(shared.conn.config.watch_timeout)
-    };
-    let uri = format!(
-        "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={seconds}",
-        shared.path, last
-    );
-    bump(&shared.counters.watches_opened);
-    if short {
-        bump(&shared.counters.progress_watches);
-    }
-    let response = match shared.conn.send(&uri, shared.accept()).await {
-        Ok(r) => r,
-        Err(e) => return Leave::End(SourceError::Unavailable(e.to_string())),
-    };
-    let status = response.status();
-    let protobuf = is_protobuf(&content_type(&response));
-    let mut body = response.into_body().into_data_stream();
-    if status != StatusCode::OK {
-        let mut bytes = Vec::new();
-        while let Some(Ok(chunk)) = body.next().await {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() > 1 << 20 {
-                break;
+    let mut stream = match opened {
+        Some(s) => s,
+        None => {
+            let seconds = if short {
+                // The requests made until now are this one's to answer.
+                progress.borrow_and_update();
+                PROGRESS_WATCH_SECONDS
+            } else {
+                jittered(shared.conn.config.watch_timeout)
+            };
+            let uri = format!(
+                "{}?watch=1&allowWatchBookmarks=true&resourceVersion={}&timeoutSeconds={seconds}",
+                shared.path, last
+            );
+            bump(&shared.counters.watches_opened);
+            if short {
+                bump(&shared.counters.progress_watches);
+            }
+            match OpenStream::open(&shared.conn, uri, shared.accept()).await {
+                Ok(s) => s,
+                Err((_, Failure::Gone(why))) => return Leave::End(compacted(*last, &why)),
+                Err((_, Failure::Other(why))) => return Leave::End(SourceError::Unavailable(why)),
             }
         }
-        return Leave::End(match status_failure(&uri, status, &bytes) {
-            Failure::Gone(why) => compacted(*last, &why),
-            Failure::Other(why) => SourceError::Unavailable(why),
-        });
-    }
-    let mut split = Splitter::new(protobuf, MAX_EVENT);
+    };
     loop {
-        let chunk = tokio::select! {
-            chunk = body.next() => chunk,
+        let event = tokio::select! {
+            event = stream.next() => event,
             changed = progress.changed(), if !short => {
                 if changed.is_err() {
                     return Leave::Gone;
@@ -186,13 +183,9 @@ async fn stream(
                 return Leave::Progress;
             }
         };
-        let chunk = match chunk {
-            None if split.partial() => {
-                return Leave::End(SourceError::Unavailable(format!(
-                    "GET {uri}: the stream ended inside an event"
-                )));
-            }
-            None => {
+        let event = match event {
+            Ok(Some(e)) => e,
+            Ok(None) => {
                 if owed {
                     // Ended with no bookmark it owed: the apiserver sends
                     // none for this resource (its watch cache is off).
@@ -202,38 +195,21 @@ async fn stream(
                 }
                 return Leave::Resume;
             }
-            Some(Err(e)) => {
-                return Leave::End(SourceError::Unavailable(format!(
-                    "GET {uri}: the stream: {e}"
-                )));
-            }
-            Some(Ok(chunk)) => chunk,
+            Err(e) => return Leave::End(SourceError::Unavailable(e)),
         };
-        split.push(&chunk);
-        loop {
-            let frame = match split.next_frame() {
-                Ok(Some(f)) => f,
-                Ok(None) => break,
-                Err(e) => return Leave::End(SourceError::Unavailable(format!("GET {uri}: {e}"))),
-            };
-            let event = match frames::event(protobuf, &frame) {
-                Ok(e) => e,
-                Err(e) => return Leave::End(SourceError::Unavailable(format!("GET {uri}: {e}"))),
-            };
-            match take(shared, last, event) {
-                Ok(None) => {}
-                Ok(Some(sent)) => {
-                    let bookmark = matches!(sent, SourceEvent::Progress(_));
-                    if tx.send_async(Ok(sent)).await.is_err() {
-                        return Leave::Gone;
-                    }
-                    if bookmark && short {
-                        // The bookmark a short watch was opened for.
-                        return Leave::Resume;
-                    }
+        match take(shared, last, event) {
+            Ok(None) => {}
+            Ok(Some(sent)) => {
+                let bookmark = matches!(sent, SourceEvent::Progress(_));
+                if tx.send_async(Ok(sent)).await.is_err() {
+                    return Leave::Gone;
                 }
-                Err(e) => return Leave::End(e),
+                if bookmark && short {
+                    // The bookmark a short watch was opened for.
+                    return Leave::Resume;
+                }
             }
+            Err(e) => return Leave::End(e),
         }
     }
 }
@@ -327,7 +303,7 @@ fn take(
 /// A 410: the version is older than the apiserver keeps. Its message
 /// says the oldest it has (`too old resource version: 5 (30)`) when it
 /// can.
-fn compacted(requested: u64, message: &str) -> SourceError {
+pub(crate) fn compacted(requested: u64, message: &str) -> SourceError {
     let oldest = message
         .rsplit_once('(')
         .and_then(|(_, rest)| rest.split_once(')'))

@@ -180,7 +180,12 @@ fn connect(fake: &Fake, mut script: impl FnMut(&str) -> Reply + Send + 'static) 
             script(uri)
         }
     });
-    ApiServer::connect(ApiServerConfig::kubeconfig(fake.kubeconfig()).protobuf(false)).unwrap()
+    ApiServer::connect(
+        ApiServerConfig::kubeconfig(fake.kubeconfig())
+            .protobuf(false)
+            .watch_list(false),
+    )
+    .unwrap()
 }
 
 fn pods(api: &ApiServer) -> herald_apiserver::ApiServerSource {
@@ -509,4 +514,101 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
         .collect();
     assert_eq!(froms, ["10", "11", "12"]);
     drop(reflector);
+}
+
+fn initial_events_end(rv: u64) -> String {
+    event(
+        "BOOKMARK",
+        &format!(
+            r#"{{"kind":"Pod","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}"#
+        ),
+    )
+}
+
+#[test]
+fn watch_lists_list_then_go_on_as_the_watch_and_a_refusal_turns_to_pages() {
+    let fake = Fake::start();
+    let answers = Arc::new(Mutex::new(VecDeque::from([
+        // A watch-list: two objects, a progress bookmark (not the end),
+        // the end at 9, then the watch's first change.
+        Reply::Chunks(vec![
+            event("ADDED", &pod("a", 3)),
+            event(
+                "BOOKMARK",
+                r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"5"}}"#,
+            ),
+            event("ADDED", &pod("b", 7)),
+            initial_events_end(9),
+            event("MODIFIED", &pod("a", 10)),
+        ]),
+        // One that ends before its end bookmark.
+        Reply::Chunks(vec![event("ADDED", &pod("a", 3))]),
+        // One with a change among its initial events.
+        Reply::Chunks(vec![
+            event("ADDED", &pod("a", 3)),
+            event("DELETED", &pod("a", 4)),
+        ]),
+        // One whose object is past the list's version.
+        Reply::Chunks(vec![event("ADDED", &pod("a", 12)), initial_events_end(9)]),
+        // Refused, as an apiserver without watch-lists refuses.
+        Reply::Body(
+            422,
+            "application/json",
+            status(422, "sendInitialEvents is forbidden"),
+        ),
+    ])));
+    let a = answers.clone();
+    fake.script(move |uri| {
+        if uri == "/version" {
+            return json(VERSION.into());
+        }
+        if uri.contains("sendInitialEvents=true") {
+            return a.lock().unwrap().pop_front().unwrap();
+        }
+        if uri.contains("watch=1") {
+            return Reply::Chunks(vec![]);
+        }
+        json(list(20, &[item("p", 20)]))
+    });
+    let api =
+        ApiServer::connect(ApiServerConfig::kubeconfig(fake.kubeconfig()).protobuf(false)).unwrap();
+    let source = pods(&api);
+
+    let listing = source.list().unwrap();
+    let got: Vec<_> = listing
+        .items
+        .iter()
+        .map(|i| (i.object.key().to_owned(), i.resource_version.get()))
+        .collect();
+    assert_eq!(
+        (got, listing.revision.get()),
+        (vec![("ns/a".into(), 3), ("ns/b".into(), 7)], 9)
+    );
+    // The watch from the list's version goes on on the same stream: its
+    // first change, with no request of its own.
+    let before = fake.seen().len();
+    let (events, _) = drain(&source, 9, 1);
+    assert_eq!(versions(&events), [10]);
+    assert_eq!(fake.seen().len(), before, "{:?}", fake.seen());
+    assert_eq!(source.stats().watch_lists, 1);
+
+    for want in [
+        "before its initial-events-end",
+        "DELETED event before",
+        "after the list's 9",
+    ] {
+        match source.list() {
+            Err(SourceError::Unavailable(m)) => assert!(m.contains(want), "{want}: {m}"),
+            other => panic!("{want}: {other:?}"),
+        }
+    }
+    // Refused: a paged list now, and from then on.
+    assert_eq!(source.list().unwrap().revision.get(), 20);
+    assert_eq!(source.list().unwrap().revision.get(), 20);
+    let tried = fake
+        .seen()
+        .iter()
+        .filter(|u| u.contains("sendInitialEvents=true"))
+        .count();
+    assert_eq!(tried, 5, "no watch-list after the refusal");
 }

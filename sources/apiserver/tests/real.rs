@@ -2,7 +2,8 @@
 //! an engine fed through the apiserver follows it through a restart (the
 //! watch cut mid-stream), a token rotation (the kubeconfig's token file
 //! rewritten, the apiserver restarted accepting only the new token) and
-//! an etcd compaction below the engine's version; a watcher of the engine
+//! an etcd compaction below the engine's version; with 100 watchers on
+//! the engine the apiserver serves one watch (its own gauge); a watcher of the engine
 //! sees every change in order with no gap and no duplicate, or an
 //! explicit end; the engine ends equal to the apiserver.
 //!
@@ -76,6 +77,22 @@ fn write(api: &LocalApiserver, name: &str, n: u32) -> u64 {
         .unwrap()
 }
 
+/// The watches of all configmaps the apiserver is serving now (its own
+/// gauge, `apiserver_longrunning_requests`).
+fn cluster_watches(api: &LocalApiserver) -> u64 {
+    let (code, body) = api.curl("GET", "/metrics", None).unwrap();
+    assert_eq!(code, 200);
+    body.lines()
+        .filter(|l| {
+            l.starts_with("apiserver_longrunning_requests{")
+                && l.contains(r#"resource="configmaps""#)
+                && l.contains(r#"scope="cluster""#)
+                && l.contains(r#"verb="WATCH""#)
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// Waits until the engine holds what the apiserver holds in `ns`.
 fn converge(engine: &Engine, api: &LocalApiserver, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -131,6 +148,7 @@ fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
         ),
     )
     .unwrap();
+    let baseline = cluster_watches(&api);
     let apiserver = ApiServer::connect(ApiServerConfig::kubeconfig(&kubeconfig)).unwrap();
     assert!(
         apiserver.version().starts_with("v1.37"),
@@ -149,6 +167,19 @@ fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
     .unwrap();
     let first = write(&api, "c0", 0);
     converge(&engine, &api, "the first list");
+
+    // What the apiserver sees of 100 watchers behind Herald: one watch.
+    let hundred: Vec<_> = (0..100)
+        .map(|_| engine.watch(WatchRequest::new()).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let served = cluster_watches(&api);
+    assert_eq!(
+        served,
+        baseline + 1,
+        "the apiserver's watches of all configmaps: {baseline} before Herald"
+    );
+    drop(hundred);
 
     // A watcher of the engine from here: every change after `first`.
     let mut watch = engine
@@ -224,6 +255,10 @@ fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
         ),
     }
     let stats = source.stats();
+    assert!(
+        stats.watch_lists >= 1,
+        "listed with a watch-list: {stats:?}"
+    );
     eprintln!(
         "{} changes written, {} seen in order by the engine's watcher, its end: {ended:?}; the source: {stats:?}",
         written.len(),
