@@ -423,6 +423,80 @@ fn consistent_reads_read_through_a_source_whose_progress_is_not_reliable() {
     assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 6);
 }
 
+/// [`Untrusted`] that can read the past at its present revision only (as
+/// a source whose `list_at` answers for what it still holds).
+struct UntrustedWithPast(MemorySource);
+
+impl Source for UntrustedWithPast {
+    fn list(&self) -> Result<Listing, SourceError> {
+        self.0.list()
+    }
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        self.0.watch(after)
+    }
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        self.0.current_revision()
+    }
+    fn request_progress(&self) -> Result<(), SourceError> {
+        panic!("progress asked of a source that said it cannot be trusted")
+    }
+    fn progress_is_reliable(&self) -> bool {
+        false
+    }
+    fn list_at(&self, revision: ResourceVersion) -> Result<Option<Listing>, SourceError> {
+        let now = self.0.list()?;
+        Ok((now.revision == revision).then_some(now))
+    }
+}
+
+/// Issue 33: on a source whose progress is not reliable (a resource the
+/// apiserver does not cache), a list not older than a version the cache
+/// has not reached is read from the source when the source has reached
+/// it, and an exact list there when the source can read that version;
+/// else each waits as any read and is too large.
+#[test]
+fn reads_past_the_cache_read_through_a_source_without_progress() {
+    let source = MemorySource::new();
+    for i in 0..3 {
+        source.put(obj(&format!("o{i}"), "0"));
+    }
+    let config = Config::default().too_large_timeout(Duration::from_millis(300));
+    let (engine, writer) = Engine::new(config).unwrap();
+    let _reflector = Reflector::spawn(
+        Arc::new(UntrustedWithPast(source.clone())),
+        engine.clone(),
+        writer,
+        ReflectorConfig::default(),
+    )
+    .unwrap();
+    eventually("listed", || engine.lifecycle() == Lifecycle::Ready);
+    let cache = engine.resource_version();
+    // Other resources move the revision: the cache cannot get there.
+    let moved = source.advance_revision(7);
+    assert!(moved > cache);
+    let at = |r: ReadAt| engine.list(&ListRequest::new().at(r));
+    let list = at(ReadAt::NotOlderThan(moved)).unwrap();
+    assert_eq!((list.items.len(), list.resource_version), (3, moved));
+    let list = at(ReadAt::Exact(moved)).unwrap();
+    assert_eq!((list.items.len(), list.resource_version), (3, moved));
+    // A version the source has not reached; one it cannot read.
+    let future = ResourceVersion::new(moved.get() + 100);
+    assert!(matches!(
+        at(ReadAt::NotOlderThan(future)),
+        Err(ReadError::TooLargeResourceVersion(_))
+    ));
+    let past = ResourceVersion::new(moved.get() - 1);
+    assert!(matches!(
+        at(ReadAt::Exact(past)),
+        Err(ReadError::TooLargeResourceVersion(_))
+    ));
+    // At or below the cache's version: the cache's own.
+    assert_eq!(
+        at(ReadAt::NotOlderThan(cache)).unwrap().resource_version,
+        cache
+    );
+}
+
 /// A source whose first watch hands over a scripted run of results, all
 /// ready at once (as the events of one etcd watch response are); its later
 /// watches (the resume after the script's error) stay quiet. Lists come

@@ -101,6 +101,12 @@ pub(crate) const WATCH_LIST_SERVED: u8 = 1;
 /// It refused one: paged lists.
 pub(crate) const WATCH_LIST_REFUSED: u8 = 2;
 
+// `bookmarks`, `current` and `watch_list` are read and written Relaxed:
+// each is a hint read on its own (whether to read through, whether a short
+// watch owed a bookmark, whether to try a watch-list), publishing no other
+// data; a stale read costs one more request or one more wait, never a
+// stale answer.
+
 /// Not known yet whether the apiserver sends bookmarks for the resource.
 pub(crate) const BOOKMARKS_UNKNOWN: u8 = 0;
 /// It does.
