@@ -30,7 +30,8 @@ pub struct ApiServerConfig {
     pub watch_list: bool,
     /// The longest body read (a list's page, a watch event).
     pub max_body: usize,
-    /// How long a request, other than a watch, may take.
+    /// How long a request, other than a watch, may take; and a
+    /// watch-list's initial events, up to its end bookmark.
     pub request_timeout: Duration,
 }
 

@@ -163,7 +163,21 @@ impl Source for ApiServerSource {
         if shared.conn.config.watch_list
             && shared.watch_list.load(Ordering::Relaxed) != WATCH_LIST_REFUSED
         {
-            match shared.conn.block(shared.watch_list()) {
+            // Its initial events within the apiserver's own bound on a
+            // list (its request timeout): a stream that never sends its
+            // end bookmark is an error, not a reflector stuck for minutes.
+            let within = shared.conn.config.request_timeout;
+            let listed = shared.conn.block(async {
+                tokio::time::timeout(within, shared.watch_list())
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Failure::Other(format!(
+                            "{}: a watch-list sent no initial-events-end bookmark within {within:?}",
+                            shared.path
+                        )))
+                    })
+            });
+            match listed {
                 Ok(Outcome::Listed(listing, stream)) => {
                     shared
                         .watch_list

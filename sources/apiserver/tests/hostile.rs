@@ -612,3 +612,35 @@ fn watch_lists_list_then_go_on_as_the_watch_and_a_refusal_turns_to_pages() {
         .count();
     assert_eq!(tried, 5, "no watch-list after the refusal");
 }
+
+#[test]
+fn a_watch_list_that_never_ends_its_initial_events_is_an_error_in_bounded_time() {
+    let fake = Fake::start();
+    // Items, then nothing: the stream stays open, as a hostile or stuck
+    // apiserver's would (the fake holds it open 3 s, past the 1 s bound).
+    let mut chunks = vec![event("ADDED", &pod("a", 3))];
+    chunks.extend((0..600).map(|_| String::new()));
+    fake.script(move |uri| {
+        if uri == "/version" {
+            json(VERSION.into())
+        } else {
+            Reply::Chunks(chunks.clone())
+        }
+    });
+    let mut config = ApiServerConfig::kubeconfig(fake.kubeconfig()).protobuf(false);
+    config.request_timeout = Duration::from_secs(1);
+    let api = ApiServer::connect(config).unwrap();
+    let source = pods(&api);
+    let began = Instant::now();
+    match source.list() {
+        Err(SourceError::Unavailable(m)) => {
+            assert!(m.contains("initial-events-end bookmark within"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        began.elapsed()
+    );
+}
