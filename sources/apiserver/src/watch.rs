@@ -19,6 +19,12 @@ use crate::stream::OpenStream;
 /// Events buffered between the task and the reflector.
 const CHANNEL: usize = 256;
 
+/// A watch the apiserver ends sooner than this with nothing in it ends
+/// the watch with an error (no apiserver ends a watch at once: its
+/// shortest here lasts 3 s), so that reopening it is paced by the
+/// reflector's backoff rather than a loop.
+const QUICK_END: Duration = Duration::from_secs(1);
+
 /// A short watch's `timeoutSeconds`: the apiserver sends a bookmark 2 s
 /// before a watch's deadline, and none to a watch shorter than that.
 const PROGRESS_WATCH_SECONDS: u64 = 3;
@@ -171,6 +177,8 @@ async fn stream(
             }
         }
     };
+    let opened_at = std::time::Instant::now();
+    let mut took = 0u64;
     loop {
         let event = tokio::select! {
             event = stream.next() => event,
@@ -193,10 +201,19 @@ async fn stream(
                         .bookmarks
                         .store(BOOKMARKS_NONE, std::sync::atomic::Ordering::Relaxed);
                 }
+                if took == 0 && opened_at.elapsed() < QUICK_END {
+                    // Ended at once, empty: opening it again at once would
+                    // hammer the apiserver; the reflector's backoff paces it.
+                    return Leave::End(SourceError::Unavailable(format!(
+                        "GET {}: the apiserver ended the watch at once, sending nothing",
+                        stream.uri
+                    )));
+                }
                 return Leave::Resume;
             }
             Err(e) => return Leave::End(SourceError::Unavailable(e)),
         };
+        took += 1;
         match take(shared, last, event) {
             Ok(None) => {}
             Ok(Some(sent)) => {
