@@ -8,13 +8,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
-use herald_apiserver::{ApiServer, ApiServerSource};
+use herald_apiserver::ApiServer;
 #[cfg(feature = "etcd")]
 use herald_etcd::{EtcdConfig, EtcdSource};
-use herald_kube::Decoder;
 #[cfg(feature = "etcd")]
 use herald_kube::Keyring;
 use herald_kube::ResourceInfo;
+use herald_kube::{Decoder, UndecodableReport};
 
 use crate::resource::{Resource, SourceHealth};
 
@@ -63,7 +63,8 @@ pub fn etcd_resource_with(
         decoder = decoder.keyring(&info.qualified(), prefix, keyring);
     }
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
-    let health = Arc::new(EtcdHealth(source.clone()));
+    let report = source.clone();
+    let health = Arc::new(Undecodable(move || report.undecodable()));
     Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
 }
 
@@ -86,45 +87,32 @@ pub fn apiserver_resource(
     fields: &[String],
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     let source = apiserver.source(&info, decoder_for(&info, fields));
-    let health = Arc::new(ApiServerHealth(source.clone()));
+    let report = source.clone();
+    let health = Arc::new(Undecodable(move || report.undecodable()));
     Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
 }
 
-/// An apiserver source's report of the objects it could not decode.
-#[derive(Debug)]
-struct ApiServerHealth(ApiServerSource);
+/// A source's report of what it could not decode, asked afresh each
+/// time (`EtcdSource::undecodable`, `ApiServerSource::undecodable`).
+struct Undecodable<F>(F);
 
-impl SourceHealth for ApiServerHealth {
-    fn undecodable_now(&self) -> u64 {
-        self.0.undecodable().now
-    }
-
-    fn undecodable_by_reason(&self) -> Vec<(&'static str, u64)> {
-        self.0.undecodable().by_reason
-    }
-
-    fn last_undecodable(&self) -> Option<(String, String)> {
-        self.0.undecodable().last
+impl<F> std::fmt::Debug for Undecodable<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Undecodable")
     }
 }
 
-/// An etcd source's report of what it could not decode.
-#[cfg(feature = "etcd")]
-#[derive(Debug)]
-struct EtcdHealth(EtcdSource);
-
-#[cfg(feature = "etcd")]
-impl SourceHealth for EtcdHealth {
+impl<F: Fn() -> UndecodableReport + Send + Sync> SourceHealth for Undecodable<F> {
     fn undecodable_now(&self) -> u64 {
-        self.0.undecodable().now
+        (self.0)().now
     }
 
     fn undecodable_by_reason(&self) -> Vec<(&'static str, u64)> {
-        self.0.undecodable().by_reason
+        (self.0)().by_reason
     }
 
     fn last_undecodable(&self) -> Option<(String, String)> {
-        self.0.undecodable().last
+        (self.0)().last
     }
 }
 
