@@ -131,7 +131,9 @@ async fn run(
 /// A watch's `timeoutSeconds`: between `base` and twice it, at random,
 /// so that the watches of many sources do not all resume at once.
 pub(crate) fn jittered(base: Duration) -> u64 {
-    let base = base.as_secs().max(1);
+    // At most a day: a huge configured length (`Duration::MAX`) neither
+    // overflows below nor asks the apiserver for centuries.
+    let base = base.as_secs().clamp(1, 86_400);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -356,6 +358,8 @@ mod tests {
         for _ in 0..100 {
             let t = jittered(Duration::from_secs(300));
             assert!((300..600).contains(&t), "{t}");
+            assert!((86_400..172_800).contains(&jittered(Duration::MAX)));
+            assert!((1..2).contains(&jittered(Duration::ZERO)));
         }
     }
 }
