@@ -24,7 +24,15 @@ pub fn resource_on(
     info: ResourceInfo,
     source: Arc<dyn Source>,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    let mut config = Config::default();
+    resource_with(info, source, Config::default())
+}
+
+/// [`resource_on`] with the engine's `config`.
+fn resource_with(
+    info: ResourceInfo,
+    source: Arc<dyn Source>,
+    mut config: Config,
+) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     if info.plural == "pods" {
         config = config.index("spec.nodeName");
     }
@@ -89,7 +97,11 @@ pub fn apiserver_resource(
     let source = apiserver.source(&info, decoder_for(&info, fields));
     let report = source.clone();
     let health = Arc::new(Undecodable(move || report.undecodable()));
-    Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
+    // A version the cache has not reached is waited for 10 s, not the
+    // apiserver's 3: progress comes from the apiserver's bookmarks, up to
+    // about 3 s late (a consistent watch-list waits for one).
+    let config = Config::default().too_large_timeout(std::time::Duration::from_secs(10));
+    Ok(resource_with(info.with_fields(fields), Arc::new(source), config)?.with_health(health))
 }
 
 /// A source's report of what it could not decode, asked afresh each
