@@ -12,7 +12,8 @@
 # target/venv-python); the differential test against the real
 # kube-apiserver (built from the k8s.io/kubernetes module by
 # scripts/ensure-kube-apiserver.sh) with kubectl and client-go
-# (scripts/test-real-cluster.sh); the loom models;
+# (scripts/test-real-cluster.sh) and perf's apiserver-fanout at its smoke
+# size; the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -110,6 +111,9 @@ echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
 cargo test -p herald-apiserver --test real -- --ignored
+
+echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
+HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test apiserver -- --ignored
 
 echo "== the differential test: etcd + the real kube-apiserver + herald-server, with kubectl and client-go (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front

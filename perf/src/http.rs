@@ -285,18 +285,32 @@ async fn open(
     query: String,
     protobuf: bool,
 ) -> anyhow::Result<HttpSub> {
-    let mut stream = TcpStream::connect(addr).await.context("connect")?;
+    let stream = TcpStream::connect(addr).await.context("connect")?;
     stream.set_nodelay(true)?;
     let accept = if protobuf {
         "Accept: application/vnd.kubernetes.protobuf\r\n"
     } else {
         ""
     };
-    stream
-        .write_all(
-            format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n{accept}\r\n").as_bytes(),
-        )
-        .await?;
+    let request = format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n{accept}\r\n");
+    start_watch(stream, &request, protobuf).await
+}
+
+/// Sends a watch's `request` (a whole HTTP/1.1 request, head only) on
+/// `stream` and reads the response's head: a 200 with a chunked body (of
+/// protobuf frames when `protobuf`), else an error with the head. What
+/// arrived past the head is kept. Each event's version is read by
+/// [`line_rv`] unless the caller sets another reader.
+pub(crate) async fn start_watch<S>(
+    mut stream: S,
+    request: &str,
+    protobuf: bool,
+) -> anyhow::Result<HttpSub<S>>
+where
+    S: AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    stream.write_all(request.as_bytes()).await?;
+    stream.flush().await?;
     let mut raw = Vec::with_capacity(8192);
     let head_end = loop {
         let mut buf = [0u8; 4096];
@@ -311,7 +325,8 @@ async fn open(
     let head = String::from_utf8_lossy(&raw[..head_end]);
     anyhow::ensure!(
         head.starts_with("HTTP/1.1 200"),
-        "the watch was refused: {head}"
+        "the watch was refused: {head}{}",
+        String::from_utf8_lossy(&raw[head_end..])
     );
     let lower = head.to_ascii_lowercase();
     anyhow::ensure!(
@@ -326,6 +341,7 @@ async fn open(
     let mut sub = HttpSub {
         stream,
         protobuf,
+        version: line_rv,
         // Grown as events come: an idle client holds little.
         raw: Vec::new(),
         body: Vec::new(),
@@ -336,11 +352,13 @@ async fn open(
     Ok(sub)
 }
 
-/// One watch connection as a client reads it.
-pub struct HttpSub {
-    stream: TcpStream,
+/// One watch connection as a client reads it (plain TCP, or TLS).
+pub struct HttpSub<S = TcpStream> {
+    stream: S,
     /// The body is length-prefixed protobuf frames, not JSON lines.
     protobuf: bool,
+    /// Reads the harness's resource version from an event's JSON line.
+    pub(crate) version: fn(&[u8]) -> Option<u64>,
     /// Bytes read and not de-chunked yet.
     raw: Vec<u8>,
     /// De-chunked body bytes not split into lines yet.
@@ -350,7 +368,7 @@ pub struct HttpSub {
     ended: bool,
 }
 
-impl std::fmt::Debug for HttpSub {
+impl<S> std::fmt::Debug for HttpSub<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSub")
             .field("ended", &self.ended)
@@ -367,7 +385,7 @@ fn line_rv(line: &[u8]) -> Option<u64> {
     std::str::from_utf8(&digits[..end]).ok()?.parse().ok()
 }
 
-impl HttpSub {
+impl<S> HttpSub<S> {
     /// Moves whole chunks' data from `raw` to `body`; false once the
     /// stream's last chunk came.
     fn dechunk(&mut self) -> bool {
@@ -422,7 +440,7 @@ impl HttpSub {
             if line.starts_with(b"{\"type\":\"ERROR\"") {
                 self.ended = true;
             } else if !line.starts_with(b"{\"type\":\"BOOKMARK\"")
-                && let Some(rv) = line_rv(line)
+                && let Some(rv) = (self.version)(line)
             {
                 f(rv, line.len());
                 n += 1;
@@ -434,7 +452,7 @@ impl HttpSub {
     }
 }
 
-impl HttpSub {
+impl<S> HttpSub<S> {
     /// Hands out up to `max` whole protobuf frames' events.
     fn frames<F: FnMut(u64, usize)>(&mut self, max: usize, f: &mut F) -> usize {
         let mut n = 0;
@@ -456,7 +474,7 @@ impl HttpSub {
     }
 }
 
-impl Subscriber for HttpSub {
+impl<S: AsyncRead + Unpin + Send + 'static> Subscriber for HttpSub<S> {
     fn has_readiness(&self) -> bool {
         true
     }

@@ -52,9 +52,13 @@ pub enum SystemKind {
     /// `herald-server --etcd ... --resources pods`, the release binary, a
     /// process of its own (the pod-memory scenario).
     HeraldServer,
-    /// The real kube-apiserver on the same etcd (the pod-memory
-    /// scenario).
+    /// The real kube-apiserver on the same etcd (pod-memory), or watched
+    /// directly (apiserver-fanout).
     KubeApiserver,
+    /// `herald-server --kubeconfig ... --resources pods` in front of the
+    /// real kube-apiserver, watched instead of it (apiserver-fanout).
+    #[serde(rename = "herald+apiserver")]
+    HeraldApiserver,
 }
 
 impl SystemKind {
@@ -90,6 +94,9 @@ impl SystemKind {
     /// The pod-memory scenario's systems, Herald's first.
     pub const SERVERS: [SystemKind; 2] = [SystemKind::HeraldServer, SystemKind::KubeApiserver];
 
+    /// The apiserver-fanout scenario's systems, Herald's first.
+    pub const APISERVER: [SystemKind; 2] = [SystemKind::HeraldApiserver, SystemKind::KubeApiserver];
+
     /// The name used on the command line and in tables.
     pub fn name(self) -> &'static str {
         match self {
@@ -109,6 +116,7 @@ impl SystemKind {
             SystemKind::KubeletReference => "kubelet-reference",
             SystemKind::HeraldServer => "herald-server",
             SystemKind::KubeApiserver => "kube-apiserver",
+            SystemKind::HeraldApiserver => "herald+apiserver",
         }
     }
 
@@ -120,6 +128,7 @@ impl SystemKind {
             .chain(SystemKind::HTTP)
             .chain(SystemKind::KUBELET)
             .chain(SystemKind::SERVERS)
+            .chain(SystemKind::APISERVER)
             .find(|s| s.name() == name)
     }
 
@@ -134,6 +143,7 @@ impl SystemKind {
                 | SystemKind::HeraldHttpProtobuf
                 | SystemKind::KubeletManager
                 | SystemKind::HeraldServer
+                | SystemKind::HeraldApiserver
         )
     }
 }

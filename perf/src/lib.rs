@@ -19,6 +19,7 @@
 //! - `scenarios/`: one file per scenario, and the registry.
 
 pub mod alloc;
+pub mod apiserver;
 pub mod consume;
 pub mod etcd;
 pub mod http;

@@ -105,6 +105,14 @@ struct Args {
     /// 10,000; default: 100,000).
     #[arg(long)]
     pods: Option<usize>,
+    /// apiserver-fanout: watch connections per case, comma-separated
+    /// (default: 100,1000,10000).
+    #[arg(long, value_delimiter = ',')]
+    apiserver_watchers: Option<Vec<usize>>,
+    /// apiserver-fanout: writes per second through the apiserver (default:
+    /// 10).
+    #[arg(long)]
+    apiserver_rate: Option<f64>,
     /// Check every delivery against its filter (slower; always on in the
     /// smoke profile).
     #[arg(long)]
@@ -230,6 +238,20 @@ fn run() -> anyhow::Result<bool> {
     if let Some(n) = args.pods {
         anyhow::ensure!(n > 0, "--pods must be at least 1");
         profile.pod_memory_pods = n;
+    }
+    if let Some(ns) = args.apiserver_watchers {
+        anyhow::ensure!(
+            !ns.is_empty() && ns.iter().all(|&n| n > 0),
+            "--apiserver-watchers must list counts of at least 1"
+        );
+        profile.apiserver_watchers = ns;
+    }
+    if let Some(r) = args.apiserver_rate {
+        anyhow::ensure!(
+            r.is_finite() && r > 0.0,
+            "--apiserver-rate must be a positive number"
+        );
+        profile.apiserver_writes.0 = r;
     }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;

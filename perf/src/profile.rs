@@ -95,6 +95,12 @@ pub struct Profile {
     pub kubelet: KubeletSizes,
     /// pod-memory: pods written to etcd, cached by each server.
     pub pod_memory_pods: usize,
+    /// apiserver-fanout: watch connections (each case runs them on the
+    /// apiserver and on Herald in front of it).
+    pub apiserver_watchers: Vec<usize>,
+    /// apiserver-fanout: (writes per second through the apiserver,
+    /// seconds), the same at every N.
+    pub apiserver_writes: (f64, f64),
     /// Run the heavy scenarios (see
     /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
     /// scenario is named.
@@ -189,6 +195,8 @@ impl Profile {
                 pods_per_s: 500.0,
             },
             pod_memory_pods: 500,
+            apiserver_watchers: vec![20],
+            apiserver_writes: (20.0, 1.0),
             heavy: false,
         }
     }
@@ -241,6 +249,10 @@ impl Profile {
                 pods_per_s: 500.0,
             },
             pod_memory_pods: 100_000,
+            apiserver_watchers: vec![100, 1_000, 10_000],
+            // A rate the apiserver takes at 10,000 watchers on 2 cores (it
+            // took 3.2-3.4 writes/s there when offered 10).
+            apiserver_writes: (3.0, 10.0),
             heavy: true,
         }
     }

@@ -187,7 +187,7 @@ impl Row {
             }
         }
         type Figure = (&'static str, fn(&Round) -> Option<f64>);
-        let peer_figures: [Figure; 10] = [
+        let peer_figures: [Figure; 17] = [
             ("acked_p50_us", |r| r.acked_p50_us),
             ("acked_p99_us", |r| r.acked_p99_us),
             ("server_cores", |r| r.peer.as_ref().map(|p| p.cores)),
@@ -211,6 +211,28 @@ impl Row {
             }),
             ("harness_cores", |r| {
                 r.peer.as_ref().and(r.cpu.process_cores)
+            }),
+            ("apiserver_cores", |r| {
+                let a = r.peer.as_ref()?.apiserver.as_ref()?;
+                Some(a.cpu_s / r.seconds.max(1e-9))
+            }),
+            ("apiserver_us_per_write", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.us_per_write)
+            }),
+            ("apiserver_idle_cores", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.idle_cores)
+            }),
+            ("apiserver_us_per_write_above_idle", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.us_per_write_above_idle)
+            }),
+            ("apiserver_heap_bytes", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.heap_inuse_bytes as f64)
+            }),
+            ("apiserver_heap_per_watcher", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.heap_per_watcher)
+            }),
+            ("apiserver_watches", |r| {
+                Some(r.peer.as_ref()?.apiserver.as_ref()?.watches as f64)
             }),
         ];
         for (key, get) in peer_figures {

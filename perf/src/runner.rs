@@ -77,6 +77,7 @@ pub fn run_system(
         | SystemKind::HeraldHttpProtobuf
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
+        | SystemKind::HeraldApiserver
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection => {
             anyhow::bail!("{} runs in its own scenario, which builds it", kind.name())

@@ -222,8 +222,8 @@ impl Drop for ApiserverFiles {
 }
 
 /// A server process, killed and reaped when dropped.
-struct Running {
-    child: Child,
+pub(crate) struct Running {
+    pub(crate) child: Child,
 }
 
 impl Drop for Running {
@@ -234,7 +234,7 @@ impl Drop for Running {
 }
 
 /// A free loopback port (bound, then let go).
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
@@ -242,7 +242,7 @@ fn free_port() -> anyhow::Result<u16> {
 
 /// `curl` of `url` (the apiserver's token, certificates not checked):
 /// (status, body).
-fn curl(url: &str) -> anyhow::Result<(u16, Vec<u8>)> {
+pub(crate) fn curl(url: &str) -> anyhow::Result<(u16, Vec<u8>)> {
     let out = Command::new("curl")
         .args(["-sk", "--max-time", "120", "-w", "\n%{http_code}", "-H"])
         .arg(format!("Authorization: Bearer {TOKEN}"))
@@ -257,7 +257,12 @@ fn curl(url: &str) -> anyhow::Result<(u16, Vec<u8>)> {
 
 /// Polls `url` until it answers 200, the server still running; the
 /// answer's body.
-fn wait_ok(url: &str, server: &mut Running, what: &str, since: Instant) -> anyhow::Result<Vec<u8>> {
+pub(crate) fn wait_ok(
+    url: &str,
+    server: &mut Running,
+    what: &str,
+    since: Instant,
+) -> anyhow::Result<Vec<u8>> {
     loop {
         if let Ok((200, body)) = curl(url) {
             return Ok(body);
@@ -284,7 +289,7 @@ fn rss(pid: u32) -> Option<(u64, u64)> {
 }
 
 /// Resident memory once it settles (see the module's doc).
-fn settled_rss(pid: u32) -> anyhow::Result<(u64, u64)> {
+pub(crate) fn settled_rss(pid: u32) -> anyhow::Result<(u64, u64)> {
     let start = Instant::now();
     let mut seen: Vec<(u64, u64)> = Vec::new();
     loop {
@@ -300,7 +305,7 @@ fn settled_rss(pid: u32) -> anyhow::Result<(u64, u64)> {
 }
 
 /// A number after `key` in a `runtime.MemStats` dump (`# HeapInuse = N`).
-fn memstat(text: &str, key: &str) -> Option<u64> {
+pub(crate) fn memstat(text: &str, key: &str) -> Option<u64> {
     text.lines()
         .find_map(|l| l.strip_prefix(&format!("# {key} = ")))
         .and_then(|v| v.trim().parse().ok())

@@ -120,10 +120,36 @@ pub struct PeerUse {
     pub bytes_per_connection: Option<f64>,
     /// The server's share of that (http-fanout's child server).
     pub server_bytes_per_connection: Option<f64>,
+    /// The apiserver behind the system (apiserver-fanout): the watched
+    /// server itself, or the upstream of the Herald in front of it.
+    pub apiserver: Option<ApiserverUse>,
     /// How long a write took to return, median (µs).
     pub put_p50_us: Option<f64>,
     /// 99th percentile (µs).
     pub put_p99_us: Option<f64>,
+}
+
+/// What the kube-apiserver cost over one run of apiserver-fanout.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ApiserverUse {
+    /// Its CPU time over the run (s).
+    pub cpu_s: f64,
+    /// That per write made through it (µs).
+    pub us_per_write: f64,
+    /// Its CPU over a second before the run, the watches open and nothing
+    /// written (cores).
+    pub idle_cores: f64,
+    /// Its CPU per write above that idle rate (µs).
+    pub us_per_write_above_idle: f64,
+    /// Its Go heap in use after a forced collection, the watches open
+    /// (bytes).
+    pub heap_inuse_bytes: u64,
+    /// Its live heap's growth (`HeapAlloc` after a forced collection)
+    /// from before the watches opened, per watcher (bytes).
+    pub heap_per_watcher: f64,
+    /// The pod watches it served once they were open, besides its own
+    /// informers'.
+    pub watches: u64,
 }
 
 /// What one [`Subscriber::drain`] call found.

@@ -68,7 +68,12 @@ impl LocalApiserver {
     /// Starts it on `etcd` (a client URL) accepting `tokens`, on a free
     /// port, and waits until it is ready.
     pub fn start(etcd: &str, tokens: &[&str]) -> Result<LocalApiserver, String> {
-        let bin = LocalApiserver::binary()?;
+        LocalApiserver::start_binary(&LocalApiserver::binary()?, etcd, tokens)
+    }
+
+    /// [`LocalApiserver::start`] of the binary at `bin`.
+    pub fn start_binary(bin: &Path, etcd: &str, tokens: &[&str]) -> Result<LocalApiserver, String> {
+        let bin = bin.to_path_buf();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("a free port: {e}"))?
@@ -163,6 +168,11 @@ impl LocalApiserver {
     /// Its log (stdout and stderr, across restarts).
     pub fn log_path(&self) -> PathBuf {
         self.dir.join("kube-apiserver.log")
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// A directory of its own for the caller's files.

@@ -315,7 +315,7 @@ fn workload(case: &Plan, changes: usize) -> Arc<Workload> {
 }
 
 /// The soft limit on descriptors now.
-fn fd_limit() -> u64 {
+pub(crate) fn fd_limit() -> u64 {
     rlimit::getrlimit(rlimit::Resource::NOFILE).map_or(1_024, |(soft, _)| soft)
 }
 
@@ -323,7 +323,7 @@ fn fd_limit() -> u64 {
 /// hard limit where the process may (it needs `CAP_SYS_RESOURCE`), then
 /// the soft one as far as the hard one allows (the child server inherits
 /// it).
-fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     const WANT: u64 = 65_536;
     if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {
         let _ = rlimit::increase_nofile_limit(WANT);

@@ -223,6 +223,7 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         | SystemKind::HeraldHttpProtobuf
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
+        | SystemKind::HeraldApiserver
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection
         | SystemKind::HeraldHttp

@@ -8,6 +8,7 @@
 
 use crate::scenario::Scenario;
 
+pub mod apiserver_fanout;
 pub mod catch_up;
 pub mod etcd_fanout;
 pub mod fanout_all;
@@ -20,7 +21,7 @@ pub mod pod_memory;
 pub mod slow_watcher_tax;
 
 /// Every scenario, in suite order.
-pub const ALL: [&dyn Scenario; 10] = [
+pub const ALL: [&dyn Scenario; 11] = [
     &fanout_all::FanoutAll,
     &fanout_indexed::FanoutIndexed,
     &slow_watcher_tax::SlowWatcherTax,
@@ -31,6 +32,7 @@ pub const ALL: [&dyn Scenario; 10] = [
     &http_fanout::HttpFanout,
     &kubelet::Kubelet,
     &pod_memory::PodMemory,
+    &apiserver_fanout::ApiserverFanout,
 ];
 
 /// The scenario of a command-line name.
