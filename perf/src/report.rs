@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::row::{Metric, Row, Spread};
+use crate::row::{Metric, Round, Row, Spread};
 
 /// Millions, two decimals.
 pub fn m(v: Option<f64>) -> String {
@@ -161,6 +161,28 @@ pub fn find<'a>(
 /// The median of a row's figure over its rounds.
 pub fn median(r: Option<&Row>, metric: Metric) -> Option<f64> {
     r?.spread.get(metric.key()).map(|s| s.median)
+}
+
+/// `a`'s figure ÷ `b`'s, taken per round (each of `a`'s rounds against
+/// `b`'s round of the same number), over the rounds where both have it
+/// and it is positive.
+pub fn per_round_ratio(a: &Row, b: &Row, get: impl Fn(&Round) -> Option<f64>) -> Option<Spread> {
+    let ratios: Vec<f64> = a
+        .rounds
+        .iter()
+        .filter_map(|x| {
+            let y = b.rounds.iter().find(|y| y.round == x.round)?;
+            Some((get(x)?, get(y)?))
+        })
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .map(|(x, y)| x / y)
+        .collect();
+    Spread::of(&ratios)
+}
+
+/// A round's server CPU per delivery (µs), when it has a server.
+pub fn server_us_per_delivery(round: &Round) -> Option<f64> {
+    round.peer.as_ref().map(|p| p.us_per_delivery)
 }
 
 /// `median [min-max]` of a spread, each value through `f`.

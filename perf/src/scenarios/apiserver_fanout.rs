@@ -28,7 +28,7 @@ use crate::kind::SystemKind;
 use crate::report::{
     self, Headline, Target, fig, find, mb, med, note, ratio, spread, spread_key, us,
 };
-use crate::row::{Metric, Row, Spread};
+use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, spec};
 use crate::scenario::Scenario;
 use crate::servers::Binaries;
@@ -219,23 +219,10 @@ fn cpu_ratio(rows: &[&Row], r: &Row) -> String {
     else {
         return "-".into();
     };
-    report::range(per_round_cpu(h, r), |v| format!("{v:.3}x"))
-}
-
-/// Herald's server CPU per delivery ÷ the apiserver's, per round.
-fn per_round_cpu(herald: &Row, api: &Row) -> Option<Spread> {
-    let per = |round: &crate::row::Round| round.peer.as_ref().map(|p| p.us_per_delivery);
-    let ratios: Vec<f64> = herald
-        .rounds
-        .iter()
-        .filter_map(|x| {
-            let y = api.rounds.iter().find(|y| y.round == x.round)?;
-            Some((per(x)?, per(y)?))
-        })
-        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
-        .map(|(a, b)| a / b)
-        .collect();
-    Spread::of(&ratios)
+    report::range(
+        report::per_round_ratio(h, r, report::server_us_per_delivery),
+        |v| format!("{v:.3}x"),
+    )
 }
 
 fn targets(rows: &[Row]) -> Vec<Target> {
@@ -297,7 +284,7 @@ fn targets(rows: &[Row]) -> Vec<Target> {
         let Some(a) = apis.iter().find(|a| a.case == h.case) else {
             continue;
         };
-        if let Some(s) = per_round_cpu(h, a) {
+        if let Some(s) = report::per_round_ratio(h, a, report::server_us_per_delivery) {
             cpu.push(format!(
                 "{}: {:.3}x [{:.3}-{:.3}]",
                 h.watchers, s.median, s.min, s.max

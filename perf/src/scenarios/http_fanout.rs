@@ -20,7 +20,7 @@ use crate::http::run_on;
 use crate::kind::SystemKind;
 use crate::profile::Profile;
 use crate::report::{self, Headline, busy, fig, m, med, note, ratio, spread, spread_key, us};
-use crate::row::{Metric, Row, Spread};
+use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match, spec};
 use crate::scenario::Scenario;
 use crate::system::Spec;
@@ -221,18 +221,10 @@ fn cpu_ratio(rows: &[&Row], r: &Row) -> String {
     if r.system == json {
         return "1.0x".into();
     }
-    let per = |round: &crate::row::Round| round.peer.as_ref().map(|p| p.us_per_delivery);
-    let ratios: Vec<f64> = r
-        .rounds
-        .iter()
-        .filter_map(|x| {
-            let y = h.rounds.iter().find(|y| y.round == x.round)?;
-            Some((per(x)?, per(y)?))
-        })
-        .filter(|(a, b)| *a > 0.0 && *b > 0.0)
-        .map(|(a, b)| a / b)
-        .collect();
-    report::range(Spread::of(&ratios), |v| format!("{v:.2}x"))
+    report::range(
+        report::per_round_ratio(r, h, report::server_us_per_delivery),
+        |v| format!("{v:.2}x"),
+    )
 }
 
 /// One case of the scenario.
