@@ -153,6 +153,12 @@ struct Args {
     strict: bool,
 }
 
+/// The most watch connections an apiserver-fanout case may ask for.
+const MAX_APISERVER_WATCHERS: usize = 1_000_000;
+
+/// The highest write rate apiserver-fanout may be asked for (writes/s).
+const MAX_APISERVER_RATE: f64 = 1_000.0;
+
 fn main() -> std::process::ExitCode {
     // http-fanout's server, started by the harness itself as its child.
     if std::env::args_os()
@@ -241,15 +247,18 @@ fn run() -> anyhow::Result<bool> {
     }
     if let Some(ns) = args.apiserver_watchers {
         anyhow::ensure!(
-            !ns.is_empty() && ns.iter().all(|&n| n > 0),
-            "--apiserver-watchers must list counts of at least 1"
+            !ns.is_empty()
+                && ns
+                    .iter()
+                    .all(|&n| (1..=MAX_APISERVER_WATCHERS).contains(&n)),
+            "--apiserver-watchers must list counts from 1 to {MAX_APISERVER_WATCHERS} (each a connection, and a descriptor in each process)"
         );
         profile.apiserver_watchers = ns;
     }
     if let Some(r) = args.apiserver_rate {
         anyhow::ensure!(
-            r.is_finite() && r > 0.0,
-            "--apiserver-rate must be a positive number"
+            r.is_finite() && r > 0.0 && r <= MAX_APISERVER_RATE,
+            "--apiserver-rate must be above 0 and at most {MAX_APISERVER_RATE} writes/s (they go through the apiserver one at a time)"
         );
         profile.apiserver_writes.0 = r;
     }
