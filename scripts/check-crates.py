@@ -11,7 +11,8 @@ the crates' dependencies point inward.
 
    0 the engine (`herald`): depends on nothing of ours;
    1 Kubernetes shape: objects, codecs, the resource table;
-   2 sources: upstreams that feed an engine (etcd, kube-apiserver);
+   2 sources and access: upstreams that feed an engine (etcd,
+     kube-apiserver); who may read what (`herald-auth`);
    3 fronts and their plumbing: what serves an engine to clients (the
      HTTP server; the readiness set the bindings share);
    4 bindings and managers built on those (C, Python, the kubelet's
@@ -40,6 +41,7 @@ RINGS = {
     "herald-kube": 1,
     "herald-etcd": 2,
     "herald-apiserver": 2,
+    "herald-auth": 2,
     "herald-http": 3,
     "herald-ready": 3,
     "herald-c": 4,

@@ -22,6 +22,8 @@
 //!   each object's stored bytes shared, not encoded per client;
 //! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
 //! - [`yaml`]: the YAML of `Accept: application/yaml`;
+//! - [`quote`]: Go's `%q`, with which the apiserver quotes names in its
+//!   messages;
 //! - [`crypt`]: values the apiserver encrypted at rest, decrypted with the
 //!   keys of its `EncryptionConfiguration` ([`Keyring`], given to a
 //!   [`Decoder`] with [`Decoder::keyring`]).
@@ -44,6 +46,7 @@ mod info;
 pub mod negotiate;
 pub mod params;
 pub mod proto;
+pub mod quote;
 mod read;
 mod status;
 pub mod table;

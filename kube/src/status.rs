@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::quote::go_quote;
+
 /// A failed request: what the client is told, as a `Status`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -158,6 +160,43 @@ impl ApiError {
         ApiError {
             retry_after: Some(Duration::from_secs(1)),
             ..ApiError::new(503, "ServiceUnavailable", message)
+        }
+    }
+
+    /// 401 `Unauthorized`: credentials were presented and not accepted
+    /// (or none, where anonymous requests are refused). The apiserver's
+    /// body names no detail, whatever failed.
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    /// 403 `Forbidden`, as the apiserver's `NewForbidden`: `message` is
+    /// the authorizer's (`User "u" cannot list ...`), prefixed with what
+    /// was refused (`pods "web" is forbidden: `, `pods is forbidden: `,
+    /// or `forbidden: ` for a path); `details` always present, with the
+    /// name, group and resource that are set.
+    pub fn forbidden(group: &str, resource: &str, name: &str, message: &str) -> ApiError {
+        let qualified = if group.is_empty() {
+            resource.to_owned()
+        } else {
+            format!("{resource}.{group}")
+        };
+        let message = if qualified.is_empty() {
+            format!("forbidden: {message}")
+        } else if name.is_empty() {
+            format!("{qualified} is forbidden: {message}")
+        } else {
+            format!("{qualified} {} is forbidden: {message}", go_quote(name))
+        };
+        let mut details = serde_json::Map::new();
+        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+            if !value.is_empty() {
+                details.insert(key.into(), json!(value));
+            }
+        }
+        ApiError {
+            details: Some(Box::new(Value::Object(details))),
+            ..ApiError::new(403, "Forbidden", message)
         }
     }
 
