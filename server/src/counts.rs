@@ -25,6 +25,7 @@ pub struct ResourceMetrics {
     watches_open: AtomicU64,
     pub(crate) described: AtomicU64,
     stalled: AtomicU64,
+    revoked: AtomicU64,
     /// (verb, code) -> requests.
     pub(crate) requests: Mutex<BTreeMap<(&'static str, u16), u64>>,
 }
@@ -96,6 +97,16 @@ impl ResourceMetrics {
         self.stalled.load(Ordering::Relaxed)
     }
 
+    /// A watch ended because RBAC no longer allows it.
+    pub fn watch_revoked(&self) {
+        self.revoked.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Watches ended so far because RBAC no longer allowed them.
+    pub fn revoked_total(&self) -> u64 {
+        self.revoked.load(Ordering::Relaxed)
+    }
+
     /// Watch events written so far.
     pub fn events_sent(&self) -> u64 {
         self.events_sent.load(Ordering::Relaxed)
@@ -124,6 +135,9 @@ impl Drop for OpenWatch {
 pub struct ServerMetrics {
     rejected: Mutex<BTreeMap<&'static str, u64>>,
     closed: Mutex<BTreeMap<&'static str, u64>>,
+    refused: Mutex<BTreeMap<&'static str, u64>>,
+    /// Reloads of the TLS files that failed (the previous ones kept).
+    pub(crate) tls_reload_failures: AtomicU64,
     /// Response bytes handed to the connections and not yet written.
     pub(crate) unwritten: AtomicUsize,
     /// Per admission class (read, waiting): seats taken, requests queued.
@@ -144,6 +158,23 @@ impl ServerMetrics {
     /// Requests refused for `reason` so far.
     pub fn rejected_total(&self, reason: &str) -> u64 {
         let map = self.rejected.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(reason).copied().unwrap_or(0)
+    }
+
+    /// A request refused by access control (`reason`: its label value,
+    /// one of the fixed set `/metrics` lists).
+    pub fn access_refused(&self, reason: &'static str) {
+        *self
+            .refused
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(reason)
+            .or_default() += 1;
+    }
+
+    /// Requests refused by access control for `reason` so far.
+    pub fn access_refused_total(&self, reason: &str) -> u64 {
+        let map = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         map.get(reason).copied().unwrap_or(0)
     }
 

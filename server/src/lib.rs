@@ -42,6 +42,8 @@
 //! # }
 //! ```
 
+pub mod access;
+pub mod access_config;
 mod admit;
 pub mod compress;
 mod conn;
@@ -52,6 +54,7 @@ mod listen;
 pub mod media;
 pub mod metrics;
 mod names;
+pub mod rbac_follow;
 mod resource;
 mod routes;
 mod server;
@@ -60,6 +63,9 @@ pub mod status;
 mod target;
 mod watch;
 
+pub use access::{Access, Authorization, ServedLookup};
+pub use access_config::AccessConfig;
+pub use rbac_follow::{RBAC_RESOURCES, RbacFollower};
 pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};
 pub use sources::{Demo, apiserver_resource, demo_pod, resource_on};

@@ -1,14 +1,19 @@
 //! Serving a listener: the accept loop, a task per connection with its
 //! kill switch, each request's client address and flight (see the
-//! modules `admit` and `conn`), and a graceful close.
+//! modules `admit` and `conn`), TLS with its client certificates (see
+//! the module `access`), and a graceful close.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
+use herald_auth::tls::ServingTls;
 
+use crate::access::PeerCerts;
 use crate::admit::Client;
 use crate::conn::{ConnKill, FlightBody, Reaper};
+use crate::counts::ServerMetrics;
 use crate::server::Server;
 
 impl Server {
@@ -28,6 +33,34 @@ impl Server {
     pub async fn serve(
         self,
         listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        self.serve_with(listener, None, shutdown).await
+    }
+
+    /// [`Server::serve`] over TLS: each connection's handshake (within
+    /// 10 s, or it is dropped and counted) with what `tls` serves now,
+    /// its client certificate (if the client sent one) checked per
+    /// request against the client CA (see the module `access`). The
+    /// files are read again every 10 s; a change that does not load is
+    /// logged and counted (`herald_http_tls_reload_failures_total`), and
+    /// the previous certificate keeps serving.
+    pub async fn serve_tls(
+        self,
+        listener: tokio::net::TcpListener,
+        tls: Arc<ServingTls>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let reload = tokio::spawn(reload_every(tls.clone(), self.metrics().clone()));
+        let served = self.serve_with(listener, Some(tls), shutdown).await;
+        reload.abort();
+        served
+    }
+
+    async fn serve_with(
+        self,
+        listener: tokio::net::TcpListener,
+        tls: Option<Arc<ServingTls>>,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let router = self.router();
@@ -53,45 +86,42 @@ impl Server {
                 () = &mut shutdown => break,
             };
             let _ = stream.set_nodelay(true);
-            let router = router.clone();
-            let closed = closed.clone();
-            let reaper = self.reaper().clone();
-            let client = Client(peer.ip());
-            tasks.spawn(async move {
-                let kill = Arc::new(ConnKill::default());
-                let conn_kill = kill.clone();
-                let service = hyper::service::service_fn(
-                    move |mut req: hyper::Request<hyper::body::Incoming>| {
-                        let flight = reaper.flight(conn_kill.clone());
-                        req.extensions_mut().insert(flight.clone());
-                        req.extensions_mut().insert(client);
-                        let mut router = router.clone();
-                        let call = tower_service::Service::call(&mut router, req.map(Body::new));
-                        async move {
-                            let response = call.await?;
-                            Ok::<_, std::convert::Infallible>(
-                                response.map(|b| FlightBody::new(b, flight)),
-                            )
-                        }
-                    },
-                );
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(30))
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                tokio::pin!(conn);
-                tokio::select! {
-                    _ = conn.as_mut() => {}
-                    () = kill.killed() => {}
-                    () = until_closing(closed) => {
-                        conn.as_mut().graceful_shutdown();
-                        tokio::select! {
-                            _ = conn.as_mut() => {}
-                            () = kill.killed() => {}
-                        }
-                    }
+            let conn = Conn {
+                router: router.clone(),
+                closed: closed.clone(),
+                reaper: self.reaper().clone(),
+                client: Client(peer.ip()),
+                peer: None,
+            };
+            match &tls {
+                None => {
+                    tasks.spawn(conn.serve(stream));
                 }
-            });
+                Some(tls) => {
+                    let (tls, metrics) = (tls.clone(), self.metrics().clone());
+                    tasks.spawn(async move {
+                        let acceptor =
+                            tokio_rustls::TlsAcceptor::from(tls.current().config.clone());
+                        let handshake =
+                            tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+                        let Ok(Ok(stream)) = handshake.await else {
+                            metrics.access_refused("tls_handshake");
+                            return;
+                        };
+                        let chain: Vec<_> = stream
+                            .get_ref()
+                            .1
+                            .peer_certificates()
+                            .map(|c| c.iter().map(|c| c.clone().into_owned()).collect())
+                            .unwrap_or_default();
+                        let conn = Conn {
+                            peer: Some(Arc::new(PeerCerts::new(chain, tls))),
+                            ..conn
+                        };
+                        conn.serve(stream).await;
+                    });
+                }
+            }
             // Forget the finished ones as we go.
             while tasks.try_join_next().is_some() {}
         }
@@ -99,6 +129,102 @@ impl Server {
         while tasks.join_next().await.is_some() {}
         reaper.abort();
         Ok(())
+    }
+}
+
+/// How long a TLS handshake may take (a client that opens connections
+/// and never finishes one holds no more than this).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the TLS files are read again.
+const TLS_RELOAD_EVERY: Duration = Duration::from_secs(10);
+
+/// Reads the TLS files every [`TLS_RELOAD_EVERY`]; logs what changed and
+/// what failed (each distinct failure once).
+async fn reload_every(tls: Arc<ServingTls>, metrics: Arc<ServerMetrics>) {
+    let mut last_error = None;
+    loop {
+        tokio::time::sleep(TLS_RELOAD_EVERY).await;
+        let tls = tls.clone();
+        let result = tokio::task::spawn_blocking(move || tls.reload()).await;
+        match result {
+            Ok(Ok(true)) => {
+                eprintln!("herald-server: TLS certificate, key or client CA reloaded");
+                last_error = None;
+            }
+            Ok(Ok(false)) => last_error = None,
+            Ok(Err(e)) => {
+                metrics.tls_reload_failures.fetch_add(1, Ordering::Relaxed);
+                let e = e.to_string();
+                if last_error.as_ref() != Some(&e) {
+                    eprintln!(
+                        "herald-server: TLS reload failed, still serving the previous files: {e}"
+                    );
+                    last_error = Some(e);
+                }
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// One accepted connection, served over whatever stream it came in on.
+struct Conn {
+    router: axum::Router,
+    closed: tokio::sync::watch::Receiver<bool>,
+    reaper: Arc<Reaper>,
+    client: Client,
+    /// Its TLS client certificates, over TLS.
+    peer: Option<Arc<PeerCerts>>,
+}
+
+impl Conn {
+    /// Serves HTTP/1.1 on `io` until the client goes, the reaper kills
+    /// the connection, or the server closes.
+    async fn serve<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Conn {
+            router,
+            closed,
+            reaper,
+            client,
+            peer,
+        } = self;
+        let kill = Arc::new(ConnKill::default());
+        let conn_kill = kill.clone();
+        let service =
+            hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
+                let flight = reaper.flight(conn_kill.clone());
+                req.extensions_mut().insert(flight.clone());
+                req.extensions_mut().insert(client);
+                if let Some(peer) = &peer {
+                    req.extensions_mut().insert(peer.clone());
+                }
+                let mut router = router.clone();
+                let call = tower_service::Service::call(&mut router, req.map(Body::new));
+                async move {
+                    let response = call.await?;
+                    Ok::<_, std::convert::Infallible>(response.map(|b| FlightBody::new(b, flight)))
+                }
+            });
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(Duration::from_secs(30))
+            .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            () = kill.killed() => {}
+            () = until_closing(closed) => {
+                conn.as_mut().graceful_shutdown();
+                tokio::select! {
+                    _ = conn.as_mut() => {}
+                    () = kill.killed() => {}
+                }
+            }
+        }
     }
 }
 

@@ -82,7 +82,7 @@ fn no_transparent_huge_pages() {
 }
 
 use clap::Parser;
-use herald_http::{Demo, Server, ServerConfig, resource_on};
+use herald_http::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
 use herald_kube::table::Printer;
@@ -206,6 +206,48 @@ struct Args {
     /// by its client (bytes).
     #[arg(long, default_value_t = 64 * 1024)]
     watch_in_flight_bytes: usize,
+    /// Serve TLS with this certificate chain (PEM, the server's first;
+    /// read again every 10 s, a change served to new connections).
+    #[arg(long)]
+    tls_cert_file: Option<std::path::PathBuf>,
+    /// The private key of --tls-cert-file (PEM).
+    #[arg(long)]
+    tls_private_key_file: Option<std::path::PathBuf>,
+    /// Ask clients for certificates signed by this CA (PEM): the user is
+    /// the certificate's CN, its groups the O values (kube-apiserver's
+    /// --client-ca-file).
+    #[arg(long)]
+    client_ca_file: Option<std::path::PathBuf>,
+    /// Static bearer tokens, in kube-apiserver's --token-auth-file format
+    /// (CSV: token,user,uid,"group1,group2").
+    #[arg(long)]
+    token_auth_file: Option<std::path::PathBuf>,
+    /// The public keys (or private keys, whose public halves are used)
+    /// service-account tokens are signed with: the apiserver's
+    /// --service-account-key-file (repeatable).
+    #[arg(long)]
+    service_account_key_file: Vec<std::path::PathBuf>,
+    /// The issuers of the service-account tokens taken (the apiserver's
+    /// --service-account-issuer; repeatable).
+    #[arg(long)]
+    service_account_issuer: Vec<String>,
+    /// The audiences a service-account token must name one of (default:
+    /// the first issuer, as the apiserver's --api-audiences).
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// Serve requests without credentials as system:anonymous (then
+    /// authorized like any user); without it they are refused (401).
+    #[arg(long)]
+    anonymous_auth: bool,
+    /// AlwaysAllow or RBAC (the cluster's roles and bindings, which are
+    /// then served too). Default: RBAC when any authentication is
+    /// configured, AlwaysAllow otherwise.
+    #[arg(long)]
+    authorization_mode: Option<String>,
+    /// Serve plain HTTP on an address beyond loopback (every client on
+    /// the network reads what is served, unencrypted).
+    #[arg(long)]
+    insecure_plain_http: bool,
 }
 
 /// A flag's seconds as a duration, or why they are not one.
@@ -217,6 +259,21 @@ fn seconds(flag: &str, secs: f64) -> Result<Duration, String> {
 }
 
 impl Args {
+    fn access(&self) -> AccessConfig {
+        AccessConfig {
+            tls_cert_file: self.tls_cert_file.clone(),
+            tls_private_key_file: self.tls_private_key_file.clone(),
+            client_ca_file: self.client_ca_file.clone(),
+            token_auth_file: self.token_auth_file.clone(),
+            service_account_key_files: self.service_account_key_file.clone(),
+            service_account_issuers: self.service_account_issuer.clone(),
+            api_audiences: self.api_audiences.clone(),
+            anonymous: self.anonymous_auth,
+            authorization_mode: self.authorization_mode.clone(),
+            insecure_plain_http: self.insecure_plain_http,
+        }
+    }
+
     fn config(&self) -> Result<ServerConfig, String> {
         Ok(ServerConfig {
             min_request_timeout: Duration::from_secs(self.min_request_timeout.max(1)),
@@ -539,36 +596,59 @@ async fn run(
         }
         out
     };
+    let access = args.access();
+    let tls = access.tls()?;
+    let mut resources = resources;
+    for needed in access.needs_resources()? {
+        if resources.iter().any(|r| r.info().qualified() == *needed) {
+            continue;
+        }
+        if args.etcd.is_empty() && args.apiserver.is_none() {
+            return Err("RBAC reads the cluster's roles and bindings: it needs --etcd or --kubeconfig (or --authorization-mode AlwaysAllow)".into());
+        }
+        let b = builtin(needed, &args.etcd_prefix)
+            .ok_or_else(|| format!("{needed}: not a known resource"))?;
+        resources.push(upstream(b.info, &b.prefix, &args)?);
+    }
     let served: Vec<String> = resources.iter().map(|r| r.info().qualified()).collect();
     let server = Server::new(resources, config);
+    if let Some(a) = access.build(&server)? {
+        server.set_access(a);
+    }
     if args.resources.iter().any(|r| r == "all") {
         tokio::spawn(follow_crds(server.clone(), args.clone()));
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .map_err(|e| format!("listen on {}: {e}", args.listen))?;
+    access.check_listen(listener.local_addr()?, tls.is_some())?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
     eprintln!(
-        "herald-server: serving {} on http://{} (kubectl --server=http://{} get {} -A -w)",
+        "herald-server: serving {} on {scheme}://{} (kubectl --server={scheme}://{} get {} -A -w); {}",
         served.join(","),
         listener.local_addr()?,
         listener.local_addr()?,
-        served[0]
+        served[0],
+        access.describe()
     );
     // On SIGINT or SIGTERM: stop accepting, stop the engine (its watches
     // end, and their connections with them), let the rest finish.
     let stopping = server.clone();
-    server
-        .serve(listener, async move {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-            }
-            eprintln!("herald-server: shutting down");
-            for r in stopping.resources() {
-                r.engine().stop();
-            }
-        })
-        .await?;
+    let shutdown = async move {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        eprintln!("herald-server: shutting down");
+        for r in stopping.resources() {
+            r.engine().stop();
+        }
+    };
+    match tls {
+        Some(tls) => server.serve_tls(listener, tls, shutdown).await?,
+        None => server.serve(listener, shutdown).await?,
+    }
     Ok(())
 }

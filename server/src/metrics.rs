@@ -30,6 +30,18 @@ const REJECTIONS: [&str; 4] = [
     "unwritten_bytes",
 ];
 const CLOSINGS: [&str; 2] = ["write_stall", "write_deadline"];
+/// Why access control refused a request: 401s (`certificate`, `token`,
+/// `anonymous`), 403s (`forbidden`), 429s before the RBAC snapshot
+/// exists (`authorizer_not_ready`), and TLS handshakes that failed or
+/// timed out (`tls_handshake`).
+pub(crate) const ACCESS_REFUSALS: [&str; 6] = [
+    "certificate",
+    "token",
+    "anonymous",
+    "forbidden",
+    "authorizer_not_ready",
+    "tls_handshake",
+];
 
 /// The collector of the server's own figures.
 #[derive(Debug)]
@@ -52,6 +64,22 @@ impl Collector for Server {
             "Requests refused with 429 by admission, by reason.",
             MetricType::Counter,
             &by_reason(&REJECTIONS, &|r| self.0.rejected_total(r)),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "herald_http_access_refused_requests",
+            "Requests refused by authentication (401), authorization (403, or 429 before the RBAC snapshot exists), and failed TLS handshakes, by reason.",
+            MetricType::Counter,
+            &by_reason(&ACCESS_REFUSALS, &|r| self.0.access_refused_total(r)),
+            counter,
+        )?;
+        family(
+            &mut encoder,
+            "herald_http_tls_reload_failures",
+            "Reloads of the TLS certificate, key or client CA that failed (the previous ones kept serving).",
+            MetricType::Counter,
+            &[(vec![], self.0.tls_reload_failures.load(Ordering::Relaxed))],
             counter,
         )?;
         family(
@@ -150,7 +178,7 @@ impl Collector for Resources {
         };
         let gauge =
             |m: &mut prometheus_client::encoding::MetricEncoder<'_>, v: u64| m.encode_gauge(&v);
-        let counters: [(&str, &str, Pick<'_>); 5] = [
+        let counters: [(&str, &str, Pick<'_>); 6] = [
             (
                 "apiserver_watch_cache_events_received",
                 "Changes the watch cache received from its source.",
@@ -170,6 +198,11 @@ impl Collector for Resources {
                 "apiserver_terminated_watchers",
                 "Watchers closed for not keeping up: ended by the engine's slow-watcher policy, or their connection closed for not reading.",
                 &|r, s| s.terminations.too_slow + r.metrics.stalled_total(),
+            ),
+            (
+                "herald_http_watches_revoked",
+                "Watches ended with a 403 because a new RBAC snapshot no longer allowed them.",
+                &|r, _| r.metrics.revoked_total(),
             ),
             (
                 "herald_deliveries",

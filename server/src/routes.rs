@@ -71,6 +71,10 @@ impl Server {
                 routing::get(group_namespaced_object).fallback(method_not_allowed),
             )
             .fallback(fallback)
+            .layer(axum::middleware::from_fn_with_state(
+                self.clone(),
+                crate::access::guard,
+            ))
             .layer(axum::middleware::map_response(nosniff))
             .with_state(self.clone())
     }
@@ -377,6 +381,15 @@ async fn readyz(State(s): State<Server>) -> Response {
         }
         ready &= ok;
         out.push_str(&format!("[{}] {line}\n", if ok { "+" } else { "-" }));
+    }
+    if let Some(access) = s.access() {
+        let ok = access.ready();
+        ready &= ok;
+        out.push_str(if ok {
+            "[+] authorizer: ready\n"
+        } else {
+            "[-] authorizer: the cluster's RBAC objects are not read yet\n"
+        });
     }
     out.push_str(if ready {
         "readyz check passed\n"

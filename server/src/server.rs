@@ -1,7 +1,7 @@
 //! [`Server`]: LIST, WATCH and GET of the served resources, admitted,
 //! bounded and counted (the paths are in `routes`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use arc_swap::ArcSwap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,6 +20,7 @@ use herald_kube::params::Options;
 use herald_kube::{ApiError, proto, table};
 use prometheus_client::registry::Registry;
 
+use crate::access::{Access, Grant, Revocation};
 use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
@@ -134,6 +135,10 @@ struct Inner {
     config: ServerConfig,
     reaper: Arc<Reaper>,
     admission: Admission,
+    metrics: Arc<ServerMetrics>,
+    /// Authentication and authorization, when set (see the module
+    /// `access`); without, every request is served.
+    access: OnceLock<Arc<Access>>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -213,7 +218,9 @@ impl Server {
                     config.request_timeout,
                     metrics.clone(),
                 )),
-                admission: Admission::new(config.limits(), metrics),
+                admission: Admission::new(config.limits(), metrics.clone()),
+                metrics,
+                access: OnceLock::new(),
                 config,
             }),
         }
@@ -253,6 +260,23 @@ impl Server {
             map
         });
         old
+    }
+
+    /// Authenticates and authorizes every request with `access` (see
+    /// the module `access`), from the next connection on; `false` if
+    /// access control was set already (it is set once, before serving).
+    pub fn set_access(&self, access: Access) -> bool {
+        self.inner.access.set(Arc::new(access)).is_ok()
+    }
+
+    /// The access control, if set.
+    pub(crate) fn access(&self) -> Option<&Arc<Access>> {
+        self.inner.access.get()
+    }
+
+    /// The server's own counters.
+    pub(crate) fn metrics(&self) -> &Arc<ServerMetrics> {
+        &self.inner.metrics
     }
 
     /// The reaper of the connections [`Server::serve`] serves.
@@ -464,6 +488,9 @@ impl Server {
         let body = match opened {
             Ok(watch) => {
                 let mut body = WatchBody::new(resource.clone(), watch).admitted(ticket);
+                if let Some(revocation) = caller.grant.as_ref().and_then(Revocation::of) {
+                    body = body.revocable(revocation);
+                }
                 match caller.media {
                     Media::Table => body = body.as_tables(),
                     Media::Protobuf => body = body.as_protobuf(),
@@ -680,6 +707,8 @@ pub(crate) struct Caller {
     /// The encoding negotiated for the resource ([`Caller::negotiated`]).
     media: Media,
     gzip: bool,
+    /// What access control allowed it as, if it is on.
+    grant: Option<Arc<Grant>>,
 }
 
 impl Caller {
@@ -708,6 +737,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             accept: header(header::ACCEPT).map(Arc::from),
             media: Media::Json,
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
+            grant: parts.extensions.get::<Arc<Grant>>().cloned(),
         })
     }
 }

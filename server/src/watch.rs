@@ -29,6 +29,7 @@ use herald_kube::encode::{ObjectJson, bookmark_object, event_object, event_type,
 use herald_kube::{ApiError, end_error, table};
 use http_body::{Body, Frame};
 
+use crate::access::Revocation;
 use crate::admit::WatchTicket;
 use crate::conn::Flight;
 use crate::counts::{OpenWatch, Tally};
@@ -61,6 +62,9 @@ pub struct WatchBody {
     /// Events as length-prefixed protobuf `WatchEvent`s (the client asked
     /// for protobuf).
     protobuf: bool,
+    /// Decides again when the RBAC snapshot changes (see the module
+    /// `access`): a watch its user may no longer make ends with a 403.
+    revocation: Option<Revocation>,
     _open: OpenWatch,
 }
 
@@ -97,7 +101,15 @@ impl WatchBody {
             _ticket: None,
             table: None,
             protobuf: false,
+            revocation: None,
         }
+    }
+
+    /// Ends the watch with a 403 `ERROR` event when a new RBAC snapshot
+    /// no longer allows it.
+    pub(crate) fn revocable(mut self, revocation: Revocation) -> WatchBody {
+        self.revocation = Some(revocation);
+        self
     }
 
     /// Sends each event as a length-prefixed protobuf `WatchEvent` (see
@@ -143,6 +155,13 @@ impl Body for WatchBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         let this = self.get_mut();
+        if let Some(Poll::Ready(refused)) = this.revocation.as_mut().map(|r| r.poll_revoked(cx)) {
+            this.revocation = None;
+            // Dropping the watch ends it in the engine.
+            this.watch = None;
+            this.resource.metrics.watch_revoked();
+            this.error = Some(refused);
+        }
         // Events this chunk may carry: what the bytes in flight leave room
         // for, at the mean event size, at least one.
         let mut max = BATCH;

@@ -1,0 +1,285 @@
+//! Access control: every request is authenticated and authorized before
+//! it reaches a route, as the apiserver's handler chain does it
+//! (`WithAuthentication`, then `WithAuthorization`; see `herald_auth`):
+//!
+//! - credentials that are not accepted: 401 `Unauthorized`;
+//! - a user who may not do what the request asks: 403 `Forbidden`, the
+//!   apiserver's message and details;
+//! - before the RBAC snapshot exists: 429 with a retry hint (and
+//!   `/readyz` fails), never a guess.
+//!
+//! `/healthz`, `/livez` and `/readyz` are always answered (a load
+//! balancer's probe carries no credentials; they say nothing of the
+//! cluster's objects, as the delegating apiserver's always-allowed
+//! paths).
+//!
+//! The decision is made once per request. A watch keeps its [`Grant`]
+//! and is decided again only when the RBAC snapshot changes (its body
+//! wakes on the change, [`Revocation`]): one whose user may no longer
+//! watch ends at once with an `ERROR` event carrying the 403, so a
+//! revoked binding ends the watches it allowed within the cache's watch
+//! latency plus a rebuild. Nothing on a delivery's path decides
+//! anything.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use herald_auth::jwt::Lookup;
+use herald_auth::tls::ServingTls;
+use herald_auth::x509::CertError;
+use herald_auth::{Authenticator, Credentials, RequestInfo, User, forbidden};
+use herald_kube::ApiError;
+use rustls_pki_types::CertificateDer;
+
+use crate::rbac_follow::RbacFollower;
+use crate::server::Server;
+use crate::status;
+
+/// Who may read what: the authenticators and the authorizer.
+#[derive(Debug)]
+pub struct Access {
+    authn: Authenticator,
+    authz: Authorization,
+}
+
+/// How requests are authorized.
+#[derive(Debug, Clone)]
+pub enum Authorization {
+    /// Every authenticated request is allowed (`--authorization-mode
+    /// AlwaysAllow`).
+    AlwaysAllow,
+    /// RBAC over the cluster's roles and bindings.
+    Rbac(Arc<RbacFollower>),
+}
+
+impl Access {
+    /// Authenticates with `authn`, authorizes with `authz`.
+    pub fn new(authn: Authenticator, authz: Authorization) -> Access {
+        Access { authn, authz }
+    }
+
+    /// Whether the authorizer can decide (its RBAC snapshot exists).
+    pub fn ready(&self) -> bool {
+        match &self.authz {
+            Authorization::AlwaysAllow => true,
+            Authorization::Rbac(f) => f.snapshot().is_some(),
+        }
+    }
+}
+
+/// What a client certificate proved: a user, none (no CN), or a refusal.
+type CertIdentity = Arc<Result<Option<User>, CertError>>;
+
+/// The next RBAC snapshot's arrival, handing its receiver back (`None`:
+/// the follower is gone).
+type NextChange = Pin<Box<dyn Future<Output = Option<tokio::sync::watch::Receiver<u64>>> + Send>>;
+
+/// A connection's client certificate chain, and its identity as last
+/// checked against the client CA (per CA: a reloaded CA checks again).
+#[derive(Debug)]
+pub(crate) struct PeerCerts {
+    chain: Vec<CertificateDer<'static>>,
+    tls: Arc<ServingTls>,
+    checked: Mutex<Option<(usize, CertIdentity)>>,
+}
+
+impl PeerCerts {
+    pub(crate) fn new(chain: Vec<CertificateDer<'static>>, tls: Arc<ServingTls>) -> PeerCerts {
+        PeerCerts {
+            chain,
+            tls,
+            checked: Mutex::new(None),
+        }
+    }
+
+    /// The identity the chain proves under the current client CA.
+    fn identity(&self) -> CertIdentity {
+        let serving = self.tls.current();
+        let key = Arc::as_ptr(&serving) as usize;
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, id)) = checked.as_ref().filter(|(k, _)| *k == key) {
+            return id.clone();
+        }
+        let id = Arc::new(serving.identify(&self.chain));
+        *checked = Some((key, id.clone()));
+        id
+    }
+}
+
+/// What a request was allowed as: a watch decides again with it when the
+/// RBAC snapshot changes.
+#[derive(Debug)]
+pub(crate) struct Grant {
+    user: User,
+    info: RequestInfo,
+    rbac: Option<Arc<RbacFollower>>,
+}
+
+/// The paths answered whoever asks.
+fn always_allowed(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz")
+}
+
+/// The middleware: authenticates and authorizes, or answers 401, 403 or
+/// 429 itself.
+pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: Next) -> Response {
+    let Some(access) = server.access() else {
+        return next.run(req).await;
+    };
+    if always_allowed(req.uri().path()) {
+        return next.run(req).await;
+    }
+    let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
+    let certificate = peer
+        .as_ref()
+        .filter(|p| !p.chain.is_empty())
+        .map(|p| p.identity());
+    let user = access.authn.authenticate(Credentials {
+        certificate: certificate.as_deref(),
+        authorization: req
+            .headers()
+            .get(axum::http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes()),
+    });
+    let metrics = server.metrics();
+    let user = match user {
+        Ok(user) => user,
+        Err(refused) => {
+            metrics.access_refused(refused.label());
+            return status::response(herald_auth::unauthorized());
+        }
+    };
+    // The credential goes no further than here, as the apiserver
+    // deletes it once it has authenticated.
+    req.headers_mut().remove(axum::http::header::AUTHORIZATION);
+    let info = RequestInfo::new(req.method().as_str(), req.uri().path(), req.uri().query());
+    let rbac = match &access.authz {
+        Authorization::AlwaysAllow => None,
+        Authorization::Rbac(follower) => {
+            let Some(snapshot) = follower.snapshot() else {
+                metrics.access_refused("authorizer_not_ready");
+                return status::response(ApiError::not_ready(
+                    "the authorizer has not yet read the cluster's RBAC objects",
+                    Duration::from_secs(1),
+                ));
+            };
+            let decision = snapshot.authorize(&user, &info);
+            if !decision.allowed {
+                metrics.access_refused("forbidden");
+                return status::response(forbidden(&user, &info, &decision.reason));
+            }
+            Some(follower.clone())
+        }
+    };
+    req.extensions_mut()
+        .insert(Arc::new(Grant { user, info, rbac }));
+    next.run(req).await
+}
+
+/// A watch's re-decision: wakes its body when the RBAC snapshot changes;
+/// [`Revocation::poll_revoked`] then decides again.
+pub(crate) struct Revocation {
+    grant: Arc<Grant>,
+    follower: Arc<RbacFollower>,
+    seen: u64,
+    /// Whether `changed` has been polled (the task's waker is with it).
+    registered: bool,
+    /// Completes on the next snapshot (a boxed `changed()`: made again
+    /// after each change, which is rare).
+    changed: Option<NextChange>,
+}
+
+impl std::fmt::Debug for Revocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Revocation")
+            .field("seen", &self.seen)
+            .finish_non_exhaustive()
+    }
+}
+
+fn next_change(mut rx: tokio::sync::watch::Receiver<u64>) -> NextChange {
+    Box::pin(async move { rx.changed().await.ok().map(|()| rx) })
+}
+
+impl Revocation {
+    /// The re-decision of a watch allowed by `grant`, if RBAC decided it.
+    pub(crate) fn of(grant: &Arc<Grant>) -> Option<Revocation> {
+        let rbac = grant.rbac.as_ref()?;
+        let mut rx = rbac.subscribe();
+        let seen = *rx.borrow_and_update();
+        Some(Revocation {
+            grant: grant.clone(),
+            follower: rbac.clone(),
+            seen,
+            registered: false,
+            changed: Some(next_change(rx)),
+        })
+    }
+
+    /// The 403 that ends the watch, once a new snapshot no longer allows
+    /// it; `Pending` (the task woken on the next snapshot) while it is
+    /// allowed.
+    pub(crate) fn poll_revoked(&mut self, cx: &mut Context<'_>) -> Poll<ApiError> {
+        // The delivery path's whole cost: one load, while the snapshot
+        // this watch was decided on is current (the task's waker stays
+        // with the pending `changed()` until a new one comes).
+        if self.registered && self.follower.generation() == self.seen {
+            return Poll::Pending;
+        }
+        self.registered = true;
+        loop {
+            let Some(changed) = self.changed.as_mut() else {
+                return Poll::Pending;
+            };
+            let rx = match changed.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(rx) => rx,
+            };
+            let Some(mut rx) = rx else {
+                // The follower is gone (the server is stopping).
+                self.changed = None;
+                return Poll::Pending;
+            };
+            self.seen = *rx.borrow_and_update();
+            let Grant { user, info, rbac } = &*self.grant;
+            let decision = rbac
+                .as_ref()
+                .and_then(|r| r.snapshot())
+                .map(|s| s.authorize(user, info));
+            match decision {
+                Some(d) if !d.allowed => return Poll::Ready(forbidden(user, info, &d.reason)),
+                _ => self.changed = Some(next_change(rx)),
+            }
+        }
+    }
+}
+
+/// The objects a service-account token is bound to, looked up in what
+/// the server serves (a resource it does not serve cannot be checked).
+#[derive(Debug, Clone)]
+pub struct ServedLookup(pub Server);
+
+impl Lookup for ServedLookup {
+    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>> {
+        let served = self.0.snapshot();
+        let r = served.get(resource)?;
+        let key = if namespace.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{namespace}/{name}")
+        };
+        let got = r.engine.get(&key, herald::ReadAt::Any).ok()?;
+        Some(got.item.map(|item| {
+            serde_json::from_slice::<serde_json::Value>(item.object.payload())
+                .ok()
+                .and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned))
+                .unwrap_or_default()
+        }))
+    }
+}
