@@ -68,7 +68,7 @@ impl ClientCa {
             let anchor = webpki::anchor_from_trusted_cert(&cert)
                 .map_err(|e| CertError::File(format!("a CA certificate: {e}")))?
                 .to_owned();
-            subjects.push(DistinguishedName::from(anchor.subject.as_ref().to_vec()));
+            subjects.push(DistinguishedName::in_sequence(anchor.subject.as_ref()));
             anchors.push(anchor);
         }
         if anchors.is_empty() {

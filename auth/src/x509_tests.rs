@@ -35,6 +35,9 @@ fn a_certificate_of_the_ca_is_its_subjects_user() {
     let ca = ca("clients");
     let trusted = ClientCa::from_pem(ca.pem().as_bytes()).unwrap();
     assert_eq!(trusted.subjects().len(), 1);
+    // Named to clients as a whole DER Name (a SEQUENCE): a bare RDN list
+    // fails OpenSSL's handshake ("wrong tag").
+    assert_eq!(trusted.subjects()[0].as_ref()[0], 0x30);
     let leaf = client(&ca, |_| {});
     trusted.verify(std::slice::from_ref(&leaf), now()).unwrap();
     let user = user_of(&leaf).unwrap().unwrap();
