@@ -23,10 +23,10 @@ use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, ServerConfig, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, SubjectPublicKeyInfoDer, UnixTime};
 
 use crate::user::User;
-use crate::x509::{CertError, ClientCa, user_of};
+use crate::x509::{CertError, ClientCa, public_key_of, user_of};
 
 /// Why the serving certificate, key or client CA did not load.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,9 +213,7 @@ impl ClientCertVerifier for RequestClientCert {
         _intermediates: &[CertificateDer<'_>],
         _now: UnixTime,
     ) -> Result<ClientCertVerified, rustls::Error> {
-        webpki::EndEntityCert::try_from(end_entity).map_err(|_| {
-            rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
-        })?;
+        public_key_of(end_entity).map_err(|_| bad_encoding())?;
         Ok(ClientCertVerified::assertion())
     }
 
@@ -225,7 +223,7 @@ impl ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+        self.verify_with_key(message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -234,11 +232,49 @@ impl ClientCertVerifier for RequestClientCert {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+        let spki = public_key_of(cert).map_err(|_| bad_encoding())?;
+        rustls::crypto::verify_tls13_signature_with_raw_key(
+            message,
+            &SubjectPublicKeyInfoDer::from(spki),
+            dss,
+            &self.algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.algorithms.supported_schemes()
+    }
+}
+
+fn bad_encoding() -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding)
+}
+
+impl RequestClientCert {
+    /// The client's TLS 1.2 handshake signature checked with its
+    /// certificate's key, whatever the certificate's X.509 version
+    /// (rustls's own check parses the certificate with webpki, which
+    /// refuses v1).
+    fn verify_with_key(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let bad = || rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature);
+        let spki = SubjectPublicKeyInfoDer::from(public_key_of(cert).map_err(|_| bad_encoding())?);
+        let key = webpki::RawPublicKeyEntity::try_from(&spki).map_err(|_| bad())?;
+        let (_, algorithms) = self
+            .algorithms
+            .mapping
+            .iter()
+            .find(|(scheme, _)| *scheme == dss.scheme)
+            .ok_or_else(bad)?;
+        algorithms
+            .iter()
+            .any(|alg| key.verify_signature(*alg, message, dss.signature()).is_ok())
+            .then(HandshakeSignatureValid::assertion)
+            .ok_or_else(bad)
     }
 }
 

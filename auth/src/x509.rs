@@ -1,8 +1,9 @@
 //! Client certificates: checked against the client CA as the apiserver's
-//! x509 authenticator checks them (`x509.go`: a chain to one of the CA
-//! file's certificates, the client-auth usage required only of a
-//! certificate that lists usages, the client's other certificates as
-//! intermediates, valid now), and read as its `CommonNameUserConversion`
+//! x509 authenticator checks them (`x509.go`, Go's `x509.Verify`: a
+//! chain to one of the CA file's certificates, the client-auth usage
+//! required only of a certificate that lists usages, the client's other
+//! certificates as intermediates, valid now, any X.509 version), and read
+//! as its `CommonNameUserConversion`
 //! reads them: the user is the subject's (last) CN, the groups its O
 //! values in order, the UID the attribute `1.3.6.1.4.1.57683.2`, and the
 //! credential id `X509SHA256=<hex of the certificate's SHA-256>`.
@@ -11,7 +12,7 @@ use std::path::Path;
 
 use rustls::DistinguishedName;
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
+use rustls_pki_types::{CertificateDer, UnixTime};
 use x509_parser::prelude::{FromDer, X509Certificate};
 
 use crate::user::{CREDENTIAL_ID, User};
@@ -42,10 +43,40 @@ impl std::fmt::Display for CertError {
 impl std::error::Error for CertError {}
 
 /// The certificates client certificates must chain to.
+///
+/// The chain is built and checked here, not by webpki: Go's verifier,
+/// which the apiserver uses, takes X.509 v1 certificates (what
+/// `openssl x509 -req` makes without extensions), which webpki refuses
+/// by design; a client the apiserver accepts must not be refused here.
+/// Checked as Go checks them: each certificate valid now, each link an
+/// issuer whose subject is the child's issuer and whose key verifies its
+/// signature, intermediates (the client's other certificates) CAs, the
+/// client certificate's extended key usages, if it lists any, including
+/// client authentication.
 #[derive(Debug)]
 pub struct ClientCa {
-    anchors: Vec<TrustAnchor<'static>>,
+    anchors: Vec<Vec<u8>>,
     subjects: Vec<DistinguishedName>,
+}
+
+/// How many intermediates a chain may have.
+const MAX_DEPTH: usize = 5;
+
+fn parse(der: &[u8]) -> Result<X509Certificate<'_>, CertError> {
+    X509Certificate::from_der(der)
+        .map(|(_, c)| c)
+        .map_err(|e| CertError::Untrusted(format!("x509: malformed certificate: {e}")))
+}
+
+fn valid_at(cert: &X509Certificate<'_>, now: UnixTime) -> bool {
+    let now = now.as_secs() as i64;
+    let v = cert.validity();
+    v.not_before.timestamp() <= now && now <= v.not_after.timestamp()
+}
+
+fn issued_by(child: &X509Certificate<'_>, parent: &X509Certificate<'_>) -> bool {
+    child.issuer().as_raw() == parent.subject().as_raw()
+        && child.verify_signature(Some(parent.public_key())).is_ok()
 }
 
 impl ClientCa {
@@ -65,11 +96,10 @@ impl ClientCa {
         let mut subjects = Vec::new();
         for cert in CertificateDer::pem_slice_iter(pem) {
             let cert = cert.map_err(|e| CertError::File(format!("PEM: {e}")))?;
-            let anchor = webpki::anchor_from_trusted_cert(&cert)
-                .map_err(|e| CertError::File(format!("a CA certificate: {e}")))?
-                .to_owned();
-            subjects.push(DistinguishedName::in_sequence(anchor.subject.as_ref()));
-            anchors.push(anchor);
+            let parsed =
+                parse(&cert).map_err(|e| CertError::File(format!("a CA certificate: {e}")))?;
+            subjects.push(DistinguishedName::from(parsed.subject().as_raw().to_vec()));
+            anchors.push(cert.to_vec());
         }
         if anchors.is_empty() {
             return Err(CertError::File("no certificate".into()));
@@ -84,23 +114,53 @@ impl ClientCa {
 
     /// Checks the client's `chain` (its certificate first) at `now`.
     pub fn verify(&self, chain: &[CertificateDer<'_>], now: UnixTime) -> Result<(), CertError> {
-        let (leaf, intermediates) = chain
+        let (leaf, rest) = chain
             .split_first()
             .ok_or_else(|| CertError::Untrusted("no certificate".into()))?;
-        let cert = webpki::EndEntityCert::try_from(leaf)
-            .map_err(|e| CertError::Untrusted(format!("{e}")))?;
-        cert.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            &self.anchors,
-            intermediates,
-            now,
-            webpki::KeyUsage::client_auth(),
-            None,
-            None,
-        )
-        .map(|_| ())
-        .map_err(|e| CertError::Untrusted(format!("{e}")))
+        let leaf = parse(leaf)?;
+        if !valid_at(&leaf, now) {
+            return Err(CertError::Untrusted(
+                "x509: certificate has expired or is not yet valid".into(),
+            ));
+        }
+        if let Ok(Some(eku)) = leaf.extended_key_usage() {
+            if !(eku.value.client_auth || eku.value.any) {
+                return Err(CertError::Untrusted(
+                    "x509: certificate specifies an incompatible key usage".into(),
+                ));
+            }
+        }
+        let anchors: Vec<X509Certificate<'_>> =
+            self.anchors.iter().filter_map(|a| parse(a).ok()).collect();
+        let intermediates: Vec<X509Certificate<'_>> = rest
+            .iter()
+            .filter_map(|c| parse(c).ok())
+            .filter(|c| c.is_ca() && valid_at(c, now))
+            .collect();
+        let mut current = &leaf;
+        for _ in 0..=MAX_DEPTH {
+            if anchors
+                .iter()
+                .any(|a| valid_at(a, now) && issued_by(current, a))
+            {
+                return Ok(());
+            }
+            match intermediates.iter().find(|i| issued_by(current, i)) {
+                Some(i) => current = i,
+                None => break,
+            }
+        }
+        Err(CertError::Untrusted(
+            "x509: certificate signed by unknown authority".into(),
+        ))
     }
+}
+
+/// The public key of a certificate (its `SubjectPublicKeyInfo` DER), of
+/// any X.509 version: what the handshake checks the client's signature
+/// with.
+pub fn public_key_of(der: &[u8]) -> Result<Vec<u8>, CertError> {
+    Ok(parse(der)?.public_key().raw.to_vec())
 }
 
 /// The UID attribute of a certificate subject (Kubernetes' private OID).

@@ -29,7 +29,18 @@ pub struct LocalApiserver {
     etcd: String,
     port: u16,
     tokens: Vec<String>,
+    options: ApiserverOptions,
     child: Option<Child>,
+}
+
+/// What a start adds to the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct ApiserverOptions {
+    /// More `--token-auth-file` lines (`token,user,uid,"g1,g2"`): users
+    /// of the test's choosing, after the `system:masters` tokens.
+    pub token_lines: Vec<String>,
+    /// More flags (`--client-ca-file=/path`).
+    pub args: Vec<String>,
 }
 
 fn run(dir: &Path, program: &str, args: &[&str]) -> Result<(), String> {
@@ -73,6 +84,16 @@ impl LocalApiserver {
 
     /// [`LocalApiserver::start`] of the binary at `bin`.
     pub fn start_binary(bin: &Path, etcd: &str, tokens: &[&str]) -> Result<LocalApiserver, String> {
+        LocalApiserver::start_with(bin, etcd, tokens, ApiserverOptions::default())
+    }
+
+    /// [`LocalApiserver::start_binary`] with `options` added.
+    pub fn start_with(
+        bin: &Path,
+        etcd: &str,
+        tokens: &[&str],
+        options: ApiserverOptions,
+    ) -> Result<LocalApiserver, String> {
         let bin = bin.to_path_buf();
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
@@ -88,6 +109,7 @@ impl LocalApiserver {
             etcd: etcd.to_owned(),
             port,
             tokens: tokens.iter().map(|t| (*t).to_owned()).collect(),
+            options,
             child: None,
         };
         server.launch()?;
@@ -95,12 +117,16 @@ impl LocalApiserver {
     }
 
     fn launch(&mut self) -> Result<(), String> {
-        let tokens: String = self
+        let mut tokens: String = self
             .tokens
             .iter()
             .enumerate()
             .map(|(i, t)| format!("{t},user-{i},uid-{i},system:masters\n"))
             .collect();
+        for line in &self.options.token_lines {
+            tokens.push_str(line);
+            tokens.push('\n');
+        }
         std::fs::write(self.dir.join("tokens.csv"), tokens).map_err(|e| e.to_string())?;
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -124,6 +150,7 @@ impl LocalApiserver {
                 "--advertise-address=127.0.0.1",
                 "--endpoint-reconciler-type=none",
             ])
+            .args(&self.options.args)
             .stdout(Stdio::from(log.try_clone().map_err(|e| e.to_string())?))
             .stderr(Stdio::from(log))
             .spawn()
@@ -152,6 +179,11 @@ impl LocalApiserver {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// The key it signs service-account tokens with (`--service-account-key-file`).
+    pub fn sa_key(&self) -> PathBuf {
+        self.dir.join("sa.key")
     }
 
     /// `https://127.0.0.1:PORT`.

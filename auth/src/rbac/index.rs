@@ -31,8 +31,9 @@ pub struct Decision {
     /// Whether the request is allowed.
     pub allowed: bool,
     /// Why (`RBAC: allowed by ...`), or what went wrong on the way to a
-    /// refusal (`RBAC: clusterrole.rbac.authorization.k8s.io "x" not
-    /// found`); empty when there is nothing to say.
+    /// refusal, named by the authorizer as the apiserver's union of
+    /// authorizers names it (`rbac: RBAC: clusterrole.rbac.authorization.k8s.io
+    /// "x" not found`); empty when there is nothing to say.
     pub reason: String,
 }
 
@@ -241,10 +242,12 @@ impl Rbac {
         }
         let mut seen = BTreeSet::new();
         errors.retain(|e| seen.insert(e.clone()));
+        // The union of authorizers names the one that had no opinion
+        // (kube-apiserver 1.37: `rbac: RBAC: ...`).
         let reason = match errors.len() {
             0 => String::new(),
-            1 => format!("RBAC: {}", errors[0]),
-            _ => format!("RBAC: [{}]", errors.join(", ")),
+            1 => format!("rbac: RBAC: {}", errors[0]),
+            _ => format!("rbac: RBAC: [{}]", errors.join(", ")),
         };
         Decision {
             allowed: false,

@@ -135,7 +135,7 @@ fn a_missing_role_is_the_reason_of_a_refusal() {
         d,
         Decision {
             allowed: false,
-            reason: r#"RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found"#.into(),
+            reason: r#"rbac: RBAC: clusterrole.rbac.authorization.k8s.io "gone" not found"#.into(),
         }
     );
 }
