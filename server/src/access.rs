@@ -1,5 +1,6 @@
 //! Access control: every request is authenticated and authorized before
-//! it reaches a route, as the apiserver's handler chain does it
+//! it reaches a route (the middleware is `guard`), as the apiserver's
+//! handler chain does it
 //! (`WithAuthentication`, then `WithAuthorization`; see `herald_auth`):
 //!
 //! - credentials that are not accepted: 401 `Unauthorized`;
@@ -27,10 +28,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
-use herald_auth::jwt::Lookup;
 use herald_auth::tls::ServingTls;
 use herald_auth::x509::CertError;
 use herald_auth::{Authenticator, Credentials, RequestInfo, User, forbidden};
@@ -38,8 +35,6 @@ use herald_kube::ApiError;
 use rustls_pki_types::CertificateDer;
 
 use crate::rbac_follow::RbacFollower;
-use crate::server::Server;
-use crate::status;
 
 /// Who may read what: the authenticators and the authorizer.
 #[derive(Debug)]
@@ -122,64 +117,54 @@ pub(crate) struct Grant {
 }
 
 /// The paths answered whoever asks.
-fn always_allowed(path: &str) -> bool {
+pub(crate) fn always_allowed(path: &str) -> bool {
     matches!(path, "/healthz" | "/livez" | "/readyz")
 }
 
-/// The middleware: authenticates and authorizes, or answers 401, 403 or
-/// 429 itself.
-pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: Next) -> Response {
-    let Some(access) = server.access() else {
-        return next.run(req).await;
-    };
-    if always_allowed(req.uri().path()) {
-        return next.run(req).await;
-    }
-    let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
-    let certificate = peer
-        .as_ref()
-        .filter(|p| !p.chain.is_empty())
-        .map(|p| p.identity());
-    let user = access.authn.authenticate(Credentials {
-        certificate: certificate.as_deref(),
-        authorization: req
-            .headers()
-            .get(axum::http::header::AUTHORIZATION)
-            .map(|v| v.as_bytes()),
-    });
-    let metrics = server.metrics();
-    let user = match user {
-        Ok(user) => user,
-        Err(refused) => {
-            metrics.access_refused(refused.label());
-            return status::response(herald_auth::unauthorized());
-        }
-    };
-    // The credential goes no further than here, as the apiserver
-    // deletes it once it has authenticated.
-    req.headers_mut().remove(axum::http::header::AUTHORIZATION);
-    let info = RequestInfo::new(req.method().as_str(), req.uri().path(), req.uri().query());
-    let rbac = match &access.authz {
-        Authorization::AlwaysAllow => None,
-        Authorization::Rbac(follower) => {
-            let Some(snapshot) = follower.snapshot() else {
-                metrics.access_refused("authorizer_not_ready");
-                return status::response(ApiError::not_ready(
-                    "the authorizer has not yet read the cluster's RBAC objects",
-                    Duration::from_secs(1),
-                ));
-            };
-            let decision = snapshot.authorize(&user, &info);
-            if !decision.allowed {
-                metrics.access_refused("forbidden");
-                return status::response(forbidden(&user, &info, &decision.reason));
+impl Access {
+    /// Authenticates and authorizes a request: what it is allowed as, or
+    /// the refusal's label value (`herald_http_access_refused_requests`)
+    /// and answer.
+    pub(crate) fn admit(
+        &self,
+        peer: Option<&PeerCerts>,
+        authorization: Option<&[u8]>,
+        method: &str,
+        path: &str,
+        query: Option<&str>,
+    ) -> Result<Grant, (&'static str, ApiError)> {
+        let certificate = peer
+            .filter(|p| !p.chain.is_empty())
+            .map(PeerCerts::identity);
+        let user = self
+            .authn
+            .authenticate(Credentials {
+                certificate: certificate.as_deref(),
+                authorization,
+            })
+            .map_err(|refused| (refused.label(), herald_auth::unauthorized()))?;
+        let info = RequestInfo::new(method, path, query);
+        let rbac = match &self.authz {
+            Authorization::AlwaysAllow => None,
+            Authorization::Rbac(follower) => {
+                let snapshot = follower.snapshot().ok_or_else(|| {
+                    (
+                        "authorizer_not_ready",
+                        ApiError::not_ready(
+                            "the authorizer has not yet read the cluster's RBAC objects",
+                            Duration::from_secs(1),
+                        ),
+                    )
+                })?;
+                let decision = snapshot.authorize(&user, &info);
+                if !decision.allowed {
+                    return Err(("forbidden", forbidden(&user, &info, &decision.reason)));
+                }
+                Some(follower.clone())
             }
-            Some(follower.clone())
-        }
-    };
-    req.extensions_mut()
-        .insert(Arc::new(Grant { user, info, rbac }));
-    next.run(req).await
+        };
+        Ok(Grant { user, info, rbac })
+    }
 }
 
 /// A watch's re-decision: wakes its body when the RBAC snapshot changes;
@@ -257,29 +242,5 @@ impl Revocation {
                 _ => self.changed = Some(next_change(rx)),
             }
         }
-    }
-}
-
-/// The objects a service-account token is bound to, looked up in what
-/// the server serves (a resource it does not serve cannot be checked).
-#[derive(Debug, Clone)]
-pub struct ServedLookup(pub Server);
-
-impl Lookup for ServedLookup {
-    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>> {
-        let served = self.0.snapshot();
-        let r = served.get(resource)?;
-        let key = if namespace.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{namespace}/{name}")
-        };
-        let got = r.engine.get(&key, herald::ReadAt::Any).ok()?;
-        Some(got.item.map(|item| {
-            serde_json::from_slice::<serde_json::Value>(item.object.payload())
-                .ok()
-                .and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned))
-                .unwrap_or_default()
-        }))
     }
 }

@@ -20,7 +20,8 @@ use herald_auth::keys::parse_keys;
 use herald_auth::tls::{ServingTls, TlsFiles};
 use herald_auth::token_file::TokenFile;
 
-use crate::access::{Access, Authorization, ServedLookup};
+use crate::access::{Access, Authorization};
+use crate::guard::ServedLookup;
 use crate::rbac_follow::{RBAC_RESOURCES, RbacFollower};
 use crate::server::Server;
 

@@ -50,6 +50,7 @@ mod conn;
 mod counts;
 pub mod crds;
 pub mod discovery;
+mod guard;
 mod listen;
 pub mod media;
 pub mod metrics;
@@ -63,8 +64,9 @@ pub mod status;
 mod target;
 mod watch;
 
-pub use access::{Access, Authorization, ServedLookup};
+pub use access::{Access, Authorization};
 pub use access_config::AccessConfig;
+pub use guard::ServedLookup;
 pub use rbac_follow::{RBAC_RESOURCES, RbacFollower};
 pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};

@@ -73,7 +73,7 @@ impl Server {
             .fallback(fallback)
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
-                crate::access::guard,
+                crate::guard::guard,
             ))
             .layer(axum::middleware::map_response(nosniff))
             .with_state(self.clone())
