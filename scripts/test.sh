@@ -12,8 +12,8 @@
 # target/venv-python); the differential test against the real
 # kube-apiserver (built from the k8s.io/kubernetes module by
 # scripts/ensure-kube-apiserver.sh) with kubectl and client-go
-# (scripts/test-real-cluster.sh) and perf's apiserver-fanout at its smoke
-# size; the loom models;
+# (scripts/test-real-cluster.sh), access control against its decisions,
+# and perf's apiserver-fanout at its smoke size; the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -111,6 +111,9 @@ echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
 cargo test -p herald-apiserver --test real -- --ignored
+
+echo "== access control against the real kube-apiserver: 135 decisions equal to its SubjectAccessReview and its 403s, refused credentials, a revoked watch, kubectl per identity (herald-http tests/access_real.rs)"
+cargo test -p herald-http --test access_real -- --ignored
 
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
 HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test apiserver -- --ignored

@@ -106,6 +106,7 @@ fn placement(key: u32) -> Placement {
 
 pub mod child;
 mod pbwatch;
+pub mod secure;
 
 /// Herald's HTTP front on loopback, served by a child process.
 #[derive(Debug, Clone, Copy, Default)]
@@ -114,6 +115,8 @@ pub struct HeraldHttp {
     /// application/vnd.kubernetes.protobuf`) and read length-prefixed
     /// `WatchEvent`s; else JSON lines.
     pub protobuf: bool,
+    /// Over TLS, with a bearer token and RBAC (see [`secure`]).
+    pub tls: bool,
 }
 
 /// The publisher: the child server, and the client side's reactor.
@@ -131,6 +134,9 @@ pub struct HttpPub {
     /// Set once a put could not be sent: the run will time out, and says
     /// why once.
     broken: bool,
+    /// The TLS material the server reads (again every 10 s), kept while
+    /// it serves.
+    _material: Option<secure::Material>,
 }
 
 impl std::fmt::Debug for HttpPub {
@@ -207,18 +213,27 @@ fn query(filter: &Filter, from: u64) -> String {
 
 impl System for HeraldHttp {
     type Pub = HttpPub;
-    type Sub = HttpSub;
+    type Sub = HttpSub<secure::Stream>;
 
     fn build(
         &self,
         spec: &Spec,
         workload: &Arc<Workload>,
-    ) -> anyhow::Result<(HttpPub, Vec<HttpSub>)> {
+    ) -> anyhow::Result<(HttpPub, Vec<HttpSub<secure::Stream>>)> {
         anyhow::ensure!(
             spec.start == 0 && spec.preloaded == 0,
             "http-fanout watches from the list's version"
         );
-        let mut server = child::ServerProcess::start(workload)?;
+        let material = if self.tls {
+            Some(secure::Material::make()?)
+        } else {
+            None
+        };
+        let mut server = child::ServerProcess::start(workload, material.as_ref())?;
+        let connector = material
+            .as_ref()
+            .map(secure::Material::connector)
+            .transpose()?;
         let addr = server.addr();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -245,7 +260,14 @@ impl System for HeraldHttp {
                     for chunk in queries.chunks(256) {
                         let tasks: Vec<_> = chunk
                             .iter()
-                            .map(|q| tokio::spawn(open(addr, q.clone(), self.protobuf)))
+                            .map(|q| {
+                                tokio::spawn(open(
+                                    addr,
+                                    q.clone(),
+                                    self.protobuf,
+                                    connector.clone(),
+                                ))
+                            })
                             .collect();
                         for t in tasks {
                             out.push(t.await.context("a connection task")??);
@@ -272,6 +294,7 @@ impl System for HeraldHttp {
                 bytes_per_connection: per(client + served),
                 server_bytes_per_connection: per(served),
                 broken: false,
+                _material: material,
             },
             opened,
         ))
@@ -279,12 +302,13 @@ impl System for HeraldHttp {
 }
 
 /// Opens a watch: the request, the response's head; what arrived past
-/// the head is kept.
+/// the head is kept. With `tls`, over TLS with the bearer token.
 async fn open(
     addr: std::net::SocketAddr,
     query: String,
     protobuf: bool,
-) -> anyhow::Result<HttpSub> {
+    tls: Option<tokio_rustls::TlsConnector>,
+) -> anyhow::Result<HttpSub<secure::Stream>> {
     let stream = TcpStream::connect(addr).await.context("connect")?;
     stream.set_nodelay(true)?;
     let accept = if protobuf {
@@ -292,7 +316,14 @@ async fn open(
     } else {
         ""
     };
-    let request = format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n{accept}\r\n");
+    let (stream, auth) = match tls {
+        None => (secure::Stream::Plain(stream), String::new()),
+        Some(tls) => (
+            secure::Stream::Tls(Box::new(secure::handshake(&tls, stream).await?)),
+            format!("Authorization: Bearer {}\r\n", secure::TOKEN),
+        ),
+    };
+    let request = format!("GET /api/v1/pods?{query} HTTP/1.1\r\nHost: perf\r\n{accept}{auth}\r\n");
     start_watch(stream, &request, protobuf).await
 }
 
@@ -534,9 +565,24 @@ pub fn run_on(
 ) -> anyhow::Result<RunResult> {
     match (kind, etcd) {
         (SystemKind::HeraldHttp, _) => consume::run(&HeraldHttp::default(), spec, workload, opts),
-        (SystemKind::HeraldHttpProtobuf, _) => {
-            consume::run(&HeraldHttp { protobuf: true }, spec, workload, opts)
-        }
+        (SystemKind::HeraldHttpProtobuf, _) => consume::run(
+            &HeraldHttp {
+                protobuf: true,
+                ..HeraldHttp::default()
+            },
+            spec,
+            workload,
+            opts,
+        ),
+        (SystemKind::HeraldHttpTls, _) => consume::run(
+            &HeraldHttp {
+                tls: true,
+                ..HeraldHttp::default()
+            },
+            spec,
+            workload,
+            opts,
+        ),
         (SystemKind::Etcd, Some(env)) => crate::etcd::run_on(env, kind, spec, workload, opts),
         _ => run_system(kind, spec, workload, opts),
     }

@@ -40,6 +40,10 @@ pub enum SystemKind {
     /// The same, the clients asking for protobuf (`Accept:
     /// application/vnd.kubernetes.protobuf`).
     HeraldHttpProtobuf,
+    /// The same over TLS, each request authenticated (a bearer token of
+    /// the token file) and authorized by RBAC (a ClusterRoleBinding of the
+    /// token's group), the clients asking for JSON.
+    HeraldHttpTls,
     /// Herald through the in-memory source and a reflector, watched
     /// in-process (http-fanout's baseline).
     #[serde(rename = "herald+source")]
@@ -82,9 +86,10 @@ impl SystemKind {
 
     /// The http-fanout scenario's systems (with [`SystemKind::Etcd`] where
     /// an etcd is found).
-    pub const HTTP: [SystemKind; 3] = [
+    pub const HTTP: [SystemKind; 4] = [
         SystemKind::HeraldHttp,
         SystemKind::HeraldHttpProtobuf,
+        SystemKind::HeraldHttpTls,
         SystemKind::HeraldSource,
     ];
 
@@ -103,6 +108,7 @@ impl SystemKind {
             SystemKind::Herald => "herald",
             SystemKind::HeraldHttp => "herald-http",
             SystemKind::HeraldHttpProtobuf => "herald-http-protobuf",
+            SystemKind::HeraldHttpTls => "herald-http-tls",
             SystemKind::HeraldSource => "herald+source",
             SystemKind::Reference => "reference-port",
             SystemKind::TokioBroadcast => "tokio-broadcast",
@@ -141,6 +147,7 @@ impl SystemKind {
                 | SystemKind::HeraldEtcdJson
                 | SystemKind::HeraldHttp
                 | SystemKind::HeraldHttpProtobuf
+                | SystemKind::HeraldHttpTls
                 | SystemKind::KubeletManager
                 | SystemKind::HeraldServer
                 | SystemKind::HeraldApiserver

@@ -75,6 +75,7 @@ pub fn run_system(
         | SystemKind::HeraldEtcd
         | SystemKind::HeraldEtcdJson
         | SystemKind::HeraldHttpProtobuf
+        | SystemKind::HeraldHttpTls
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
         | SystemKind::HeraldApiserver

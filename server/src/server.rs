@@ -269,6 +269,12 @@ impl Server {
         self.inner.access.set(Arc::new(access)).is_ok()
     }
 
+    /// Whether access control can decide (no access control, or its RBAC
+    /// snapshot exists): what `/readyz` also reports.
+    pub fn access_ready(&self) -> bool {
+        self.access().is_none_or(|a| a.ready())
+    }
+
     /// The access control, if set.
     pub(crate) fn access(&self) -> Option<&Arc<Access>> {
         self.inner.access.get()

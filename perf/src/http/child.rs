@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_http::{Server, ServerConfig, resource_on};
+use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 
 use super::Pods;
@@ -50,7 +50,15 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// exit status.
 pub fn main() -> std::process::ExitCode {
     let mut out = std::io::stdout().lock();
-    match serve(&mut std::io::stdin().lock(), &mut out) {
+    // `__http-server --tls DIR`: TLS, the token file and RBAC (see
+    // `super::secure`).
+    let args: Vec<String> = std::env::args().collect();
+    let tls = args
+        .iter()
+        .position(|a| a == "--tls")
+        .and_then(|i| args.get(i + 1))
+        .map(std::path::PathBuf::from);
+    match serve(&mut std::io::stdin().lock(), &mut out, tls.as_deref()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             let _ = writeln!(out, "error {}", format!("{e:#}").replace('\n', " "));
@@ -107,7 +115,11 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn serve(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
+fn serve(
+    input: &mut impl Read,
+    out: &mut impl Write,
+    tls: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     let objects = read_workload(input)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -119,18 +131,43 @@ fn serve(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
     let pods = resource_on(ResourceInfo::pods(), Arc::new(source.clone()))
         .map_err(|e| anyhow::anyhow!("the pods resource: {e}"))?;
     let engine = pods.engine().clone();
-    let server = Server::new([pods], ServerConfig::default());
+    let mut resources = vec![pods];
+    if tls.is_some() {
+        resources.extend(super::secure::rbac_resources()?);
+    }
+    let server = Server::new(resources, ServerConfig::default());
+    let serving_tls = match tls {
+        None => None,
+        Some(dir) => {
+            let access = AccessConfig {
+                tls_cert_file: Some(dir.join("tls.crt")),
+                tls_private_key_file: Some(dir.join("tls.key")),
+                token_auth_file: Some(dir.join("tokens.csv")),
+                ..AccessConfig::default()
+            };
+            let built = access
+                .build(&server)
+                .map_err(|e| anyhow::anyhow!("access: {e}"))?
+                .context("access control")?;
+            server.set_access(built);
+            access.tls().map_err(|e| anyhow::anyhow!("{e}"))?
+        }
+    };
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .context("bind the server")?;
     let addr = listener.local_addr()?;
     let serving = server.clone();
     runtime.spawn(async move {
-        let _ = serving.serve(listener, std::future::pending()).await;
+        let _ = match serving_tls {
+            Some(t) => serving.serve_tls(listener, t, std::future::pending()).await,
+            None => serving.serve(listener, std::future::pending()).await,
+        };
     });
     wait_for("the engine listed", || {
         engine.resource_version().get() >= Workload::LIST_RV
     })?;
+    wait_for("the RBAC snapshot", || server.access_ready())?;
     Counting::enable();
     writeln!(out, "listening {addr}")?;
     out.flush()?;
@@ -198,12 +235,19 @@ impl std::fmt::Debug for ServerProcess {
 }
 
 impl ServerProcess {
-    /// Starts this binary as the child server of `workload`, and waits
-    /// until it serves.
-    pub fn start(workload: &Workload) -> anyhow::Result<ServerProcess> {
+    /// Starts this binary as the child server of `workload` (over TLS with
+    /// `tls`'s material), and waits until it serves.
+    pub fn start(
+        workload: &Workload,
+        tls: Option<&super::secure::Material>,
+    ) -> anyhow::Result<ServerProcess> {
         let exe = std::env::current_exe().context("the harness's own binary")?;
-        let mut child = Command::new(&exe)
-            .arg(ARG)
+        let mut command = Command::new(&exe);
+        command.arg(ARG);
+        if let Some(m) = tls {
+            command.arg("--tls").arg(m.dir());
+        }
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -221,6 +221,7 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::HeraldEtcd
         | SystemKind::HeraldEtcdJson
         | SystemKind::HeraldHttpProtobuf
+        | SystemKind::HeraldHttpTls
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
         | SystemKind::HeraldApiserver
