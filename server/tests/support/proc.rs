@@ -148,13 +148,15 @@ pub fn threads(pid: u32) -> u64 {
 /// Opens a watch and returns the socket once the response's headers
 /// arrived (the watch is registered).
 pub fn open_watch(addr: SocketAddr, query: &str) -> BufReader<TcpStream> {
+    open_stream(addr, &format!("/api/v1/pods?watch=true&{query}"), "")
+}
+
+/// GETs `path` with `headers` (each ending `\r\n`) and returns the socket
+/// once a 200's headers arrived.
+pub fn open_stream(addr: SocketAddr, path: &str, headers: &str) -> BufReader<TcpStream> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(
-        s,
-        "GET /api/v1/pods?watch=true&{query} HTTP/1.1\r\nHost: x\r\n\r\n"
-    )
-    .unwrap();
+    write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n{headers}\r\n").unwrap();
     let mut r = BufReader::new(s);
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
