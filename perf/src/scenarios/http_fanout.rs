@@ -10,6 +10,9 @@
 //! (the child server alone: the clients are the harness's threads) over
 //! the deliveries; the table gives it per 1,000 deliveries and, for the
 //! protobuf clients, its ratio to the JSON clients' taken per round.
+//! `herald-http-tls` is the same over TLS with a bearer token and RBAC
+//! (see [`crate::http::secure`]); its targets: CPU per delivery and p99
+//! within 1.2x of plain HTTP's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +22,9 @@ use crate::etcd::EtcdEnv;
 use crate::http::run_on;
 use crate::kind::SystemKind;
 use crate::profile::Profile;
-use crate::report::{self, Headline, busy, fig, m, med, note, ratio, spread, spread_key, us};
+use crate::report::{
+    self, Headline, Target, busy, fig, m, med, note, ratio, spread, spread_key, us,
+};
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match, spec};
 use crate::scenario::Scenario;
@@ -185,6 +190,61 @@ impl Scenario for HttpFanout {
                 )
             },
         )
+    }
+
+    /// TLS with authentication and RBAC against plain HTTP, per case:
+    /// the server's CPU per delivery and the p99, each taken per round.
+    fn targets(&self, rows: &[Row]) -> Vec<Target> {
+        let of = |name: &str| {
+            rows.iter()
+                .filter(|r| r.scenario == NAME && r.system == name && !r.rounds.is_empty())
+                .collect::<Vec<_>>()
+        };
+        let (plain, tls) = (
+            of(SystemKind::HeraldHttp.name()),
+            of(SystemKind::HeraldHttpTls.name()),
+        );
+        let mut cpu = Vec::new();
+        let mut p99 = Vec::new();
+        let (mut cpu_ok, mut p99_ok) = (None::<bool>, None::<bool>);
+        for t in &tls {
+            let Some(h) = plain.iter().find(|h| h.case == t.case) else {
+                continue;
+            };
+            if let Some(s) = report::per_round_ratio(t, h, report::server_us_per_delivery) {
+                cpu.push(format!(
+                    "{}: {:.2}x [{:.2}-{:.2}]",
+                    t.case, s.median, s.min, s.max
+                ));
+                cpu_ok = Some(cpu_ok.unwrap_or(true) && s.median <= 1.2);
+            }
+            if let Some(s) = report::per_round_ratio(t, h, |r| r.p99_us) {
+                p99.push(format!(
+                    "{}: {:.2}x [{:.2}-{:.2}]",
+                    t.case, s.median, s.min, s.max
+                ));
+                p99_ok = Some(p99_ok.unwrap_or(true) && s.median <= 1.2);
+            }
+        }
+        let join = |v: Vec<String>| {
+            if v.is_empty() {
+                "-".into()
+            } else {
+                v.join("; ")
+            }
+        };
+        vec![
+            Target {
+                goal: "http-fanout: over TLS with authentication and RBAC, the server's CPU per delivery <= 1.2x plain HTTP's, every case (per-round ratio)".into(),
+                measured: join(cpu),
+                met: cpu_ok,
+            },
+            Target {
+                goal: "http-fanout: over TLS with authentication and RBAC, p99 <= 1.2x plain HTTP's, every case (per-round ratio)".into(),
+                measured: join(p99),
+                met: p99_ok,
+            },
+        ]
     }
 
     /// The connections of everything flat out nearest 1,000 (no target).
