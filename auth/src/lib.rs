@@ -20,7 +20,7 @@
 //!    the cluster's own Roles, ClusterRoles and bindings, with
 //!    `system:masters` allowed first as the apiserver's privileged-group
 //!    authorizer does; a refusal is the apiserver's 403 `Status`
-//!    ([`forbidden`]), message and details alike.
+//!    ([`forbidden`](mod@forbidden)), message and details alike.
 //!
 //! What a request asks for (verb, resource, namespace, name) is read from
 //! its method, path and query as the apiserver's `RequestInfo` reads it

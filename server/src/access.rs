@@ -14,9 +14,9 @@
 //! cluster's objects, as the delegating apiserver's always-allowed
 //! paths).
 //!
-//! The decision is made once per request. A watch keeps its [`Grant`]
+//! The decision is made once per request. A watch keeps its `Grant`
 //! and is decided again only when the RBAC snapshot changes (its body
-//! wakes on the change, [`Revocation`]): one whose user may no longer
+//! wakes on the change, `Revocation`): one whose user may no longer
 //! watch ends at once with an `ERROR` event carrying the 403, so a
 //! revoked binding ends the watches it allowed within the cache's watch
 //! latency plus a rebuild. Nothing on a delivery's path decides
