@@ -103,7 +103,8 @@ pub struct Profile {
     pub apiserver_writes: (f64, f64),
     /// Run the heavy scenarios (see
     /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
-    /// scenario is named.
+    /// scenario is named, and the heavy systems of those that run
+    /// (http-fanout's `herald-http-tls`); naming a scenario sets it.
     pub heavy: bool,
 }
 

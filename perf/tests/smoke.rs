@@ -201,3 +201,54 @@ fn every_scenario_runs_through_the_in_memory_source() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// http-fanout named: its heavy system too, `herald-http-tls` (TLS, a
+/// bearer token, RBAC), every delivery exact, and its targets judged.
+#[test]
+fn http_fanout_named_runs_its_tls_row() {
+    let dir = std::env::temp_dir().join(format!("herald-perf-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("tls.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
+        .args([
+            "--profile",
+            "smoke",
+            "--strict",
+            "--scenarios",
+            "http-fanout",
+            "--no-plots",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .expect("run herald-perf");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let tls: Vec<_> = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["scenario"] == "http-fanout" && r["system"] == "herald-http-tls")
+        .collect();
+    assert_eq!(tls.len(), 3, "all, selector mix, paced");
+    for r in tls {
+        assert_eq!(r["note"], "", "{r}");
+        assert_eq!(r["violations"], 0, "{r}");
+        assert_eq!(r["ended"], 0, "{r}");
+        assert_eq!(r["delivered"], r["owed"], "{r}");
+        assert!(r["owed"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(
+        stdout.contains(
+            "http-fanout: over TLS with authentication and RBAC, the server's CPU per delivery"
+        ),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
