@@ -58,12 +58,7 @@ fn every_scenario_runs_and_every_delivery_is_right() {
     // http-fanout: Herald's HTTP front and the in-process baseline ran
     // every case, every delivery over the wire in order and admitted by
     // its watcher's selector, with the memory per connection measured.
-    for system in [
-        "herald-http",
-        "herald-http-protobuf",
-        "herald-http-tls",
-        "herald+source",
-    ] {
+    for system in ["herald-http", "herald-http-protobuf", "herald+source"] {
         let mine: Vec<_> = rows
             .iter()
             .filter(|r| r["scenario"] == "http-fanout" && r["system"] == system)
