@@ -116,6 +116,18 @@ pub(crate) struct Grant {
     rbac: Option<Arc<RbacFollower>>,
 }
 
+impl Grant {
+    /// The user the request was allowed as.
+    pub(crate) fn user(&self) -> &User {
+        &self.user
+    }
+
+    /// What the request asks, as the authorizer read it.
+    pub(crate) fn info(&self) -> &RequestInfo {
+        &self.info
+    }
+}
+
 /// The paths answered whoever asks.
 pub(crate) fn always_allowed(path: &str) -> bool {
     matches!(path, "/healthz" | "/livez" | "/readyz")

@@ -11,7 +11,8 @@
 //!   ordinary list wait.
 //!
 //! A class has a fixed number of seats; a request that finds none free
-//! waits in a queue of its client's (its address), and a freed seat goes
+//! waits in a queue of its client's ([`Client`]: its user, or its
+//! address when no user is known), and a freed seat goes
 //! to the next client in turn (round robin over clients, FIFO within
 //! one: a client that queues a thousand requests delays its own, not
 //! others'). The queues hold at most `max_queued` requests in all, each
@@ -34,13 +35,23 @@ use tokio::sync::oneshot;
 
 use crate::counts::ServerMetrics;
 
-/// A request's client: the address its connection came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct Client(pub(crate) IpAddr);
+/// Whom a request counts against: its user when access control named
+/// one (the apiserver's priority and fairness tells flows apart by user
+/// name), else the address its connection came from (access control off,
+/// or an anonymous request). A user's requests from many addresses share
+/// one queue and one watch bound; many users behind one address (a
+/// proxy, a node) do not share theirs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum Client {
+    /// A connection's address.
+    Addr(IpAddr),
+    /// An authenticated user's name.
+    User(Arc<str>),
+}
 
 impl Default for Client {
     fn default() -> Self {
-        Client(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+        Client::Addr(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
     }
 }
 
@@ -141,7 +152,7 @@ impl Drop for Waiter<'_> {
             return;
         }
         let mut q = self.seats.lock();
-        if q.remove(self.client, self.id) {
+        if q.remove(&self.client, self.id) {
             self.seats.publish(&q);
             return;
         }
@@ -154,8 +165,8 @@ impl Drop for Waiter<'_> {
 }
 
 impl Queue {
-    fn remove(&mut self, client: Client, id: u64) -> bool {
-        let Some(q) = self.waiters.get_mut(&client) else {
+    fn remove(&mut self, client: &Client, id: u64) -> bool {
+        let Some(q) = self.waiters.get_mut(client) else {
             return false;
         };
         let Some(at) = q.iter().position(|(i, _)| *i == id) else {
@@ -164,8 +175,8 @@ impl Queue {
         q.remove(at);
         self.queued -= 1;
         if q.is_empty() {
-            self.waiters.remove(&client);
-            self.turn.retain(|c| *c != client);
+            self.waiters.remove(client);
+            self.turn.retain(|c| c != client);
         }
         true
     }
@@ -228,10 +239,10 @@ impl Seats {
             let id = q.next_id;
             q.next_id += 1;
             q.queued += 1;
-            let mine = q.waiters.entry(client).or_default();
+            let mine = q.waiters.entry(client.clone()).or_default();
             mine.push_back((id, tx));
             if mine.len() == 1 {
-                q.turn.push_back(client);
+                q.turn.push_back(client.clone());
             }
             self.publish(&q);
             (id, rx)
@@ -391,7 +402,7 @@ impl Admission {
         }
         w.total += 1;
         w.selector_bytes += selector_bytes;
-        *w.by_client.entry(client).or_default() += 1;
+        *w.by_client.entry(client.clone()).or_default() += 1;
         Ok(WatchTicket {
             watches: self.watches.clone(),
             client,
@@ -410,7 +421,7 @@ mod tests {
     use super::*;
 
     fn client(n: u8) -> Client {
-        Client(IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)))
+        Client::Addr(IpAddr::V4(Ipv4Addr::new(10, 0, 0, n)))
     }
 
     #[tokio::test]

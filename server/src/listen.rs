@@ -90,7 +90,7 @@ impl Server {
                 router: router.clone(),
                 closed: closed.clone(),
                 reaper: self.reaper().clone(),
-                client: Client(peer.ip()),
+                client: Client::Addr(peer.ip()),
                 peer: None,
             };
             match &tls {
@@ -198,7 +198,7 @@ impl Conn {
             hyper::service::service_fn(move |mut req: hyper::Request<hyper::body::Incoming>| {
                 let flight = reaper.flight(conn_kill.clone());
                 req.extensions_mut().insert(flight.clone());
-                req.extensions_mut().insert(client);
+                req.extensions_mut().insert(client.clone());
                 if let Some(peer) = &peer {
                     req.extensions_mut().insert(peer.clone());
                 }

@@ -462,7 +462,7 @@ impl Server {
         let ticket = self
             .inner
             .admission
-            .watch(caller.client, o.selector_bytes)?;
+            .watch(caller.client.clone(), o.selector_bytes)?;
         let seat = self
             .seat(resource, o.resource_version, caller.client)
             .await?;
@@ -733,17 +733,27 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Caller, Self::Rejection> {
         let header = |name| parts.headers.get(name).and_then(|v| v.to_str().ok());
-        Ok(Caller {
-            client: parts
+        let grant = parts.extensions.get::<Arc<Grant>>().cloned();
+        // Fairness counts a request against its user once access control
+        // has named one (an anonymous request, like any with access
+        // control off, against its address).
+        let client = match grant.as_deref().map(Grant::user) {
+            Some(user) if user.name != herald_auth::user::ANONYMOUS => {
+                Client::User(Arc::from(user.name.as_str()))
+            }
+            _ => parts
                 .extensions
                 .get::<Client>()
-                .copied()
+                .cloned()
                 .unwrap_or_default(),
+        };
+        Ok(Caller {
+            client,
             flight: parts.extensions.get::<Arc<Flight>>().cloned(),
             accept: header(header::ACCEPT).map(Arc::from),
             media: Media::Json,
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
-            grant: parts.extensions.get::<Arc<Grant>>().cloned(),
+            grant,
         })
     }
 }
