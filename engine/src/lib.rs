@@ -305,7 +305,8 @@ pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
 pub use watch::{
-    EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchRequest, WatchStopper,
+    EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchProbe, WatchRequest,
+    WatchState, WatchStopper,
 };
 pub use writer::{BatchError, Writer};
 

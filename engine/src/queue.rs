@@ -116,6 +116,16 @@ impl Queue {
         ring.get().map_or(Err(Full), |q| q.push(value))
     }
 
+    /// Any thread: how many handles the queue holds, as two racing
+    /// loads saw it (an operator's view, never a synchronisation point).
+    pub(crate) fn len(&self) -> u64 {
+        match self {
+            Queue::Ring { ring, .. } => ring.get().map_or(0, Spsc::len),
+            // Relaxed: a statistic.
+            Queue::One(slot) => u64::from(slot.load(Ordering::Relaxed) != EMPTY),
+        }
+    }
+
     /// Consumer only.
     #[inline]
     pub(crate) fn pop(&self) -> Option<u64> {
@@ -185,6 +195,15 @@ impl Spsc {
         // Release: publishes the slot write to the consumer.
         tail.store(t + 1, Ordering::Release);
         Ok(())
+    }
+
+    /// Any thread: `tail - head`. Relaxed: a statistic; `head` is read
+    /// first and neither goes back, so the difference is never negative
+    /// (saturating all the same).
+    fn len(&self) -> u64 {
+        let h = self.head.0.0.load(Ordering::Relaxed);
+        let t = self.tail.0.0.load(Ordering::Relaxed);
+        t.saturating_sub(h)
     }
 
     /// Consumer only.

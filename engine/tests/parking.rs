@@ -88,6 +88,49 @@ fn a_stalled_watcher_slows_no_one_and_loses_nothing_while_in_history() {
 }
 
 #[test]
+fn a_probe_shows_following_queued_parked_and_ended() {
+    let (engine, mut writer, mut w) = listed_with_watch(Config::default());
+    let probe = w.stopper();
+    assert_eq!(
+        probe.probe(),
+        WatchProbe {
+            state: WatchState::Following,
+            queued: 0
+        }
+    );
+    for rv in 2..=4 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched == 4);
+    assert_eq!(
+        probe.probe(),
+        WatchProbe {
+            state: WatchState::Queued,
+            queued: 3
+        }
+    );
+    // Past the queue's 10: parked, nothing queued (the replay reads the
+    // ring).
+    for rv in 5..=40 {
+        writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
+    }
+    eventually("dispatched", || engine.stats().changes_dispatched == 40);
+    assert_eq!(
+        probe.probe(),
+        WatchProbe {
+            state: WatchState::Parked,
+            queued: 0
+        }
+    );
+    let (seen, _) = recv_events(&mut w, 39);
+    assert_eq!(rvs(&seen), (2..=40).collect::<Vec<_>>());
+    eventually("resumed", || probe.probe().state == WatchState::Following);
+    probe.stop();
+    assert_eq!(probe.probe().state, WatchState::Ended);
+    assert_eq!(WatchState::Parked.as_str(), "parked");
+}
+
+#[test]
 fn a_parked_watcher_lapped_by_the_writer_ends_with_gone() {
     let (engine, mut writer, mut stalled) =
         listed_with_watch(Config::default().history_bounds(32, 32));

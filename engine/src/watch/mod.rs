@@ -28,4 +28,4 @@ pub use request::WatchRequest;
 pub(crate) use request::WatcherSpec;
 pub(crate) use request::{Route, Start};
 pub(crate) use shared::{Pushed, WatcherShared};
-pub use stopper::WatchStopper;
+pub use stopper::{WatchProbe, WatchState, WatchStopper};

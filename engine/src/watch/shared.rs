@@ -99,6 +99,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::request::{Packed, Start, WatcherSpec};
+use super::stopper::{WatchProbe, WatchState};
 use crate::bookmarks::InitialEventsEnd;
 use crate::clock::Clock;
 use crate::event::EndReason;
@@ -606,6 +607,36 @@ impl WatcherShared {
     pub(crate) fn active_generation(&self) -> u64 {
         // Relaxed: ordered by the Acquire load of `attach`.
         self.generation.load(Ordering::Relaxed)
+    }
+
+    /// Any thread: where the watcher stands and how much waits for its
+    /// consumer ([`WatchStopper::probe`](crate::WatchStopper::probe)):
+    /// racing loads, an operator's view.
+    pub(crate) fn probe(&self) -> WatchProbe {
+        // Relaxed: a statistic (the lock below orders the overflow's
+        // length itself).
+        let spilled = if self.spilling.load(Ordering::Relaxed) {
+            self.lock_spill_if_any().map_or(0, |s| s.len() as u64)
+        } else {
+            0
+        };
+        let mut queued = self.queue.len() + spilled;
+        let state = if self.is_ended() {
+            WatchState::Ended
+        } else {
+            match self.attach() {
+                Attach::NotYet => WatchState::Starting,
+                Attach::Parked(_) => {
+                    // What the queue still holds is older than the park,
+                    // to be discarded: the replay re-derives it.
+                    queued = 0;
+                    WatchState::Parked
+                }
+                Attach::Live(_) if queued > 0 => WatchState::Queued,
+                Attach::Live(_) => WatchState::Following,
+            }
+        };
+        WatchProbe { state, queued }
     }
 
     /// The end, if the watch has ended, and whether it waits for the
