@@ -55,6 +55,7 @@ mod listen;
 pub mod media;
 pub mod metrics;
 mod names;
+mod open_watches;
 pub mod rbac_follow;
 mod resource;
 mod routes;

@@ -38,6 +38,7 @@ impl Server {
             .route("/livez", any(healthz))
             .route("/readyz", any(readyz))
             .route("/metrics", any(metrics))
+            .route("/debug/herald/watches", any(debug_watches))
             .route(
                 "/api/v1/{plural}",
                 routing::get(cluster_collection).fallback(method_not_allowed),
@@ -411,6 +412,35 @@ async fn metrics(State(s): State<Server>) -> Response {
         HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
     );
     r
+}
+
+/// The open watches, furthest behind first (see the module
+/// `open_watches`): `?limit=N` of them (500 unless asked, at most 10,000).
+async fn debug_watches(State(s): State<Server>, q: Pairs) -> Response {
+    const MAX: usize = 10_000;
+    let mut limit = 500;
+    let pairs = match q {
+        Ok(axum::extract::Query(p)) => p,
+        Err(e) => {
+            return status::response(ApiError::bad_request(format!(
+                "malformed query: {}",
+                e.body_text()
+            )));
+        }
+    };
+    for (k, v) in pairs {
+        match (k.as_str(), v.parse::<usize>()) {
+            ("limit", Ok(n)) if (1..=MAX).contains(&n) => limit = n,
+            ("limit", _) => {
+                return status::response(ApiError::bad_request(format!(
+                    "limit must be a whole number from 1 to {MAX}, not {v:?}"
+                )));
+            }
+            _ => {}
+        }
+    }
+    let body = serde_json::to_vec(&s.open_watches().list(limit)).unwrap_or_default();
+    json_response(StatusCode::OK, body)
 }
 
 async fn fallback(uri: Uri) -> Response {

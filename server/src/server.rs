@@ -26,6 +26,7 @@ use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
 use crate::media::{YAML, envelope, yaml};
 use crate::names;
+use crate::open_watches::{Asked, OpenWatches};
 use crate::resource::{Resource, ResourceMap};
 use crate::status;
 use crate::target::Target;
@@ -139,6 +140,8 @@ struct Inner {
     /// Authentication and authorization, when set (see the module
     /// `access`); without, every request is served.
     access: OnceLock<Arc<Access>>,
+    /// The open watches (`/debug/herald/watches`).
+    watches: Arc<OpenWatches>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -221,9 +224,15 @@ impl Server {
                 admission: Admission::new(config.limits(), metrics.clone()),
                 metrics,
                 access: OnceLock::new(),
+                watches: Arc::default(),
                 config,
             }),
         }
+    }
+
+    /// The open watches.
+    pub(crate) fn open_watches(&self) -> &OpenWatches {
+        &self.inner.watches
     }
 
     /// The served resources, now.
@@ -466,6 +475,19 @@ impl Server {
         let seat = self
             .seat(resource, o.resource_version, caller.client)
             .await?;
+        let asked = Asked {
+            user: caller.grant.as_deref().map(|g| g.user().name.clone()),
+            address: caller.address,
+            resource: resource.info.qualified(),
+            path: caller.path.to_string(),
+            labels: o.labels.as_ref().map(|l| l.to_string()),
+            fields: o.fields.as_ref().map(|f| f.to_string()),
+            media: match caller.media {
+                Media::Table => "table",
+                Media::Protobuf => "protobuf",
+                Media::Json | Media::Yaml => "json",
+            },
+        };
         let mut req = WatchRequest::new()
             .scope(scope)
             .resource_version(o.resource_version)
@@ -493,7 +515,13 @@ impl Server {
         .await?;
         let body = match opened {
             Ok(watch) => {
-                let mut body = WatchBody::new(resource.clone(), watch).admitted(ticket);
+                let registered =
+                    self.inner
+                        .watches
+                        .register(asked, resource.engine.clone(), watch.stopper());
+                let mut body = WatchBody::new(resource.clone(), watch)
+                    .admitted(ticket)
+                    .registered(registered);
                 if let Some(revocation) = caller.grant.as_ref().and_then(Revocation::of) {
                     body = body.revocable(revocation);
                 }
@@ -715,6 +743,10 @@ pub(crate) struct Caller {
     gzip: bool,
     /// What access control allowed it as, if it is on.
     grant: Option<Arc<Grant>>,
+    /// Its connection's address.
+    address: Option<std::net::IpAddr>,
+    /// The request's path.
+    path: Arc<str>,
 }
 
 impl Caller {
@@ -737,15 +769,20 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
         // Fairness counts a request against its user once access control
         // has named one (an anonymous request, like any with access
         // control off, against its address).
+        let connection = parts
+            .extensions
+            .get::<Client>()
+            .cloned()
+            .unwrap_or_default();
+        let address = match connection {
+            Client::Addr(ip) => Some(ip),
+            Client::User(_) => None,
+        };
         let client = match grant.as_deref().map(Grant::user) {
             Some(user) if user.name != herald_auth::user::ANONYMOUS => {
                 Client::User(Arc::from(user.name.as_str()))
             }
-            _ => parts
-                .extensions
-                .get::<Client>()
-                .cloned()
-                .unwrap_or_default(),
+            _ => connection,
         };
         Ok(Caller {
             client,
@@ -754,6 +791,8 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             media: Media::Json,
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
             grant,
+            address,
+            path: Arc::from(parts.uri.path()),
         })
     }
 }

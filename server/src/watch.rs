@@ -34,6 +34,7 @@ use crate::admit::WatchTicket;
 use crate::conn::Flight;
 use crate::counts::{OpenWatch, Tally};
 use crate::media;
+use crate::open_watches::Registered;
 use crate::resource::Resource;
 
 /// Events written per chunk at most.
@@ -65,6 +66,8 @@ pub struct WatchBody {
     /// Decides again when the RBAC snapshot changes (see the module
     /// `access`): a watch its user may no longer make ends with a 403.
     revocation: Option<Revocation>,
+    /// Its row in `/debug/herald/watches` (see the module `open_watches`).
+    registered: Option<Registered>,
     _open: OpenWatch,
 }
 
@@ -102,7 +105,14 @@ impl WatchBody {
             table: None,
             protobuf: false,
             revocation: None,
+            registered: None,
         }
+    }
+
+    /// Shows the watch in `/debug/herald/watches` until the body drops.
+    pub(crate) fn registered(mut self, registered: Registered) -> WatchBody {
+        self.registered = Some(registered);
+        self
     }
 
     /// Ends the watch with a 403 `ERROR` event when a new RBAC snapshot
@@ -186,9 +196,11 @@ impl Body for WatchBody {
         let printer = &this.resource.printer;
         let protobuf = this.protobuf;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
+        let mut last_rv = 0;
         let polled = watch.poll_visit_batch(cx, max, |ev| {
             let start = buf.len();
             let rv = ev.resource_version();
+            last_rv = rv.get();
             match (ev.kind(), ev.object()) {
                 (EventKind::Bookmark, _) | (_, None) => {
                     let object = bookmark_object(info, rv, ev.is_initial_events_end());
@@ -222,8 +234,17 @@ impl Body for WatchBody {
             tally.event(buf.len() - start);
         });
         match polled {
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                if let Some(r) = &this.registered {
+                    r.idle();
+                }
+                Poll::Pending
+            }
             Poll::Ready(visited) => {
+                if let Some(r) = this.registered.as_ref().filter(|_| visited.events > 0) {
+                    r.busy();
+                    r.sent(last_rv);
+                }
                 if let Some(mean) = this.buf.len().checked_div(visited.events) {
                     this.mean_event = (this.mean_event * 3 + mean) / 4;
                 }

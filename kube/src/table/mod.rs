@@ -45,6 +45,7 @@ mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
+pub use time::micro_time;
 
 use cells::{BuiltIn, Row, column};
 

@@ -156,6 +156,22 @@ pub(crate) fn rfc3339(t: Option<Nanos>) -> String {
     )
 }
 
+/// `t` as Go's `metav1.MicroTime` marshals it: RFC 3339 in UTC with six
+/// fraction digits (an audit event's timestamps).
+pub fn micro_time(t: std::time::SystemTime) -> String {
+    let n = nanos(t);
+    let secs = n.div_euclid(SECOND) as i64;
+    let micros = n.rem_euclid(SECOND) / 1_000;
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
+        s / 3_600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
 /// apimachinery's `duration.HumanDuration` of `d` nanoseconds.
 pub(crate) fn human_duration(d: i64) -> String {
     const MIN: i64 = 60_000_000_000;
@@ -245,6 +261,17 @@ mod tests {
         ] {
             assert_eq!(human_duration(d), want, "{d}");
         }
+    }
+
+    #[test]
+    fn micro_times_are_gos() {
+        let t = std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::new(1_795_000_000, 123_456_789);
+        assert_eq!(micro_time(t), "2026-11-18T11:06:40.123456Z");
+        assert_eq!(
+            micro_time(std::time::SystemTime::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000000Z"
+        );
     }
 
     #[test]
