@@ -34,8 +34,9 @@
 //! | 0 | `user` | an identity |
 //! | 1 | `request`, `rbac/model`, `rbac/rules` | what a request asks; RBAC objects and rule matching |
 //! | 2 | `rbac/index`, `forbidden`, `token_file`, `keys`, `jwt`, `x509` | the decision; the 403; each credential |
-//! | 3 | `authn`, `tls` | the authenticator chain; TLS serving and the client CA |
+//! | 3 | `authn`, `tls`, `audit/policy`, `audit/event` | the authenticator chain; TLS serving and the client CA; the audit policy and its events |
 
+pub mod audit;
 pub mod authn;
 pub mod forbidden;
 pub mod jwt;

@@ -93,6 +93,11 @@ impl PeerCerts {
         }
     }
 
+    /// Whether the client presented a certificate.
+    pub(crate) fn presented(&self) -> bool {
+        !self.chain.is_empty()
+    }
+
     /// The identity the chain proves under the current client CA.
     fn identity(&self) -> CertIdentity {
         let serving = self.tls.current();
@@ -114,6 +119,8 @@ pub(crate) struct Grant {
     user: User,
     info: RequestInfo,
     rbac: Option<Arc<RbacFollower>>,
+    /// The authorizer's reason (`RBAC: allowed by ...`).
+    reason: String,
 }
 
 impl Grant {
@@ -122,9 +129,9 @@ impl Grant {
         &self.user
     }
 
-    /// What the request asks, as the authorizer read it.
-    pub(crate) fn info(&self) -> &RequestInfo {
-        &self.info
+    /// The authorizer's reason for allowing it.
+    pub(crate) fn reason(&self) -> &str {
+        &self.reason
     }
 }
 
@@ -133,18 +140,26 @@ pub(crate) fn always_allowed(path: &str) -> bool {
     matches!(path, "/healthz" | "/livez" | "/readyz")
 }
 
+/// Why a request was refused: the label value
+/// (`herald_http_access_refused_requests`), the answer, who asked (if
+/// that much was established) and the authorizer's reason.
+#[derive(Debug)]
+pub(crate) struct Refusal {
+    pub(crate) label: &'static str,
+    pub(crate) answer: ApiError,
+    pub(crate) user: Option<User>,
+    pub(crate) reason: String,
+}
+
 impl Access {
-    /// Authenticates and authorizes a request: what it is allowed as, or
-    /// the refusal's label value (`herald_http_access_refused_requests`)
-    /// and answer.
+    /// Authenticates and authorizes a request asking `info`: what it is
+    /// allowed as, or why not.
     pub(crate) fn admit(
         &self,
         peer: Option<&PeerCerts>,
         authorization: Option<&[u8]>,
-        method: &str,
-        path: &str,
-        query: Option<&str>,
-    ) -> Result<Grant, (&'static str, ApiError)> {
+        info: RequestInfo,
+    ) -> Result<Grant, Refusal> {
         let certificate = peer
             .filter(|p| !p.chain.is_empty())
             .map(PeerCerts::identity);
@@ -154,28 +169,44 @@ impl Access {
                 certificate: certificate.as_deref(),
                 authorization,
             })
-            .map_err(|refused| (refused.label(), herald_auth::unauthorized()))?;
-        let info = RequestInfo::new(method, path, query);
-        let rbac = match &self.authz {
-            Authorization::AlwaysAllow => None,
+            .map_err(|refused| Refusal {
+                label: refused.label(),
+                answer: herald_auth::unauthorized(),
+                user: None,
+                reason: String::new(),
+            })?;
+        let (rbac, reason) = match &self.authz {
+            Authorization::AlwaysAllow => (None, String::new()),
             Authorization::Rbac(follower) => {
-                let snapshot = follower.snapshot().ok_or_else(|| {
-                    (
-                        "authorizer_not_ready",
-                        ApiError::not_ready(
+                let Some(snapshot) = follower.snapshot() else {
+                    return Err(Refusal {
+                        label: "authorizer_not_ready",
+                        answer: ApiError::not_ready(
                             "the authorizer has not yet read the cluster's RBAC objects",
                             Duration::from_secs(1),
                         ),
-                    )
-                })?;
+                        user: Some(user),
+                        reason: String::new(),
+                    });
+                };
                 let decision = snapshot.authorize(&user, &info);
                 if !decision.allowed {
-                    return Err(("forbidden", forbidden(&user, &info, &decision.reason)));
+                    return Err(Refusal {
+                        label: "forbidden",
+                        answer: forbidden(&user, &info, &decision.reason),
+                        user: Some(user),
+                        reason: decision.reason,
+                    });
                 }
-                Some(follower.clone())
+                (Some(follower.clone()), decision.reason)
             }
         };
-        Ok(Grant { user, info, rbac })
+        Ok(Grant {
+            user,
+            info,
+            rbac,
+            reason,
+        })
     }
 }
 
@@ -244,7 +275,9 @@ impl Revocation {
                 return Poll::Pending;
             };
             self.seen = *rx.borrow_and_update();
-            let Grant { user, info, rbac } = &*self.grant;
+            let Grant {
+                user, info, rbac, ..
+            } = &*self.grant;
             let decision = rbac
                 .as_ref()
                 .and_then(|r| r.snapshot())

@@ -15,12 +15,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use herald_auth::Authenticator;
+use herald_auth::audit::Policy;
 use herald_auth::jwt::{LEGACY_ISSUER, ServiceAccountTokens};
 use herald_auth::keys::parse_keys;
 use herald_auth::tls::{ServingTls, TlsFiles};
 use herald_auth::token_file::TokenFile;
 
 use crate::access::{Access, Authorization};
+use crate::audit_log::AuditLog;
 use crate::guard::ServedLookup;
 use crate::rbac_follow::{RBAC_RESOURCES, RbacFollower};
 use crate::server::Server;
@@ -48,6 +50,10 @@ pub struct AccessConfig {
     pub authorization_mode: Option<String>,
     /// `--insecure-plain-http`.
     pub insecure_plain_http: bool,
+    /// `--audit-log-path` (`-`: standard output).
+    pub audit_log_path: Option<PathBuf>,
+    /// `--audit-policy-file`.
+    pub audit_policy_file: Option<PathBuf>,
 }
 
 /// How requests are authorized.
@@ -180,6 +186,28 @@ impl AccessConfig {
             }
         };
         Ok(Some(Access::new(authn, authz)))
+    }
+
+    /// The audit log, if configured (its policy read and its file opened
+    /// now; a `RequestResponse` rule's downgrade said on standard error).
+    pub fn audit(&self) -> Result<Option<AuditLog>, String> {
+        let (path, policy) = match (&self.audit_log_path, &self.audit_policy_file) {
+            (None, None) => return Ok(None),
+            (Some(path), Some(policy)) => (path, policy),
+            (Some(_), None) => return Err("--audit-log-path needs --audit-policy-file".into()),
+            (None, Some(_)) => return Err("--audit-policy-file needs --audit-log-path".into()),
+        };
+        let text = std::fs::read_to_string(policy)
+            .map_err(|e| format!("--audit-policy-file {}: {e}", policy.display()))?;
+        let policy = Policy::parse(&text)
+            .map_err(|e| format!("--audit-policy-file {}: {e}", policy.display()))?;
+        for i in policy.downgraded() {
+            eprintln!(
+                "herald-server: audit policy rules[{i}]: level RequestResponse is logged as \
+                 Request (Herald writes no response bodies to the audit log)"
+            );
+        }
+        AuditLog::open(path, policy).map(Some)
     }
 
     /// One line for the log: what serves and who may read.

@@ -1,48 +1,262 @@
 //! The access middleware and what it looks up in the served resources:
 //! every request through [`Access::admit`](crate::access::Access) before
-//! it reaches a route (see the module `access`), and the objects a
-//! service-account token is bound to ([`ServedLookup`]).
+//! it reaches a route (see the module `access`), audited on the way (see
+//! the module `audit_log`), and the objects a service-account token is
+//! bound to ([`ServedLookup`]).
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::header::AUTHORIZATION;
+use axum::http::header::{AUTHORIZATION, USER_AGENT};
+use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use herald_auth::RequestInfo;
+use herald_auth::audit::event::{DECISION, REASON};
+use herald_auth::audit::{Event, ResponseStatus, Stage, new_id};
 use herald_auth::jwt::Lookup;
-use std::sync::Arc;
 
-use crate::access::{PeerCerts, always_allowed};
+use crate::access::{PeerCerts, Refusal, always_allowed};
+use crate::admit::Client;
+use crate::audit_log::{AuditLog, Completes};
 use crate::server::Server;
 use crate::status;
 
-/// Authenticates and authorizes, or answers 401, 403 or 429 itself.
+/// Authenticates, authorizes and audits, or answers 401, 403 or 429
+/// itself.
 pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: Next) -> Response {
-    let Some(access) = server.access() else {
-        return next.run(req).await;
-    };
-    if always_allowed(req.uri().path()) {
+    let access = server.access().cloned();
+    let audit = server.audit().cloned();
+    if access.is_none() && audit.is_none() {
         return next.run(req).await;
     }
+    let received = SystemTime::now();
+    let info = RequestInfo::new(req.method().as_str(), req.uri().path(), req.uri().query());
+    // The event, if the policy logs this request at all (decided once
+    // the user is known).
+    let pending = audit.map(|log| Pending::new(log, &req, received));
+    let Some(access) = access.filter(|_| !always_allowed(req.uri().path())) else {
+        let event = pending.and_then(|p| p.decided(None, info, None));
+        return run(next, req, event).await;
+    };
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
+    let bearer = req.headers().contains_key(AUTHORIZATION);
+    let certificate = peer.as_ref().is_some_and(|p| p.presented());
     let admitted = access.admit(
         peer.as_deref(),
         req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()),
-        req.method().as_str(),
-        req.uri().path(),
-        req.uri().query(),
+        info.clone(),
     );
     match admitted {
         Ok(grant) => {
+            let event = pending.and_then(|p| {
+                let decision = Some(("allow", grant.reason().to_owned()));
+                p.decided(Some(grant.user().clone()), info, decision)
+            });
             // The credential goes no further, as the apiserver deletes it
             // once it has authenticated.
             req.headers_mut().remove(AUTHORIZATION);
             req.extensions_mut().insert(Arc::new(grant));
-            next.run(req).await
+            run(next, req, event).await
         }
-        Err((reason, answer)) => {
-            server.metrics().access_refused(reason);
+        Err(Refusal {
+            label,
+            answer,
+            user,
+            reason,
+        }) => {
+            server.metrics().access_refused(label);
+            if let Some(p) = pending {
+                match user {
+                    // Credentials refused: one ResponseStarted event, no
+                    // user (`WithFailedAuthenticationAudit`).
+                    None => {
+                        if let Some(mut a) = p.undecided(info) {
+                            let status = ResponseStatus::failed_authentication(
+                                bearer,
+                                certificate,
+                                answer.code,
+                            );
+                            a.event.response_status = Some(status);
+                            a.finish(Stage::ResponseStarted);
+                        }
+                    }
+                    Some(user) => {
+                        // A 429 before the RBAC snapshot exists decided
+                        // nothing.
+                        let decision = (label == "forbidden").then_some(("forbid", reason));
+                        if let Some(mut a) = p.decided(Some(user), info, decision) {
+                            a.event.response_status = Some(ResponseStatus::of(&answer));
+                            a.finish(Stage::ResponseComplete);
+                        }
+                    }
+                }
+            }
             status::response(answer)
         }
     }
+}
+
+/// A request's audit event before the policy has decided on it.
+struct Pending {
+    log: Arc<AuditLog>,
+    audit_id: String,
+    request_uri: String,
+    source_ips: Vec<String>,
+    user_agent: String,
+    received: SystemTime,
+}
+
+/// A request's audit event, to be written.
+struct Audited {
+    log: Arc<AuditLog>,
+    event: Event,
+    logs_completion: bool,
+    logs_start: bool,
+}
+
+impl Pending {
+    fn new(log: Arc<AuditLog>, req: &Request, received: SystemTime) -> Pending {
+        let header = |name: &str| {
+            req.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+        };
+        // The client's `Audit-ID` names the request if it is a sane one
+        // (the apiserver takes it as is).
+        let given = header("audit-id");
+        let audit_id = if !given.is_empty() && given.len() <= 64 {
+            given.to_owned()
+        } else {
+            new_id()
+        };
+        let address = req.extensions().get::<Client>().and_then(|c| match c {
+            Client::Addr(ip) => Some(ip.to_string()),
+            Client::User(_) => None,
+        });
+        Pending {
+            audit_id,
+            request_uri: req
+                .uri()
+                .path_and_query()
+                .map_or_else(|| req.uri().path().to_owned(), |p| p.as_str().to_owned()),
+            source_ips: address.into_iter().collect(),
+            user_agent: header(USER_AGENT.as_str()).to_owned(),
+            received,
+            log,
+        }
+    }
+
+    /// The event of `info` asked by `user`, with the authorizer's
+    /// decision, if the policy logs it (its `RequestReceived` written).
+    fn decided(
+        self,
+        user: Option<herald_auth::User>,
+        info: RequestInfo,
+        decision: Option<(&'static str, String)>,
+    ) -> Option<Audited> {
+        self.event(user, info, decision, true)
+    }
+
+    /// The event of a request whose credentials were refused, if the
+    /// policy logs it (no `RequestReceived`: the apiserver's failed
+    /// authentication writes its `ResponseStarted` alone).
+    fn undecided(self, info: RequestInfo) -> Option<Audited> {
+        self.event(None, info, None, false)
+    }
+
+    fn event(
+        self,
+        user: Option<herald_auth::User>,
+        info: RequestInfo,
+        decision: Option<(&'static str, String)>,
+        received: bool,
+    ) -> Option<Audited> {
+        let decided = self.log.policy().decide(user.as_ref(), &info);
+        let logs_any = [
+            Stage::RequestReceived,
+            Stage::ResponseStarted,
+            Stage::ResponseComplete,
+        ]
+        .iter()
+        .any(|s| decided.logs(*s));
+        if !logs_any {
+            return None;
+        }
+        let mut annotations = BTreeMap::new();
+        if let Some((d, reason)) = decision {
+            annotations.insert(DECISION, d.to_owned());
+            annotations.insert(REASON, reason);
+        }
+        let event = Event {
+            level: decided.level,
+            audit_id: self.audit_id,
+            request_uri: self.request_uri,
+            info,
+            user,
+            source_ips: self.source_ips,
+            user_agent: self.user_agent,
+            response_status: None,
+            received: self.received,
+            annotations,
+        };
+        if received && decided.logs(Stage::RequestReceived) {
+            self.log
+                .log(&Arc::new(event.clone()), Stage::RequestReceived);
+        }
+        Some(Audited {
+            logs_completion: decided.logs(Stage::ResponseComplete),
+            logs_start: decided.logs(Stage::ResponseStarted),
+            log: self.log,
+            event,
+        })
+    }
+}
+
+impl Audited {
+    fn finish(self, stage: Stage) {
+        let logs = match stage {
+            Stage::ResponseStarted => self.logs_start,
+            _ => self.logs_completion,
+        };
+        if logs {
+            self.log.log(&Arc::new(self.event), stage);
+        }
+    }
+}
+
+/// Runs the request; with an event, writes its stages as the response
+/// starts and completes, and names it in the `Audit-Id` header.
+async fn run(next: Next, req: Request, audited: Option<Audited>) -> Response {
+    let Some(mut a) = audited else {
+        return next.run(req).await;
+    };
+    let response = next.run(req).await;
+    let status = response
+        .extensions()
+        .get::<ResponseStatus>()
+        .cloned()
+        .unwrap_or_else(|| ResponseStatus::code(response.status().as_u16()));
+    a.event.response_status = Some(status);
+    let (mut parts, body) = response.into_parts();
+    if let Ok(id) = HeaderValue::from_str(&a.event.audit_id) {
+        parts.headers.insert("audit-id", id);
+    }
+    // A watch is long-running: its start is an event of its own.
+    if a.event.info.verb == "watch" && parts.status == StatusCode::OK && a.logs_start {
+        a.log
+            .log(&Arc::new(a.event.clone()), Stage::ResponseStarted);
+    }
+    let body = if a.logs_completion {
+        Body::new(Completes::new(body, a.log, Arc::new(a.event)))
+    } else {
+        body
+    };
+    Response::from_parts(parts, body)
 }
 
 /// The objects a service-account token is bound to, looked up in what

@@ -45,6 +45,7 @@
 pub mod access;
 pub mod access_config;
 mod admit;
+pub mod audit_log;
 pub mod compress;
 mod conn;
 mod counts;

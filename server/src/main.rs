@@ -248,6 +248,14 @@ struct Args {
     /// the network reads what is served, unencrypted).
     #[arg(long)]
     insecure_plain_http: bool,
+    /// Write the audit log here (`-`: standard output), one
+    /// audit.k8s.io/v1 Event per line; needs --audit-policy-file.
+    #[arg(long)]
+    audit_log_path: Option<std::path::PathBuf>,
+    /// The audit policy (kube-apiserver's --audit-policy-file: an
+    /// audit.k8s.io/v1 Policy, YAML or JSON).
+    #[arg(long)]
+    audit_policy_file: Option<std::path::PathBuf>,
 }
 
 /// A flag's seconds as a duration, or why they are not one.
@@ -271,6 +279,8 @@ impl Args {
             anonymous: self.anonymous_auth,
             authorization_mode: self.authorization_mode.clone(),
             insecure_plain_http: self.insecure_plain_http,
+            audit_log_path: self.audit_log_path.clone(),
+            audit_policy_file: self.audit_policy_file.clone(),
         }
     }
 
@@ -614,6 +624,9 @@ async fn run(
     let server = Server::new(resources, config);
     if let Some(a) = access.build(&server)? {
         server.set_access(a);
+    }
+    if let Some(log) = access.audit()? {
+        server.set_audit(log);
     }
     if args.resources.iter().any(|r| r == "all") {
         tokio::spawn(follow_crds(server.clone(), args.clone()));

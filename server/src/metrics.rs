@@ -43,9 +43,12 @@ pub(crate) const ACCESS_REFUSALS: [&str; 6] = [
     "tls_handshake",
 ];
 
+/// Where the server's audit log is, once set (its counts are shown).
+pub(crate) type AuditSlot = Arc<std::sync::OnceLock<Arc<crate::audit_log::AuditLog>>>;
+
 /// The collector of the server's own figures.
 #[derive(Debug)]
-struct Server(Arc<ServerMetrics>);
+struct Server(Arc<ServerMetrics>, AuditSlot);
 
 impl Collector for Server {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
@@ -82,6 +85,35 @@ impl Collector for Server {
             &[(vec![], self.0.tls_reload_failures.load(Ordering::Relaxed))],
             counter,
         )?;
+        if let Some(audit) = self.1.get() {
+            let c = audit.counts();
+            for (name, help, v) in [
+                (
+                    "herald_http_audit_events",
+                    "Audit events written.",
+                    &c.written,
+                ),
+                (
+                    "herald_http_audit_events_dropped",
+                    "Audit events dropped: the writer's queue was full (the disk slower than the requests).",
+                    &c.dropped,
+                ),
+                (
+                    "herald_http_audit_write_failures",
+                    "Writes to the audit log that failed.",
+                    &c.write_failures,
+                ),
+            ] {
+                family(
+                    &mut encoder,
+                    name,
+                    help,
+                    MetricType::Counter,
+                    &[(vec![], v.load(Ordering::Relaxed))],
+                    counter,
+                )?;
+            }
+        }
         family(
             &mut encoder,
             "herald_http_closed_connections",
@@ -493,10 +525,11 @@ fn by_plural(r: &Resource) -> Vec<(&'static str, String)> {
 pub(crate) fn registry(
     resources: Arc<ArcSwap<ResourceMap>>,
     server: Arc<ServerMetrics>,
+    audit: AuditSlot,
 ) -> Registry {
     let mut registry = Registry::default();
     registry.register_collector(Box::new(Resources(resources)));
-    registry.register_collector(Box::new(Server(server)));
+    registry.register_collector(Box::new(Server(server, audit)));
     registry
 }
 

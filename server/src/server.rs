@@ -22,9 +22,11 @@ use prometheus_client::registry::Registry;
 
 use crate::access::{Access, Grant, Revocation};
 use crate::admit::{Admission, Class, Client, Limits, Seat};
+use crate::audit_log::AuditLog;
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
 use crate::media::{YAML, envelope, yaml};
+use crate::metrics::AuditSlot;
 use crate::names;
 use crate::open_watches::{Asked, OpenWatches};
 use crate::resource::{Resource, ResourceMap};
@@ -142,6 +144,8 @@ struct Inner {
     access: OnceLock<Arc<Access>>,
     /// The open watches (`/debug/herald/watches`).
     watches: Arc<OpenWatches>,
+    /// The audit log, when set.
+    audit: AuditSlot,
 }
 
 impl std::fmt::Debug for Inner {
@@ -211,7 +215,8 @@ impl Server {
             .collect();
         let resources = Arc::new(ArcSwap::from_pointee(resources));
         let metrics = Arc::new(ServerMetrics::default());
-        let registry = crate::metrics::registry(resources.clone(), metrics.clone());
+        let audit = AuditSlot::default();
+        let registry = crate::metrics::registry(resources.clone(), metrics.clone(), audit.clone());
         Server {
             inner: Arc::new(Inner {
                 resources,
@@ -225,6 +230,7 @@ impl Server {
                 metrics,
                 access: OnceLock::new(),
                 watches: Arc::default(),
+                audit,
                 config,
             }),
         }
@@ -287,6 +293,17 @@ impl Server {
     /// The access control, if set.
     pub(crate) fn access(&self) -> Option<&Arc<Access>> {
         self.inner.access.get()
+    }
+
+    /// Audits requests to `log` from now on (see the module `audit_log`);
+    /// `false` (and `log` dropped) if an audit log is already set.
+    pub fn set_audit(&self, log: AuditLog) -> bool {
+        self.inner.audit.set(Arc::new(log)).is_ok()
+    }
+
+    /// The audit log, if set.
+    pub(crate) fn audit(&self) -> Option<&Arc<AuditLog>> {
+        self.inner.audit.get()
     }
 
     /// The server's own counters.

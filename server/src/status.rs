@@ -21,6 +21,10 @@ pub fn response(error: ApiError) -> Response {
     if let Some(after) = error.retry_after {
         headers.insert(header::RETRY_AFTER, after.as_secs().max(1).into());
     }
+    // What an audit event says of the answer (see the module `audit_log`).
+    response
+        .extensions_mut()
+        .insert(herald_auth::audit::ResponseStatus::of(&error));
     response
 }
 

@@ -4,6 +4,8 @@
 //! client certificates (curl as the client). The same decisions against
 //! the real kube-apiserver's are `access_real.rs`.
 
+#[path = "access/audit.rs"]
+mod audit;
 #[path = "access/debug.rs"]
 mod debug;
 #[path = "access/fixture.rs"]

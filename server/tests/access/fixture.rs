@@ -156,6 +156,9 @@ pub(crate) fn start_with(
     }
     let access = config.build(&server).unwrap().unwrap();
     assert!(server.set_access(access));
+    if let Some(log) = config.audit().unwrap() {
+        assert!(server.set_audit(log));
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
