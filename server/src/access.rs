@@ -159,7 +159,7 @@ impl Access {
         peer: Option<&PeerCerts>,
         authorization: Option<&[u8]>,
         info: RequestInfo,
-    ) -> Result<Grant, Refusal> {
+    ) -> Result<Grant, Box<Refusal>> {
         let certificate = peer
             .filter(|p| !p.chain.is_empty())
             .map(PeerCerts::identity);
@@ -169,17 +169,19 @@ impl Access {
                 certificate: certificate.as_deref(),
                 authorization,
             })
-            .map_err(|refused| Refusal {
-                label: refused.label(),
-                answer: herald_auth::unauthorized(),
-                user: None,
-                reason: String::new(),
+            .map_err(|refused| {
+                Box::new(Refusal {
+                    label: refused.label(),
+                    answer: herald_auth::unauthorized(),
+                    user: None,
+                    reason: String::new(),
+                })
             })?;
         let (rbac, reason) = match &self.authz {
             Authorization::AlwaysAllow => (None, String::new()),
             Authorization::Rbac(follower) => {
                 let Some(snapshot) = follower.snapshot() else {
-                    return Err(Refusal {
+                    return Err(Box::new(Refusal {
                         label: "authorizer_not_ready",
                         answer: ApiError::not_ready(
                             "the authorizer has not yet read the cluster's RBAC objects",
@@ -187,16 +189,16 @@ impl Access {
                         ),
                         user: Some(user),
                         reason: String::new(),
-                    });
+                    }));
                 };
                 let decision = snapshot.authorize(&user, &info);
                 if !decision.allowed {
-                    return Err(Refusal {
+                    return Err(Box::new(Refusal {
                         label: "forbidden",
                         answer: forbidden(&user, &info, &decision.reason),
                         user: Some(user),
                         reason: decision.reason,
-                    });
+                    }));
                 }
                 (Some(follower.clone()), decision.reason)
             }

@@ -62,12 +62,13 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
             req.extensions_mut().insert(Arc::new(grant));
             run(next, req, event).await
         }
-        Err(Refusal {
-            label,
-            answer,
-            user,
-            reason,
-        }) => {
+        Err(refused) => {
+            let Refusal {
+                label,
+                answer,
+                user,
+                reason,
+            } = *refused;
             server.metrics().access_refused(label);
             if let Some(p) = pending {
                 match user {
