@@ -93,11 +93,6 @@ impl PeerCerts {
         }
     }
 
-    /// Whether the client presented a certificate.
-    pub(crate) fn presented(&self) -> bool {
-        !self.chain.is_empty()
-    }
-
     /// The identity the chain proves under the current client CA.
     fn identity(&self) -> CertIdentity {
         let serving = self.tls.current();

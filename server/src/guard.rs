@@ -10,8 +10,8 @@ use std::time::SystemTime;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
+use axum::http::HeaderValue;
 use axum::http::header::{AUTHORIZATION, USER_AGENT};
-use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use herald_auth::RequestInfo;
@@ -43,8 +43,6 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
         return run(next, req, event).await;
     };
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
-    let bearer = req.headers().contains_key(AUTHORIZATION);
-    let certificate = peer.as_ref().is_some_and(|p| p.presented());
     let admitted = access.admit(
         peer.as_deref(),
         req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()),
@@ -76,12 +74,7 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
                     // user (`WithFailedAuthenticationAudit`).
                     None => {
                         if let Some(mut a) = p.undecided(info) {
-                            let status = ResponseStatus::failed_authentication(
-                                bearer,
-                                certificate,
-                                answer.code,
-                            );
-                            a.event.response_status = Some(status);
+                            a.event.response_status = Some(ResponseStatus::of(&answer));
                             a.finish(Stage::ResponseStarted);
                         }
                     }
@@ -91,7 +84,7 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
                         let decision = (label == "forbidden").then_some(("forbid", reason));
                         if let Some(mut a) = p.decided(Some(user), info, decision) {
                             a.event.response_status = Some(ResponseStatus::of(&answer));
-                            a.finish(Stage::ResponseComplete);
+                            a.respond();
                         }
                     }
                 }
@@ -219,6 +212,17 @@ impl Pending {
 }
 
 impl Audited {
+    /// The response is written in full: a watch's `ResponseStarted`
+    /// (any watch's, refused ones too, as the apiserver's long-running
+    /// requests), then `ResponseComplete`.
+    fn respond(self) {
+        if self.event.info.verb == "watch" && self.logs_start {
+            self.log
+                .log(&Arc::new(self.event.clone()), Stage::ResponseStarted);
+        }
+        self.finish(Stage::ResponseComplete);
+    }
+
     fn finish(self, stage: Stage) {
         let logs = match stage {
             Stage::ResponseStarted => self.logs_start,
@@ -247,8 +251,9 @@ async fn run(next: Next, req: Request, audited: Option<Audited>) -> Response {
     if let Ok(id) = HeaderValue::from_str(&a.event.audit_id) {
         parts.headers.insert("audit-id", id);
     }
-    // A watch is long-running: its start is an event of its own.
-    if a.event.info.verb == "watch" && parts.status == StatusCode::OK && a.logs_start {
+    // A watch is long-running: its start is an event of its own (the
+    // apiserver's on any status: its response writer writes it).
+    if a.event.info.verb == "watch" && a.logs_start {
         a.log
             .log(&Arc::new(a.event.clone()), Stage::ResponseStarted);
     }

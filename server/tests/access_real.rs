@@ -139,6 +139,90 @@ fn herald_decides_as_the_apiserver_does() {
     refused_credentials(&c);
     binding_added_and_removed_while_watching(&c);
     kubectl_as_each_identity(&c);
+    audit_events_are_the_apiservers(&c);
+}
+
+/// What of an audit event both servers must agree on: all of it but the
+/// timestamps and the annotations other than the authorizer's (the
+/// apiserver adds latency ones to slow requests).
+fn audited(e: &Value) -> Value {
+    json!({
+        "level": e["level"], "stage": e["stage"], "verb": e["verb"],
+        "requestURI": e["requestURI"], "user": e["user"], "sourceIPs": e["sourceIPs"],
+        "userAgent": e["userAgent"], "objectRef": e["objectRef"],
+        "responseStatus": e["responseStatus"],
+        "decision": e["annotations"]["authorization.k8s.io/decision"],
+        "reason": e["annotations"]["authorization.k8s.io/reason"],
+    })
+}
+
+/// The same requests on both servers, each named by an `Audit-ID`: the
+/// same audit events, stage by stage.
+fn audit_events_are_the_apiservers(c: &Cluster) {
+    let mut who = c.identities();
+    who.push(Who::token("forged", "not-a-token"));
+    let paths = [
+        "/api/v1/namespaces/ns-a/pods",
+        "/api/v1/namespaces/ns-a/secrets/token",
+        "/apis/example.com/v1/namespaces/ns-b/widgets?watch=1&timeoutSeconds=1",
+        // A path one binding allows (system:discovery): the apiserver's
+        // reason for a request several bindings allow (`/version`) is the
+        // first its informer's map yields, which varies from run to run.
+        "/api",
+    ];
+    let mut ids = Vec::new();
+    for (i, w) in who.iter().enumerate() {
+        for (j, p) in paths.iter().enumerate() {
+            let id = format!("herald-audit-{i}-{j}");
+            let header = format!("Audit-ID: {id}");
+            for server in ["apiserver", "herald"] {
+                c.get_with(server, w, p, &[&header]);
+            }
+            ids.push((id, format!("{} GET {p}", w.name)));
+        }
+    }
+    let by_id = |server: &str| {
+        let mut m = std::collections::BTreeMap::<String, Vec<Value>>::new();
+        for e in c.audit_events(server) {
+            if let Some(id) = e["auditID"].as_str() {
+                m.entry(id.to_owned()).or_default().push(audited(&e));
+            }
+        }
+        m
+    };
+    // The watches' ResponseComplete comes when they end: wait for the
+    // two logs to hold as many events for each request.
+    let start = Instant::now();
+    let (kas, herald) = loop {
+        let (kas, herald) = (by_id("apiserver"), by_id("herald"));
+        let settled = ids.iter().all(|(id, _)| {
+            kas.get(id).map(Vec::len) == herald.get(id).map(Vec::len) && kas.contains_key(id)
+        });
+        if settled || start.elapsed() > Duration::from_secs(15) {
+            break (kas, herald);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mut differences = Vec::new();
+    let mut events = 0;
+    for (id, what) in &ids {
+        let (k, h) = (kas.get(id), herald.get(id));
+        events += k.map_or(0, Vec::len);
+        if k != h {
+            differences.push(format!(
+                "{what} ({id}):\n  apiserver: {}\n  herald:    {}",
+                serde_json::to_string(&k).unwrap(),
+                serde_json::to_string(&h).unwrap()
+            ));
+        }
+    }
+    eprintln!(
+        "audit: {} requests, {events} apiserver events, {} differences",
+        ids.len(),
+        differences.len()
+    );
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+    assert!(events >= ids.len() * 2, "every request audited");
 }
 
 fn message(body: &str) -> String {

@@ -61,28 +61,6 @@ impl ResponseStatus {
             ..ResponseStatus::default()
         }
     }
-
-    /// What a refused credential's event says (the apiserver's
-    /// `WithFailedAuthenticationAudit`): the methods tried, and the code.
-    pub fn failed_authentication(bearer: bool, certificate: bool, code: u16) -> ResponseStatus {
-        let mut tried = Vec::new();
-        if bearer {
-            tried.push("bearer");
-        }
-        if certificate {
-            tried.push("x509");
-        }
-        let message = if tried.is_empty() {
-            "Authentication failed, no credentials provided".to_owned()
-        } else {
-            format!("Authentication failed, attempted: {}", tried.join(", "))
-        };
-        ResponseStatus {
-            message,
-            code,
-            ..ResponseStatus::default()
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -279,14 +257,14 @@ mod tests {
         // RequestReceived: no status, no annotations yet.
         let first = String::from_utf8(e.line(Stage::RequestReceived, t)).unwrap();
         assert!(!first.contains("responseStatus") && !first.contains("annotations"));
-        // A refused credential: no user, the methods tried.
+        // A refused credential: no user, the 401's status.
         e.user = None;
-        e.response_status = Some(ResponseStatus::failed_authentication(true, false, 401));
+        e.response_status = Some(ResponseStatus::of(&crate::unauthorized()));
         let refused = String::from_utf8(e.line(Stage::ResponseStarted, t)).unwrap();
         assert!(refused.contains(r#""user":{}"#), "{refused}");
         assert!(refused.contains(
-            r#""responseStatus":{"metadata":{},"message":"Authentication failed, attempted: bearer","code":401}"#
-        ));
+            r#""responseStatus":{"metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#
+        ), "{refused}");
     }
 
     #[test]

@@ -146,7 +146,8 @@ fn requests_are_audited_as_the_apiserver_audits_them() {
     assert_eq!(e[4]["user"], serde_json::json!({}));
     assert_eq!(
         e[4]["responseStatus"],
-        serde_json::json!({"metadata": {}, "message": "Authentication failed, attempted: bearer", "code": 401})
+        serde_json::json!({"metadata": {}, "status": "Failure", "message": "Unauthorized",
+                           "reason": "Unauthorized", "code": 401})
     );
     // A watch: received, started, and complete when it ends; the
     // client's Audit-ID names it.

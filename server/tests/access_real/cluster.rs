@@ -176,6 +176,13 @@ impl Cluster {
             ],
         );
 
+        // Both servers audit every request at Metadata (the test picks
+        // its own by their Audit-ID).
+        std::fs::write(
+            dir.join("audit-policy.yaml"),
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n",
+        )
+        .unwrap();
         let etcd = LocalEtcd::start(&etcd_binary().expect("etcd (scripts/ensure-etcd.sh)"))
             .expect("start etcd");
         let bin = LocalApiserver::binary()
@@ -185,10 +192,17 @@ impl Cluster {
                 "alice-token,alice,uid-alice".into(),
                 "bob-token,bob,uid-bob,\"devs,qa\"".into(),
             ],
-            args: vec![format!(
-                "--client-ca-file={}",
-                dir.join("clients-ca.crt").display()
-            )],
+            args: vec![
+                format!("--client-ca-file={}", dir.join("clients-ca.crt").display()),
+                format!(
+                    "--audit-policy-file={}",
+                    dir.join("audit-policy.yaml").display()
+                ),
+                format!(
+                    "--audit-log-path={}",
+                    dir.join("audit-apiserver.log").display()
+                ),
+            ],
         };
         let apiserver =
             LocalApiserver::start_with(&bin, &etcd.endpoint(), &["root-token"], options)
@@ -344,6 +358,12 @@ impl Cluster {
             .arg("--service-account-key-file")
             .arg(self.apiserver.sa_key())
             .args(["--service-account-issuer", ISSUER, "--anonymous-auth"])
+            .args([
+                "--audit-policy-file",
+                &d("audit-policy.yaml"),
+                "--audit-log-path",
+                &d("audit-herald.log"),
+            ])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -456,10 +476,22 @@ impl Cluster {
     }
 
     fn curl(&self, base: &str, ca: &Path, who: &Who, path: &str) -> (u16, String) {
+        self.curl_with(base, ca, who, path, &[])
+    }
+
+    fn curl_with(
+        &self,
+        base: &str,
+        ca: &Path,
+        who: &Who,
+        path: &str,
+        headers: &[&str],
+    ) -> (u16, String) {
         let out = Command::new("curl")
             .args(["-s", "--max-time", "5", "-w", "\n%{http_code}", "--cacert"])
             .arg(ca)
             .args(who.curl_args(&self.dir))
+            .args(headers.iter().flat_map(|h| ["-H", h]))
             .arg(format!("{base}{path}"))
             .output()
             .unwrap();
@@ -474,6 +506,36 @@ impl Cluster {
 
     pub fn herald_get(&self, who: &Who, path: &str) -> (u16, String) {
         self.curl(&self.herald_url, &self.dir.join("tls.crt"), who, path)
+    }
+
+    /// A GET of `path` as `who` on `server` with more `headers`.
+    pub fn get_with(&self, server: &str, who: &Who, path: &str, headers: &[&str]) -> (u16, String) {
+        match server {
+            "apiserver" => self.curl_with(
+                &self.apiserver.url(),
+                &self.apiserver.ca(),
+                who,
+                path,
+                headers,
+            ),
+            _ => self.curl_with(
+                &self.herald_url,
+                &self.dir.join("tls.crt"),
+                who,
+                path,
+                headers,
+            ),
+        }
+    }
+
+    /// The audit log `server` wrote (`apiserver` or `herald`): its
+    /// events, one per line.
+    pub fn audit_events(&self, server: &str) -> Vec<Value> {
+        std::fs::read_to_string(self.dir.join(format!("audit-{server}.log")))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
     }
 
     pub fn get_as(&self, server: &str, who: &Who, path: &str) -> (u16, String) {
