@@ -137,7 +137,7 @@ impl Authenticator {
 /// The token of an `Authorization: Bearer <token>` header, as the
 /// apiserver reads it: the scheme case-insensitive, the value trimmed,
 /// an empty token none.
-fn bearer(header: &[u8]) -> Option<&str> {
+pub fn bearer(header: &[u8]) -> Option<&str> {
     let header = std::str::from_utf8(header).ok()?.trim();
     let mut parts = header.splitn(3, ' ');
     let scheme = parts.next()?;

@@ -33,7 +33,7 @@
 //! |---|---|---|
 //! | 0 | `user` | an identity |
 //! | 1 | `request`, `rbac/model`, `rbac/rules` | what a request asks; RBAC objects and rule matching |
-//! | 2 | `rbac/index`, `forbidden`, `token_file`, `keys`, `jwt`, `x509` | the decision; the 403; each credential |
+//! | 2 | `rbac/index`, `forbidden`, `token_file`, `keys`, `jwt`, `x509`, `review` | the decision; the 403; each credential; the reviews delegated to the apiserver and their cache |
 //! | 3 | `authn`, `tls`, `audit/policy`, `audit/event` | the authenticator chain; TLS serving and the client CA; the audit policy and its events |
 
 pub mod audit;
@@ -43,6 +43,7 @@ pub mod jwt;
 pub mod keys;
 pub mod rbac;
 pub mod request;
+pub mod review;
 pub mod tls;
 pub mod token_file;
 pub mod user;

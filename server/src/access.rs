@@ -30,16 +30,19 @@ use std::time::Duration;
 
 use herald_auth::tls::ServingTls;
 use herald_auth::x509::CertError;
-use herald_auth::{Authenticator, Credentials, RequestInfo, User, forbidden};
+use herald_auth::{Authenticator, Credentials, Refused, RequestInfo, User, forbidden};
 use herald_kube::ApiError;
 use rustls_pki_types::CertificateDer;
 
+use crate::delegate::Delegate;
 use crate::rbac_follow::RbacFollower;
 
 /// Who may read what: the authenticators and the authorizer.
 #[derive(Debug)]
 pub struct Access {
     authn: Authenticator,
+    /// Reviews the tokens `authn` does not take, if delegation is on.
+    delegate: Option<Arc<Delegate>>,
     authz: Authorization,
 }
 
@@ -51,18 +54,30 @@ pub enum Authorization {
     AlwaysAllow,
     /// RBAC over the cluster's roles and bindings.
     Rbac(Arc<RbacFollower>),
+    /// The upstream apiserver's `SubjectAccessReview`s (see the module
+    /// `delegate`).
+    Webhook(Arc<Delegate>),
 }
 
 impl Access {
-    /// Authenticates with `authn`, authorizes with `authz`.
-    pub fn new(authn: Authenticator, authz: Authorization) -> Access {
-        Access { authn, authz }
+    /// Authenticates with `authn` (and `delegate`'s token reviews, for
+    /// tokens `authn` does not take), authorizes with `authz`.
+    pub fn new(
+        authn: Authenticator,
+        delegate: Option<Arc<Delegate>>,
+        authz: Authorization,
+    ) -> Access {
+        Access {
+            authn,
+            delegate,
+            authz,
+        }
     }
 
     /// Whether the authorizer can decide (its RBAC snapshot exists).
     pub fn ready(&self) -> bool {
         match &self.authz {
-            Authorization::AlwaysAllow => true,
+            Authorization::AlwaysAllow | Authorization::Webhook(_) => true,
             Authorization::Rbac(f) => f.snapshot().is_some(),
         }
     }
@@ -149,7 +164,7 @@ pub(crate) struct Refusal {
 impl Access {
     /// Authenticates and authorizes a request asking `info`: what it is
     /// allowed as, or why not.
-    pub(crate) fn admit(
+    pub(crate) async fn admit(
         &self,
         peer: Option<&PeerCerts>,
         authorization: Option<&[u8]>,
@@ -158,22 +173,36 @@ impl Access {
         let certificate = peer
             .filter(|p| !p.chain.is_empty())
             .map(PeerCerts::identity);
-        let user = self
-            .authn
-            .authenticate(Credentials {
-                certificate: certificate.as_deref(),
-                authorization,
+        let refuse = |refused: &Refused| {
+            Box::new(Refusal {
+                label: refused.label(),
+                answer: herald_auth::unauthorized(),
+                user: None,
+                reason: String::new(),
             })
-            .map_err(|refused| {
-                Box::new(Refusal {
-                    label: refused.label(),
-                    answer: herald_auth::unauthorized(),
-                    user: None,
-                    reason: String::new(),
-                })
-            })?;
-        let (rbac, reason) = match &self.authz {
-            Authorization::AlwaysAllow => (None, String::new()),
+        };
+        let local = self.authn.authenticate(Credentials {
+            certificate: certificate.as_deref(),
+            authorization,
+        });
+        let user = match (local, &self.delegate) {
+            (Ok(user), _) => user,
+            // A token none of ours takes: the apiserver's review.
+            (Err(refused @ Refused::Token(_)), Some(delegate)) => {
+                let token = authorization.and_then(herald_auth::authn::bearer);
+                match token {
+                    Some(token) => delegate
+                        .authenticate(token)
+                        .await
+                        .map(User::authenticated)
+                        .map_err(|_| refuse(&refused))?,
+                    None => return Err(refuse(&refused)),
+                }
+            }
+            (Err(refused), _) => return Err(refuse(&refused)),
+        };
+        let (rbac, decision) = match &self.authz {
+            Authorization::AlwaysAllow => (None, None),
             Authorization::Rbac(follower) => {
                 let Some(snapshot) = follower.snapshot() else {
                     return Err(Box::new(Refusal {
@@ -187,15 +216,30 @@ impl Access {
                     }));
                 };
                 let decision = snapshot.authorize(&user, &info);
-                if !decision.allowed {
+                (Some(follower.clone()), Some(decision))
+            }
+            Authorization::Webhook(delegate) => match delegate.authorize(&user, &info).await {
+                Ok(decision) => (None, Some(decision)),
+                Err(e) => {
                     return Err(Box::new(Refusal {
-                        label: "forbidden",
-                        answer: forbidden(&user, &info, &decision.reason),
+                        label: "authorizer_error",
+                        answer: ApiError::internal(e),
                         user: Some(user),
-                        reason: decision.reason,
+                        reason: String::new(),
                     }));
                 }
-                (Some(follower.clone()), decision.reason)
+            },
+        };
+        let reason = match decision {
+            None => String::new(),
+            Some(d) if d.allowed => d.reason,
+            Some(d) => {
+                return Err(Box::new(Refusal {
+                    label: "forbidden",
+                    answer: forbidden(&user, &info, &d.reason),
+                    user: Some(user),
+                    reason: d.reason,
+                }));
             }
         };
         Ok(Grant {

@@ -14,6 +14,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use herald_apiserver::ApiServer;
 use herald_auth::Authenticator;
 use herald_auth::audit::Policy;
 use herald_auth::jwt::{LEGACY_ISSUER, ServiceAccountTokens};
@@ -23,6 +24,7 @@ use herald_auth::token_file::TokenFile;
 
 use crate::access::{Access, Authorization};
 use crate::audit_log::AuditLog;
+use crate::delegate::{Delegate, DelegateTtls};
 use crate::guard::ServedLookup;
 use crate::rbac_follow::{RBAC_RESOURCES, RbacFollower};
 use crate::server::Server;
@@ -54,6 +56,11 @@ pub struct AccessConfig {
     pub audit_log_path: Option<PathBuf>,
     /// `--audit-policy-file`.
     pub audit_policy_file: Option<PathBuf>,
+    /// `--delegate-authentication`: bearer tokens no local
+    /// authenticator takes are reviewed by the upstream apiserver.
+    pub delegate_authentication: bool,
+    /// The TTLs of the delegated answers.
+    pub delegate_ttls: DelegateTtls,
 }
 
 /// How requests are authorized.
@@ -64,6 +71,8 @@ pub enum Mode {
     AlwaysAllow,
     /// RBAC over the cluster's roles and bindings.
     Rbac,
+    /// The upstream apiserver's `SubjectAccessReview`s.
+    Webhook,
 }
 
 impl AccessConfig {
@@ -72,6 +81,7 @@ impl AccessConfig {
         self.token_auth_file.is_some()
             || !self.service_account_key_files.is_empty()
             || self.client_ca_file.is_some()
+            || self.delegate_authentication
     }
 
     /// The authorization mode.
@@ -79,8 +89,9 @@ impl AccessConfig {
         match self.authorization_mode.as_deref() {
             Some("RBAC") => Ok(Mode::Rbac),
             Some("AlwaysAllow") => Ok(Mode::AlwaysAllow),
+            Some("Webhook") => Ok(Mode::Webhook),
             Some(other) => Err(format!(
-                "--authorization-mode {other:?}: one of AlwaysAllow, RBAC"
+                "--authorization-mode {other:?}: one of AlwaysAllow, RBAC, Webhook"
             )),
             None if self.authenticates() || self.anonymous => Ok(Mode::Rbac),
             None => Ok(Mode::AlwaysAllow),
@@ -91,7 +102,7 @@ impl AccessConfig {
     pub fn needs_resources(&self) -> Result<&'static [&'static str], String> {
         Ok(match self.mode()? {
             Mode::Rbac => &RBAC_RESOURCES,
-            Mode::AlwaysAllow => &[],
+            Mode::AlwaysAllow | Mode::Webhook => &[],
         })
     }
 
@@ -128,8 +139,13 @@ impl AccessConfig {
     }
 
     /// The access control of `server` (which serves the RBAC resources
-    /// in RBAC mode), or `None` when every request is served.
-    pub fn build(&self, server: &Server) -> Result<Option<Access>, String> {
+    /// in RBAC mode), delegating to `apiserver` where asked, or `None`
+    /// when every request is served.
+    pub fn build(
+        &self,
+        server: &Server,
+        apiserver: Option<&ApiServer>,
+    ) -> Result<Option<Access>, String> {
         let mode = self.mode()?;
         if mode == Mode::AlwaysAllow && !self.authenticates() && !self.anonymous {
             return Ok(None);
@@ -161,6 +177,20 @@ impl AccessConfig {
             };
             Some(ServiceAccountTokens::new(keys, issuers, audiences))
         };
+        let delegate = if self.delegate_authentication || mode == Mode::Webhook {
+            let apiserver = apiserver.ok_or(
+                "--delegate-authentication and --authorization-mode Webhook ask the upstream \
+                 apiserver: they need --kubeconfig",
+            )?;
+            Some(Arc::new(Delegate::new(
+                apiserver.clone(),
+                self.api_audiences.clone(),
+                self.delegate_ttls,
+                server.metrics().clone(),
+            )))
+        } else {
+            None
+        };
         let authn = Authenticator::new(
             tokens,
             service_accounts,
@@ -169,6 +199,7 @@ impl AccessConfig {
         );
         let authz = match mode {
             Mode::AlwaysAllow => Authorization::AlwaysAllow,
+            Mode::Webhook => Authorization::Webhook(delegate.clone().ok_or("no delegate")?),
             Mode::Rbac => {
                 let served = server.snapshot();
                 let engine = |name: &str| {
@@ -185,7 +216,8 @@ impl AccessConfig {
                 ]))
             }
         };
-        Ok(Some(Access::new(authn, authz)))
+        let token_delegate = delegate.filter(|_| self.delegate_authentication);
+        Ok(Some(Access::new(authn, token_delegate, authz)))
     }
 
     /// The audit log, if configured (its policy read and its file opened
@@ -222,11 +254,15 @@ impl AccessConfig {
         if !self.service_account_key_files.is_empty() {
             authn.push("service-account tokens".to_owned());
         }
+        if self.delegate_authentication {
+            authn.push("TokenReview".to_owned());
+        }
         if self.anonymous {
             authn.push("anonymous".to_owned());
         }
         let mode = match self.mode() {
             Ok(Mode::Rbac) => "RBAC",
+            Ok(Mode::Webhook) => "Webhook (SubjectAccessReview)",
             Ok(Mode::AlwaysAllow) => "AlwaysAllow",
             Err(_) => "?",
         };

@@ -142,6 +142,9 @@ pub struct ServerMetrics {
     pub(crate) unwritten: AtomicUsize,
     /// Per admission class (read, waiting): seats taken, requests queued.
     pub(crate) seats: [[AtomicUsize; 2]; 2],
+    /// Delegated reviews, per kind (token, access) and result (cached,
+    /// sent, failed).
+    pub(crate) reviews: [[AtomicU64; 3]; 2],
 }
 
 impl ServerMetrics {

@@ -43,11 +43,14 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
         return run(next, req, event).await;
     };
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
-    let admitted = access.admit(
-        peer.as_deref(),
-        req.headers().get(AUTHORIZATION).map(|v| v.as_bytes()),
-        info.clone(),
-    );
+    let authorization = req.headers().get(AUTHORIZATION).cloned();
+    let admitted = access
+        .admit(
+            peer.as_deref(),
+            authorization.as_ref().map(|v| v.as_bytes()),
+            info.clone(),
+        )
+        .await;
     match admitted {
         Ok(grant) => {
             let event = pending.and_then(|p| {

@@ -50,6 +50,7 @@ pub mod compress;
 mod conn;
 mod counts;
 pub mod crds;
+pub mod delegate;
 pub mod discovery;
 mod guard;
 mod listen;

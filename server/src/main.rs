@@ -239,9 +239,10 @@ struct Args {
     /// authorized like any user); without it they are refused (401).
     #[arg(long)]
     anonymous_auth: bool,
-    /// AlwaysAllow or RBAC (the cluster's roles and bindings, which are
-    /// then served too). Default: RBAC when any authentication is
-    /// configured, AlwaysAllow otherwise.
+    /// AlwaysAllow, RBAC (the cluster's roles and bindings, which are
+    /// then served too) or Webhook (the upstream apiserver's
+    /// SubjectAccessReviews; needs --kubeconfig). Default: RBAC when any
+    /// authentication is configured, AlwaysAllow otherwise.
     #[arg(long)]
     authorization_mode: Option<String>,
     /// Serve plain HTTP on an address beyond loopback (every client on
@@ -256,6 +257,19 @@ struct Args {
     /// audit.k8s.io/v1 Policy, YAML or JSON).
     #[arg(long)]
     audit_policy_file: Option<std::path::PathBuf>,
+    /// Review bearer tokens that no local authenticator takes with the
+    /// upstream apiserver (TokenReview; needs --kubeconfig).
+    #[arg(long)]
+    delegate_authentication: bool,
+    /// How long a TokenReview's answer is kept (seconds).
+    #[arg(long, default_value_t = 10.0)]
+    authentication_token_webhook_cache_ttl: f64,
+    /// How long an allowing SubjectAccessReview is kept (seconds).
+    #[arg(long, default_value_t = 10.0)]
+    authorization_webhook_cache_authorized_ttl: f64,
+    /// How long a refusing SubjectAccessReview is kept (seconds).
+    #[arg(long, default_value_t = 10.0)]
+    authorization_webhook_cache_unauthorized_ttl: f64,
 }
 
 /// A flag's seconds as a duration, or why they are not one.
@@ -267,8 +281,15 @@ fn seconds(flag: &str, secs: f64) -> Result<Duration, String> {
 }
 
 impl Args {
-    fn access(&self) -> AccessConfig {
-        AccessConfig {
+    fn access(&self) -> Result<AccessConfig, String> {
+        let ttl = |flag: &str, secs: f64| {
+            if secs == 0.0 {
+                Ok(Duration::ZERO)
+            } else {
+                seconds(flag, secs)
+            }
+        };
+        Ok(AccessConfig {
             tls_cert_file: self.tls_cert_file.clone(),
             tls_private_key_file: self.tls_private_key_file.clone(),
             client_ca_file: self.client_ca_file.clone(),
@@ -281,7 +302,22 @@ impl Args {
             insecure_plain_http: self.insecure_plain_http,
             audit_log_path: self.audit_log_path.clone(),
             audit_policy_file: self.audit_policy_file.clone(),
-        }
+            delegate_authentication: self.delegate_authentication,
+            delegate_ttls: herald_http::delegate::DelegateTtls {
+                token: ttl(
+                    "authentication-token-webhook-cache-ttl",
+                    self.authentication_token_webhook_cache_ttl,
+                )?,
+                allowed: ttl(
+                    "authorization-webhook-cache-authorized-ttl",
+                    self.authorization_webhook_cache_authorized_ttl,
+                )?,
+                refused: ttl(
+                    "authorization-webhook-cache-unauthorized-ttl",
+                    self.authorization_webhook_cache_unauthorized_ttl,
+                )?,
+            },
+        })
     }
 
     fn config(&self) -> Result<ServerConfig, String> {
@@ -606,7 +642,7 @@ async fn run(
         }
         out
     };
-    let access = args.access();
+    let access = args.access()?;
     let tls = access.tls()?;
     let mut resources = resources;
     for needed in access.needs_resources()? {
@@ -622,7 +658,7 @@ async fn run(
     }
     let served: Vec<String> = resources.iter().map(|r| r.info().qualified()).collect();
     let server = Server::new(resources, config);
-    if let Some(a) = access.build(&server)? {
+    if let Some(a) = access.build(&server, args.apiserver.as_ref())? {
         server.set_access(a);
     }
     if let Some(log) = access.audit()? {

@@ -34,12 +34,13 @@ const CLOSINGS: [&str; 2] = ["write_stall", "write_deadline"];
 /// `anonymous`), 403s (`forbidden`), 429s before the RBAC snapshot
 /// exists (`authorizer_not_ready`), and TLS handshakes that failed or
 /// timed out (`tls_handshake`).
-pub(crate) const ACCESS_REFUSALS: [&str; 6] = [
+pub(crate) const ACCESS_REFUSALS: [&str; 7] = [
     "certificate",
     "token",
     "anonymous",
     "forbidden",
     "authorizer_not_ready",
+    "authorizer_error",
     "tls_handshake",
 ];
 
@@ -83,6 +84,30 @@ impl Collector for Server {
             "Reloads of the TLS certificate, key or client CA that failed (the previous ones kept serving).",
             MetricType::Counter,
             &[(vec![], self.0.tls_reload_failures.load(Ordering::Relaxed))],
+            counter,
+        )?;
+        let reviews: Vec<_> = crate::delegate::REVIEW_KINDS
+            .iter()
+            .enumerate()
+            .flat_map(|(k, kind)| {
+                crate::delegate::REVIEW_RESULTS
+                    .iter()
+                    .enumerate()
+                    .map(move |(r, result)| (k, *kind, r, *result))
+            })
+            .map(|(k, kind, r, result)| {
+                (
+                    vec![("kind", kind.to_owned()), ("result", result.to_owned())],
+                    self.0.reviews[k][r].load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_delegated_reviews",
+            "TokenReviews (kind=token) and SubjectAccessReviews (kind=access) delegated to the upstream apiserver: answered from the cache, sent, or failed (no answer).",
+            MetricType::Counter,
+            &reviews,
             counter,
         )?;
         if let Some(audit) = self.1.get() {

@@ -167,7 +167,7 @@ fn serve(
                 ..AccessConfig::default()
             };
             let built = access
-                .build(&server)
+                .build(&server, None)
                 .map_err(|e| anyhow::anyhow!("access: {e}"))?
                 .context("access control")?;
             server.set_access(built);

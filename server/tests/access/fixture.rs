@@ -154,7 +154,7 @@ pub(crate) fn start_with(
         config.tls_private_key_file = Some(key.clone());
         config.client_ca_file = Some(ca.clone());
     }
-    let access = config.build(&server).unwrap().unwrap();
+    let access = config.build(&server, None).unwrap().unwrap();
     assert!(server.set_access(access));
     if let Some(log) = config.audit().unwrap() {
         assert!(server.set_audit(log));

@@ -69,8 +69,14 @@ pub struct Cluster {
     dir: PathBuf,
     _etcd: LocalEtcd,
     apiserver: LocalApiserver,
+    /// Herald on etcd, deciding itself: the token file, the
+    /// service-account keys, RBAC.
     herald: Child,
     herald_url: String,
+    /// Herald on the apiserver (`--kubeconfig`), delegating: tokens to
+    /// TokenReviews, decisions to SubjectAccessReviews.
+    delegating: Child,
+    delegating_url: String,
     bot_token: String,
 }
 
@@ -215,10 +221,48 @@ impl Cluster {
             apiserver,
             herald: Command::new("true").spawn().unwrap(),
             herald_url: String::new(),
+            delegating: Command::new("true").spawn().unwrap(),
+            delegating_url: String::new(),
             bot_token: String::new(),
         };
         c.objects();
-        c.start_herald();
+        let d = |f: &str| c.dir.join(f).display().to_string();
+        let mut own: Vec<String> = [
+            "--etcd",
+            &c._etcd.endpoint(),
+            "--token-auth-file",
+            &d("tokens.csv"),
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        own.extend([
+            "--service-account-key-file".to_owned(),
+            c.apiserver.sa_key().display().to_string(),
+            "--service-account-issuer".to_owned(),
+            ISSUER.to_owned(),
+            "--audit-policy-file".to_owned(),
+            d("audit-policy.yaml"),
+            "--audit-log-path".to_owned(),
+            d("audit-herald.log"),
+        ]);
+        (c.herald, c.herald_url) = c.spawn_herald("herald", &own);
+        let kubeconfig = json!({
+            "apiVersion": "v1", "kind": "Config", "current-context": "c",
+            "clusters": [{"name": "c", "cluster": {"server": c.apiserver.url(),
+                "certificate-authority": c.apiserver.ca()}}],
+            "users": [{"name": "u", "user": {"token": "root-token"}}],
+            "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        });
+        std::fs::write(c.dir.join("upstream.kubeconfig"), kubeconfig.to_string()).unwrap();
+        let delegating = [
+            "--kubeconfig",
+            &d("upstream.kubeconfig"),
+            "--delegate-authentication",
+            "--authorization-mode",
+            "Webhook",
+        ]
+        .map(str::to_owned);
+        (c.delegating, c.delegating_url) = c.spawn_herald("delegating", &delegating);
         c
     }
 
@@ -332,44 +376,37 @@ impl Cluster {
         format!("{signed}.{}", URL_SAFE_NO_PAD.encode(&out.stdout))
     }
 
-    fn start_herald(&mut self) {
+    /// Starts a herald-server with `args` plus TLS, the client CA and
+    /// anonymous requests (`name.log` its output) and waits until it is
+    /// ready: (the process, its URL).
+    fn spawn_herald(&self, name: &str, args: &[String]) -> (Child, String) {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let log = std::fs::File::create(self.dir.join("herald.log")).unwrap();
+        let log_path = self.dir.join(format!("{name}.log"));
+        let log = std::fs::File::create(&log_path).unwrap();
         let d = |f: &str| self.dir.join(f).display().to_string();
-        self.herald = Command::new(env!("CARGO_BIN_EXE_herald-server"))
-            .args(["--etcd", &self._etcd.endpoint(), "--resources", "all"])
+        let child = Command::new(env!("CARGO_BIN_EXE_herald-server"))
+            .args(args)
+            .args(["--resources", "all"])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args([
                 "--tls-cert-file",
                 &d("tls.crt"),
                 "--tls-private-key-file",
                 &d("tls.key"),
-            ])
-            .args([
                 "--client-ca-file",
                 &d("clients-ca.crt"),
-                "--token-auth-file",
-                &d("tokens.csv"),
-            ])
-            .arg("--service-account-key-file")
-            .arg(self.apiserver.sa_key())
-            .args(["--service-account-issuer", ISSUER, "--anonymous-auth"])
-            .args([
-                "--audit-policy-file",
-                &d("audit-policy.yaml"),
-                "--audit-log-path",
-                &d("audit-herald.log"),
+                "--anonymous-auth",
             ])
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("start herald-server");
-        self.herald_url = format!("https://127.0.0.1:{port}");
+        let url = format!("https://127.0.0.1:{port}");
         let start = Instant::now();
         loop {
             let out = Command::new("curl")
@@ -382,7 +419,7 @@ impl Cluster {
                     "--max-time",
                     "5",
                 ])
-                .arg(format!("{}/readyz", self.herald_url))
+                .arg(format!("{url}/readyz"))
                 .output()
                 .unwrap();
             if out.stdout == b"200" {
@@ -390,11 +427,12 @@ impl Cluster {
             }
             assert!(
                 start.elapsed() < Duration::from_secs(90),
-                "herald-server not ready within 90 s: {}",
-                std::fs::read_to_string(self.dir.join("herald.log")).unwrap_or_default()
+                "herald-server ({name}) not ready within 90 s: {}",
+                std::fs::read_to_string(&log_path).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+        (child, url)
     }
 
     /// Creates an object through the apiserver (as system:masters).
@@ -519,7 +557,7 @@ impl Cluster {
                 headers,
             ),
             _ => self.curl_with(
-                &self.herald_url,
+                self.url(server),
                 &self.dir.join("tls.crt"),
                 who,
                 path,
@@ -539,9 +577,14 @@ impl Cluster {
     }
 
     pub fn get_as(&self, server: &str, who: &Who, path: &str) -> (u16, String) {
+        self.get_with(server, who, path, &[])
+    }
+
+    /// A Herald's URL (`herald` or `delegating`).
+    pub fn url(&self, server: &str) -> &str {
         match server {
-            "apiserver" => self.apiserver_get(who, path),
-            _ => self.herald_get(who, path),
+            "delegating" => &self.delegating_url,
+            _ => &self.herald_url,
         }
     }
 
@@ -573,7 +616,7 @@ impl Cluster {
     pub fn kubectl(&self, server: &str, who: &Who, args: &[&str]) -> (bool, String) {
         let (url, ca) = match server {
             "apiserver" => (self.apiserver.url(), self.apiserver.ca()),
-            _ => (self.herald_url.clone(), self.dir.join("tls.crt")),
+            _ => (self.url(server).to_owned(), self.dir.join("tls.crt")),
         };
         let mut user = json!({});
         if let Some(t) = &who.token {
@@ -606,8 +649,10 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = self.herald.kill();
-        let _ = self.herald.wait();
+        for child in [&mut self.herald, &mut self.delegating] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

@@ -168,6 +168,42 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// POSTs `body` (JSON) to `path` and reads the `201`/`200` answer as
+    /// JSON, within the request timeout.
+    pub(crate) async fn post(&self, path: &str, body: Vec<u8>) -> Result<Value, Failure> {
+        let within = self.config.request_timeout;
+        let call = async {
+            let request = Request::post(path)
+                .header(header::ACCEPT, JSON)
+                .header(header::CONTENT_TYPE, JSON)
+                .body(Body::from(body))
+                .map_err(|e| Failure::Other(format!("POST {path}: {e}")))?;
+            let response = self
+                .client
+                .send(request)
+                .await
+                .map_err(|e| Failure::Other(format!("POST {path}: {e}")))?;
+            let status = response.status();
+            let body = read_body(response.into_body(), self.config.max_body)
+                .await
+                .map_err(|e| Failure::Other(format!("POST {path}: the body: {e}")))?;
+            if status != StatusCode::CREATED && status != StatusCode::OK {
+                let why = status_message(&body).unwrap_or_else(|| "no Status".into());
+                return Err(Failure::Other(format!("POST {path}: {status}: {why}")));
+            }
+            serde_json::from_slice(&body)
+                .map_err(|e| Failure::Other(format!("POST {path}: not JSON: {e}")))
+        };
+        match tokio::time::timeout(within, call).await {
+            Ok(got) => got,
+            Err(_) => Err(Failure::Other(format!(
+                "POST {path}: no answer within {within:?}"
+            ))),
+        }
+    }
+}
+
 /// The response's content type, lower-case, "" when none.
 pub(crate) fn content_type<B>(response: &Response<B>) -> String {
     response

@@ -46,6 +46,27 @@ impl ApiServer {
         &self.conn.url
     }
 
+    /// Creates `object` (JSON) at `path` and returns what the apiserver
+    /// answered: a review (`TokenReview`, `SubjectAccessReview`) with its
+    /// status filled in. Runs on the connection's runtime; any other
+    /// answer than 200 or 201, or none within the request timeout, is an
+    /// error naming it.
+    pub async fn create(
+        &self,
+        path: &str,
+        object: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let conn = self.conn.clone();
+        let path = path.to_owned();
+        let body = serde_json::to_vec(object).unwrap_or_default();
+        self.conn.spawn(async move {
+            let _ = tx.send(conn.post(&path, body).await.map_err(|e| e.to_string()));
+        });
+        rx.await
+            .unwrap_or_else(|_| Err("the apiserver connection is gone".into()))
+    }
+
     /// A source for the resource `info` names, its objects read with
     /// `decoder` (which fields to take for selectors).
     pub fn source(&self, info: &ResourceInfo, decoder: Decoder) -> ApiServerSource {
