@@ -112,7 +112,7 @@ echo "== the apiserver upstream against the real kube-apiserver: restart, token 
 # Ignored by the workspace run above, which runs while the build goes on.
 cargo test -p herald-apiserver --test real -- --ignored
 
-echo "== access control against the real kube-apiserver: 135 decisions equal to its SubjectAccessReview and its 403s, refused credentials, a revoked watch, kubectl per identity (herald-http tests/access_real.rs)"
+echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own (herald-http tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
 cargo test -p herald-http --test access_real -- --ignored
 
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"

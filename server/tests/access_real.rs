@@ -146,7 +146,31 @@ fn herald_decides_as_the_apiserver_does() {
     refused_credentials(&c);
     binding_added_and_removed_while_watching(&c);
     kubectl_as_each_identity(&c);
+    client_go_as_each_identity(&c);
     audit_events_are_the_apiservers(&c);
+}
+
+/// client-go with a kubeconfig of each identity (anonymous too): typed
+/// lists, gets and watches, a dynamic watch; the same outcome, code,
+/// reason and message on the apiserver and both Heralds.
+fn client_go_as_each_identity(c: &Cluster) {
+    let mut reads = 0;
+    let mut allowed = 0;
+    for who in c.identities() {
+        let kas = c.client_go("apiserver", &who);
+        assert_eq!(kas.len(), 4, "{kas:?}");
+        allowed += kas.iter().filter(|o| o["ok"] == json!(true)).count();
+        for server in HERALDS {
+            let herald = c.client_go(server, &who);
+            assert_eq!(kas, herald, "client-go as {} on {server}", who.name);
+            reads += herald.len();
+        }
+    }
+    eprintln!(
+        "client-go as each of 5 identities: {reads} reads on the two Heralds, each as on the apiserver ({allowed} of {} allowed there)",
+        reads / HERALDS.len()
+    );
+    assert!(allowed > 0 && allowed < reads / HERALDS.len());
 }
 
 /// What of an audit event both servers must agree on: all of it but the

@@ -611,9 +611,8 @@ impl Cluster {
         })
     }
 
-    /// kubectl with a kubeconfig of `who` against `server`: (succeeded,
-    /// stderr).
-    pub fn kubectl(&self, server: &str, who: &Who, args: &[&str]) -> (bool, String) {
+    /// A kubeconfig holding `who`'s credentials for `server`.
+    pub fn kubeconfig(&self, server: &str, who: &Who) -> PathBuf {
         let (url, ca) = match server {
             "apiserver" => (self.apiserver.url(), self.apiserver.ca()),
             _ => (self.url(server).to_owned(), self.dir.join("tls.crt")),
@@ -634,9 +633,15 @@ impl Cluster {
         });
         let path = self.dir.join(format!("kubeconfig-{server}-{}", who.name));
         std::fs::write(&path, config.to_string()).unwrap();
+        path
+    }
+
+    /// kubectl with a kubeconfig of `who` against `server`: (succeeded,
+    /// stderr).
+    pub fn kubectl(&self, server: &str, who: &Who, args: &[&str]) -> (bool, String) {
         let out = Command::new("kubectl")
             .arg("--kubeconfig")
-            .arg(&path)
+            .arg(self.kubeconfig(server, who))
             .args(args)
             .output()
             .expect("kubectl");
@@ -644,6 +649,42 @@ impl Cluster {
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         )
+    }
+
+    /// client-go as `who` against `server` (`testkit/client-go/cmd/identity`,
+    /// built once into the cluster's directory): a JSON line per read.
+    pub fn client_go(&self, server: &str, who: &Who) -> Vec<Value> {
+        let bin = self.dir.join("identity");
+        if !bin.exists() {
+            let module = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testkit/client-go");
+            let out = Command::new("go")
+                .args(["build", "-o"])
+                .arg(&bin)
+                .arg("./cmd/identity")
+                .current_dir(&module)
+                .output()
+                .expect("go (the test command installs it)");
+            assert!(
+                out.status.success(),
+                "go build ./cmd/identity: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let out = Command::new(&bin)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig(server, who))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "identity as {} on {server}: {}",
+            who.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
 }
 
