@@ -98,8 +98,8 @@ use std::fmt;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use super::probe::{WatchProbe, WatchState};
 use super::request::{Packed, Start, WatcherSpec};
-use super::stopper::{WatchProbe, WatchState};
 use crate::bookmarks::InitialEventsEnd;
 use crate::clock::Clock;
 use crate::event::EndReason;

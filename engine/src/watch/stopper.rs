@@ -3,6 +3,7 @@
 use std::fmt;
 
 use super::consumer::Watch;
+use super::probe::WatchProbe;
 use super::shared::WatcherShared;
 use crate::event::EndReason;
 use crate::shared::Shared;
@@ -62,47 +63,6 @@ impl WatchStopper {
     /// a moment), for an operator's view; never a synchronisation point.
     pub fn probe(&self) -> WatchProbe {
         self.w.probe()
-    }
-}
-
-/// Where a watch stands, as [`WatchStopper::probe`] saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WatchProbe {
-    /// Its state.
-    pub state: WatchState,
-    /// Changes dispatched to it that its receiver has not taken (its
-    /// queue and its overflow; nothing while parked, when the receiver
-    /// replays from the ring instead).
-    pub queued: u64,
-}
-
-/// A watch's state ([`WatchProbe::state`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WatchState {
-    /// Not yet registered by the dispatcher.
-    Starting,
-    /// Registered, and nothing waits for its receiver.
-    Following,
-    /// Registered, with changes waiting for its receiver.
-    Queued,
-    /// Its queue filled: the dispatcher passes it by while its receiver
-    /// replays from the ring (`SlowWatchers::Park`).
-    Parked,
-    /// Ended (its receiver may not have taken the end yet).
-    Ended,
-}
-
-impl WatchState {
-    /// The state's name in lower case (`following`, `parked`, ...).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WatchState::Starting => "starting",
-            WatchState::Following => "following",
-            WatchState::Queued => "queued",
-            WatchState::Parked => "parked",
-            WatchState::Ended => "ended",
-        }
     }
 }
 
