@@ -10,6 +10,8 @@ mod audit;
 mod debug;
 #[path = "access/fixture.rs"]
 mod fixture;
+#[path = "access/hostile.rs"]
+mod hostile;
 #[path = "access/limits.rs"]
 mod limits;
 #[path = "support/proc.rs"]

@@ -1,0 +1,171 @@
+//! Hostile input on the access surfaces: oversized, malformed and
+//! repeated credentials, an oversized `Audit-ID`, access control set
+//! twice, and TLS handshakes opened and never finished. Each is refused
+//! or bounded, and the server serves on.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use herald_http::{AccessConfig, ServerConfig};
+
+use crate::fixture::{Cluster, dir, start_with};
+
+/// A GET with `headers` (raw bytes): (status, head). A connection the
+/// server closed without an answer is status 0.
+fn raw_get(c: &Cluster, path: &str, headers: &[u8]) -> (u16, String) {
+    let mut s = TcpStream::connect(c.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let mut req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n").into_bytes();
+    req.extend_from_slice(headers);
+    req.extend_from_slice(b"Connection: close\r\n\r\n");
+    // The server may answer and close before it has read all of a huge
+    // request.
+    let _ = s.write_all(&req);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let out = String::from_utf8_lossy(&out).to_string();
+    let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (code, out.split("\r\n\r\n").next().unwrap_or("").to_owned())
+}
+
+#[test]
+fn hostile_credentials_are_refused_and_the_server_serves_on() {
+    let d = dir("hostile-creds");
+    std::fs::write(
+        d.0.join("policy.yaml"),
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
+    )
+    .unwrap();
+    let c = start_with(
+        &d,
+        None,
+        ServerConfig::default(),
+        AccessConfig {
+            audit_log_path: Some(d.0.join("audit.log")),
+            audit_policy_file: Some(d.0.join("policy.yaml")),
+            ..AccessConfig::default()
+        },
+    );
+    let pods = "/api/v1/pods";
+    let bearer = |t: &[u8]| [b"Authorization: Bearer ".as_slice(), t, b"\r\n"].concat();
+    // 1 MB of token: past the header limit, refused before any parsing.
+    let (code, _) = raw_get(&c, pods, &bearer(&vec![b'a'; 1 << 20]));
+    assert!(code == 431 || code == 0, "a 1 MB header: {code}");
+    // 60 KB of garbage, a JWT of three 20 KB parts, bytes that are not
+    // UTF-8, a scheme with no token: 401 each.
+    let jwt = [
+        "e".repeat(20_000),
+        "f".repeat(20_000),
+        "g".repeat(20_000),
+    ]
+    .join(".");
+    for token in [
+        "x".repeat(60_000).into_bytes(),
+        jwt.into_bytes(),
+        vec![0xff, 0xfe, b'a', 0x80],
+        b" ".repeat(5_000),
+    ] {
+        assert_eq!(raw_get(&c, pods, &bearer(&token)).0, 401);
+    }
+    // 90 Authorization headers: the first decides, as Go's Header.Get;
+    // 200 headers are past hyper's limit of 100: 431.
+    let mut many = bearer(b"bob-token");
+    for i in 0..89 {
+        many.extend(bearer(format!("forged-{i}").as_bytes()));
+    }
+    assert_eq!(raw_get(&c, pods, &many).0, 200);
+    for i in 89..199 {
+        many.extend(bearer(format!("forged-{i}").as_bytes()));
+    }
+    assert_eq!(raw_get(&c, pods, &many).0, 431);
+    let mut many = bearer(b"forged");
+    many.extend(bearer(b"bob-token"));
+    assert_eq!(raw_get(&c, pods, &many).0, 401);
+    // An Audit-ID too long to take: the request gets an ID of its own.
+    let long_id = format!("Audit-ID: {}\r\n", "i".repeat(10_000));
+    let (code, head) = raw_get(
+        &c,
+        pods,
+        &[bearer(b"bob-token"), long_id.into_bytes()].concat(),
+    );
+    assert_eq!(code, 200);
+    let id = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("audit-id: ").map(str::to_owned))
+        .expect("an Audit-Id header");
+    assert_eq!(id.len(), 36, "{id}");
+    // Access control and the audit log are set once.
+    let again = AccessConfig {
+        token_auth_file: Some(d.0.join("tokens.csv")),
+        ..AccessConfig::default()
+    };
+    assert!(!c.server.set_access(again.build(&c.server, None).unwrap().unwrap()));
+    let audit_again = AccessConfig {
+        audit_log_path: Some(d.0.join("audit-2.log")),
+        audit_policy_file: Some(d.0.join("policy.yaml")),
+        ..AccessConfig::default()
+    };
+    assert!(!c.server.set_audit(audit_again.audit().unwrap().unwrap()));
+    // Served on: ready, and a correct list.
+    assert_eq!(c.get("/readyz", None).0, 200);
+    let (code, body) = c.get(pods, Some("bob-token"));
+    assert_eq!(code, 200);
+    assert!(body.contains("web-0") && body.contains("db-0"), "{body}");
+}
+
+#[test]
+fn tls_handshakes_never_finished_are_dropped_within_the_handshake_timeout() {
+    let d = dir("hostile-tls");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    std::fs::write(d.0.join("tls.crt"), cert.pem()).unwrap();
+    std::fs::write(d.0.join("tls.key"), key.serialize_pem()).unwrap();
+    std::fs::write(d.0.join("ca.crt"), cert.pem()).unwrap();
+    let c = start_with(
+        &d,
+        Some((d.0.join("tls.crt"), d.0.join("tls.key"), d.0.join("ca.crt"))),
+        ServerConfig::default(),
+        AccessConfig::default(),
+    );
+    // 300 connections that never say a word, and 50 that send a third of
+    // a ClientHello.
+    let mut silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(c.addr).unwrap()).collect();
+    for _ in 0..50 {
+        let mut s = TcpStream::connect(c.addr).unwrap();
+        s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]).unwrap();
+        silent.push(s);
+    }
+    let opened = Instant::now();
+    // Meanwhile the server serves.
+    let curl = |path: &str| {
+        std::process::Command::new("curl")
+            .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5"])
+            .args(["-H", "Authorization: Bearer bob-token"])
+            .arg(format!("https://{}{path}", c.addr))
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+            .unwrap_or_default()
+    };
+    assert_eq!(curl("/readyz"), "200");
+    assert_eq!(curl("/api/v1/pods"), "200");
+    // Each is closed by the server within its 10 s (and a little).
+    for s in &mut silent {
+        s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
+        let mut buf = [0u8; 64];
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                // An alert for the partial hello.
+                Ok(_) => continue,
+            }
+        }
+    }
+    let took = opened.elapsed();
+    eprintln!("350 unfinished TLS handshakes closed by the server within {took:?}");
+    assert!(took < Duration::from_secs(14), "{took:?}");
+    assert_eq!(curl("/api/v1/pods"), "200");
+}
