@@ -34,7 +34,11 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
         return next.run(req).await;
     }
     let received = SystemTime::now();
-    let info = RequestInfo::new(req.method().as_str(), req.uri().path(), req.uri().query());
+    let info = RequestInfo::new(
+        req.method().as_str(),
+        &decoded(req.uri().path()),
+        req.uri().query(),
+    );
     // The event, if the policy logs this request at all (decided once
     // the user is known).
     let pending = audit.map(|log| Pending::new(log, &req, received));
@@ -95,6 +99,25 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
             status::response(answer)
         }
     }
+}
+
+/// `path` with each segment percent-decoded, as the router decodes the
+/// segments it serves (`/namespaces/%61/pods` is namespace `a`), so that
+/// a request is authorized for what it will be served. A segment that
+/// does not decode to UTF-8 without a `/` leaves the path as it came
+/// (the router refuses it: nothing is served).
+fn decoded(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains('%') {
+        return path.into();
+    }
+    let mut out = Vec::new();
+    for segment in path.split('/') {
+        match percent_encoding::percent_decode_str(segment).decode_utf8() {
+            Ok(s) if !s.contains('/') => out.push(s),
+            _ => return path.into(),
+        }
+    }
+    out.join("/").into()
 }
 
 /// A request's audit event before the policy has decided on it.
@@ -289,5 +312,28 @@ impl Lookup for ServedLookup {
                 .and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned))
                 .unwrap_or_default()
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decoded;
+
+    #[test]
+    fn paths_are_decoded_segment_by_segment_as_the_router_decodes_them() {
+        assert_eq!(decoded("/api/v1/pods"), "/api/v1/pods");
+        assert_eq!(
+            decoded("/api/v1/namespaces/%61/pods/w%65b-0"),
+            "/api/v1/namespaces/a/pods/web-0"
+        );
+        // A slash or invalid UTF-8 once decoded: as it came.
+        assert_eq!(
+            decoded("/api/v1/namespaces/a%2F..%2Fb/pods"),
+            "/api/v1/namespaces/a%2F..%2Fb/pods"
+        );
+        assert_eq!(
+            decoded("/api/v1/namespaces/%ff/pods"),
+            "/api/v1/namespaces/%ff/pods"
+        );
     }
 }

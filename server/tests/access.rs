@@ -55,6 +55,14 @@ fn credentials_are_checked_and_refusals_are_the_apiservers() {
                "message": r#"pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "a""#,
                "reason": "Forbidden", "details": {"kind": "pods"}, "code": 403})
     );
+    // The namespace is decided as the router will serve it: decoded.
+    let (code, body) = c.get("/api/v1/namespaces/%61/pods", Some("alice-token"));
+    assert_eq!(code, 403);
+    assert!(body.contains(r#"in the namespace \"a\""#), "{body}");
+    assert_eq!(
+        c.get("/api/v1/namespaces/%61/pods", Some("bob-token")).0,
+        200
+    );
     // bob is in devs: pods everywhere, nothing else.
     assert_eq!(c.get("/api/v1/pods", Some("bob-token")).0, 200);
     assert_eq!(
@@ -81,7 +89,7 @@ fn credentials_are_checked_and_refusals_are_the_apiservers() {
     };
     assert_eq!(refused("anonymous"), 1);
     assert_eq!(refused("token"), 1);
-    assert_eq!(refused("forbidden"), 3);
+    assert_eq!(refused("forbidden"), 4);
 }
 
 #[test]

@@ -54,12 +54,7 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
     assert!(code == 431 || code == 0, "a 1 MB header: {code}");
     // 60 KB of garbage, a JWT of three 20 KB parts, bytes that are not
     // UTF-8, a scheme with no token: 401 each.
-    let jwt = [
-        "e".repeat(20_000),
-        "f".repeat(20_000),
-        "g".repeat(20_000),
-    ]
-    .join(".");
+    let jwt = ["e".repeat(20_000), "f".repeat(20_000), "g".repeat(20_000)].join(".");
     for token in [
         "x".repeat(60_000).into_bytes(),
         jwt.into_bytes(),
@@ -92,7 +87,11 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
     assert_eq!(code, 200);
     let id = head
         .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("audit-id: ").map(str::to_owned))
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("audit-id: ")
+                .map(str::to_owned)
+        })
         .expect("an Audit-Id header");
     assert_eq!(id.len(), 36, "{id}");
     // Access control and the audit log are set once.
@@ -100,7 +99,10 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
         token_auth_file: Some(d.0.join("tokens.csv")),
         ..AccessConfig::default()
     };
-    assert!(!c.server.set_access(again.build(&c.server, None).unwrap().unwrap()));
+    assert!(
+        !c.server
+            .set_access(again.build(&c.server, None).unwrap().unwrap())
+    );
     let audit_again = AccessConfig {
         audit_log_path: Some(d.0.join("audit-2.log")),
         audit_policy_file: Some(d.0.join("policy.yaml")),
@@ -133,17 +135,28 @@ fn tls_handshakes_never_finished_are_dropped_within_the_handshake_timeout() {
     );
     // 300 connections that never say a word, and 50 that send a third of
     // a ClientHello.
-    let mut silent: Vec<TcpStream> = (0..300).map(|_| TcpStream::connect(c.addr).unwrap()).collect();
+    let mut silent: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(c.addr).unwrap())
+        .collect();
     for _ in 0..50 {
         let mut s = TcpStream::connect(c.addr).unwrap();
-        s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc]).unwrap();
+        s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc])
+            .unwrap();
         silent.push(s);
     }
     let opened = Instant::now();
     // Meanwhile the server serves.
     let curl = |path: &str| {
         std::process::Command::new("curl")
-            .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5"])
+            .args([
+                "-sk",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "5",
+            ])
             .args(["-H", "Authorization: Bearer bob-token"])
             .arg(format!("https://{}{path}", c.addr))
             .output()
