@@ -192,7 +192,8 @@ struct Args {
     /// Watches open at once, in all; beyond: 429.
     #[arg(long, default_value_t = 100_000)]
     max_watches: usize,
-    /// Watches open at once per client address; beyond: 429.
+    /// Watches open at once per client (its user once authenticated, else
+    /// its address); beyond: 429.
     #[arg(long, default_value_t = 10_000)]
     max_watches_per_client: usize,
     /// Selector text held by open watches, in all (bytes); beyond: 429.

@@ -69,7 +69,8 @@ pub struct ServerConfig {
     pub queue_wait: Duration,
     /// Watches open at once, in all (100,000); past it: 429.
     pub max_watches: usize,
-    /// Watches open at once per client address (10,000); past it: 429.
+    /// Watches open at once per client (its user once authenticated, else
+    /// its address; 10,000); past it: 429.
     pub max_watches_per_client: usize,
     /// Selector text held by open watches, in all (16 MiB; a parsed
     /// selector costs up to about twelve times its text, a set's values
