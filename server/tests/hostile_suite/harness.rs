@@ -79,6 +79,8 @@ pub(crate) enum Category {
     /// Resources: connections, never-read watches and lists, concurrent
     /// waits, huge selectors, limits and deadlines.
     Exhaustion,
+    /// Credentials, per-user shares, audit and the debug listing.
+    Access,
 }
 
 impl std::fmt::Display for Category {
@@ -89,6 +91,7 @@ impl std::fmt::Display for Category {
             Category::Encoding => "encoding",
             Category::Protocol => "protocol",
             Category::Exhaustion => "exhaust",
+            Category::Access => "access",
         };
         f.pad(name)
     }

@@ -19,10 +19,11 @@
 //! (HTTP/1.1 framing, methods, versions, pipelining, slow and half-closed
 //! clients), `cases_exhaustion` (never-read watches and lists, huge
 //! selectors, idle watches and connections, deadlines), `cases_admission`
-//! (waiting reads by the thousand, watch limits). Cases that do not
-//! interfere share a server process; each group below starts its own
-//! (eight in all, the flags each needs), and the groups run one at a
-//! time: about a minute and a half on 2 cores.
+//! (waiting reads by the thousand, watch limits), `cases_access`
+//! (credentials, per-user shares, audit, the open-watch listing). Cases
+//! that do not interfere share a server process; each group below starts
+//! its own (nine in all, the flags each needs), and the groups run one at
+//! a time: about a minute and a half on 2 cores.
 //!
 //! Adding a case: a line in the table of its file. Adding a surface: a
 //! file of cases and a group here.
@@ -30,6 +31,7 @@
 #[path = "../support/proc.rs"]
 mod proc;
 
+mod cases_access;
 mod cases_admission;
 mod cases_exhaustion;
 mod cases_params;
@@ -114,6 +116,43 @@ fn exhaustion_by_watch_limits() {
     );
 }
 
+#[test]
+fn access_control() {
+    // The group's files, for the life of the test process.
+    let dir = std::env::temp_dir().join(format!("herald-hostile-access-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = |name: &str, text: &str| -> &'static str {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        Box::leak(path.display().to_string().into_boxed_str())
+    };
+    let tokens = file("tokens.csv", cases_access::TOKENS);
+    let policy = file("policy.yaml", cases_access::POLICY);
+    let log = Box::leak(dir.join("audit.log").display().to_string().into_boxed_str());
+    run(
+        server(
+            "access",
+            200,
+            50,
+            &[
+                "--token-auth-file",
+                tokens,
+                "--anonymous-auth",
+                "--authorization-mode",
+                "AlwaysAllow",
+                "--audit-policy-file",
+                policy,
+                "--audit-log-path",
+                log,
+                "--max-watches-per-client",
+                "40",
+            ],
+        ),
+        cases_access::cases(),
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The suite covers every surface, with at least 60 cases in all.
 #[test]
 fn the_suite_covers_every_surface() {
@@ -126,6 +165,7 @@ fn the_suite_covers_every_surface() {
         cases_exhaustion::deadline_cases(),
         cases_admission::admission_cases(),
         cases_admission::limit_cases(),
+        cases_access::cases(),
     ]
     .into_iter()
     .flatten()
@@ -138,6 +178,7 @@ fn the_suite_covers_every_surface() {
         Category::Encoding,
         Category::Protocol,
         Category::Exhaustion,
+        Category::Access,
     ] {
         let n = all.iter().filter(|&&c| c == category).count();
         eprintln!("{category}: {n} cases");
