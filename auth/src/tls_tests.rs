@@ -103,3 +103,64 @@ fn without_a_client_ca_certificates_name_nobody() {
         .collect();
     assert_eq!(tls.current().identify(&chain).unwrap(), None);
 }
+
+/// Completes a handshake between `client` and the server in memory.
+fn handshake(server: &mut rustls::ServerConnection, client: &mut rustls::ClientConnection) {
+    for _ in 0..20 {
+        if !client.is_handshaking() && !server.is_handshaking() {
+            return;
+        }
+        let mut buf = Vec::new();
+        while client.wants_write() {
+            client.write_tls(&mut buf).unwrap();
+        }
+        server.read_tls(&mut &buf[..]).unwrap();
+        server.process_new_packets().unwrap();
+        buf.clear();
+        while server.wants_write() {
+            server.write_tls(&mut buf).unwrap();
+        }
+        client.read_tls(&mut &buf[..]).unwrap();
+        client.process_new_packets().unwrap();
+    }
+    panic!("no handshake in 20 rounds");
+}
+
+#[test]
+fn the_server_chooses_aes_128_gcm_over_a_clients_aes_256_first() {
+    let d = dir("suites");
+    let (cert, _) = write_pair(&d.0, "127.0.0.1");
+    let tls = ServingTls::load(files(&d.0)).unwrap();
+    let roots = || {
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_slice_iter(cert.as_bytes()) {
+            roots.add(c.unwrap()).unwrap();
+        }
+        roots
+    };
+    // rustls' default client order puts AES-256-GCM first.
+    for version in [&rustls::version::TLS13, &rustls::version::TLS12] {
+        let config = Arc::new(
+            rustls::ClientConfig::builder_with_provider(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_protocol_versions(&[version])
+            .unwrap()
+            .with_root_certificates(roots())
+            .with_no_client_auth(),
+        );
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = rustls::ClientConnection::new(config, name).unwrap();
+        let mut server = rustls::ServerConnection::new(tls.current().config.clone()).unwrap();
+        handshake(&mut server, &mut client);
+        let suite = client.negotiated_cipher_suite().unwrap().suite();
+        assert!(
+            matches!(
+                suite,
+                rustls::CipherSuite::TLS13_AES_128_GCM_SHA256
+                    | rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
+            ),
+            "{suite:?}"
+        );
+    }
+}
