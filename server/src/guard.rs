@@ -33,7 +33,6 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
     if access.is_none() && audit.is_none() {
         return next.run(req).await;
     }
-    let received = SystemTime::now();
     let info = RequestInfo::new(
         req.method().as_str(),
         &decoded(req.uri().path()),
@@ -41,23 +40,25 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
     );
     // The event, if the policy logs this request at all (decided once
     // the user is known).
-    let pending = audit.map(|log| Pending::new(log, &req, received));
+    let pending = audit.map(|log| Pending::new(log, &req, SystemTime::now()));
     let Some(access) = access.filter(|_| !always_allowed(req.uri().path())) else {
         let event = pending.and_then(|p| p.decided(None, info, None));
         return run(next, req, event).await;
     };
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
     let authorization = req.headers().get(AUTHORIZATION).cloned();
+    // The grant keeps what was asked; the audit event, a copy.
+    let asked = pending.as_ref().map(|_| info.clone());
     let admitted = access
         .admit(
             peer.as_deref(),
             authorization.as_ref().map(|v| v.as_bytes()),
-            info.clone(),
+            info,
         )
         .await;
     match admitted {
         Ok(grant) => {
-            let event = pending.and_then(|p| {
+            let event = pending.zip(asked).and_then(|(p, info)| {
                 let decision = Some(("allow", grant.reason().to_owned()));
                 p.decided(Some(grant.user().clone()), info, decision)
             });
@@ -75,7 +76,7 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
                 reason,
             } = *refused;
             server.metrics().access_refused(label);
-            if let Some(p) = pending {
+            if let Some((p, info)) = pending.zip(asked) {
                 match user {
                     // Credentials refused: one ResponseStarted event, no
                     // user (`WithFailedAuthenticationAudit`).
