@@ -11,37 +11,18 @@
 //! runs it with `--ignored` once the build is done, and it fails (it does
 //! not skip) when anything is missing.
 
-use std::process::Command;
+mod support;
 
 #[test]
 #[ignore = "needs the real kube-apiserver: scripts/test.sh runs it"]
 fn apiserver_fanout_runs_both_systems_against_the_real_apiserver() {
-    let dir = std::env::temp_dir().join(format!("herald-perf-kas-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("apiserver.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
-        .args([
-            "--profile",
-            "smoke",
-            "--strict",
-            "--scenarios",
-            "apiserver-fanout",
-            "--no-plots",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .expect("run herald-perf");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "herald-perf failed:\n{stdout}\n{stderr}"
+    let run = support::smoke(
+        "apiserver",
+        &["--scenarios", "apiserver-fanout", "--no-plots"],
     );
+    let (stdout, doc) = (&run.stdout, &run.doc);
     assert!(stdout.contains("### apiserver-fanout"), "{stdout}");
 
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows: Vec<&serde_json::Value> = doc["rows"]
         .as_array()
         .expect("rows")
@@ -93,5 +74,4 @@ fn apiserver_fanout_runs_both_systems_against_the_real_apiserver() {
         .filter(|t| t["goal"].as_str().unwrap().starts_with("apiserver-fanout"))
         .count();
     assert_eq!(mine, 3, "{targets:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

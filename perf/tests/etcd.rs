@@ -7,39 +7,17 @@
 //! without one: `scripts/test.sh` installs it first
 //! (`eval "$(scripts/ensure-etcd.sh)"` does the same by hand).
 
-use std::process::Command;
+mod support;
 
 #[test]
 fn etcd_fanout_runs_both_systems_against_a_real_etcd() {
     if let Err(e) = herald_testkit::etcd::etcd_binary() {
         panic!("the etcd-fanout test needs etcd: {e}");
     }
-    let dir = std::env::temp_dir().join(format!("herald-perf-etcd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("etcd.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
-        .args([
-            "--profile",
-            "smoke",
-            "--strict",
-            "--scenarios",
-            "etcd-fanout",
-            "--no-plots",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .expect("run herald-perf");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "herald-perf failed:\n{stdout}\n{stderr}"
-    );
+    let run = support::smoke("etcd", &["--scenarios", "etcd-fanout", "--no-plots"]);
+    let (stdout, doc) = (&run.stdout, &run.doc);
     assert!(stdout.contains("### etcd-fanout"), "{stdout}");
 
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let rows: Vec<&serde_json::Value> = doc["rows"]
         .as_array()
         .expect("rows")
@@ -95,5 +73,4 @@ fn etcd_fanout_runs_both_systems_against_a_real_etcd() {
         .filter(|t| t["goal"].as_str().unwrap().starts_with("etcd-fanout"))
         .collect();
     assert_eq!(etcd_targets.len(), 3, "{targets:?}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,29 +6,14 @@
 //! etcd (tests/etcd.rs checks that scenario itself, and needs etcd), and
 //! http-fanout (Herald's HTTP front on loopback; its etcd rows likewise).
 
-use std::process::Command;
+mod support;
 
 #[test]
 fn every_scenario_runs_and_every_delivery_is_right() {
-    let dir = std::env::temp_dir().join(format!("herald-perf-smoke-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("smoke.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
-        .args(["--profile", "smoke", "--strict", "--plots"])
-        .arg(&dir)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .expect("run herald-perf");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "herald-perf failed:\n{stdout}\n{stderr}"
-    );
-
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = support::smoke_with("smoke", |dir| {
+        vec!["--plots".to_owned(), dir.display().to_string()]
+    });
+    let (dir, stdout, doc) = (&run.dir, &run.stdout, &run.doc);
     let rows = doc["rows"].as_array().expect("rows");
     for scenario in [
         "fanout-all",
@@ -145,7 +130,6 @@ fn every_scenario_runs_and_every_delivery_is_right() {
         assert!(svg.contains("<svg") && svg.contains("herald"), "{plot}");
     }
     assert!(stdout.contains("### fanout-all") && stdout.contains("### targets"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Every in-memory scenario again with Herald fed through its in-memory
@@ -154,34 +138,18 @@ fn every_scenario_runs_and_every_delivery_is_right() {
 /// tests/etcd.rs.)
 #[test]
 fn every_scenario_runs_through_the_in_memory_source() {
-    let dir = std::env::temp_dir().join(format!("herald-perf-source-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("source.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
-        .args([
-            "--profile",
-            "smoke",
-            "--strict",
+    let run = support::smoke(
+        "source",
+        &[
             "--herald-source",
             "--systems",
             "herald",
             "--scenarios",
             "fanout-all,fanout-indexed,slow-watcher-tax,catch-up,latency,memory",
             "--no-plots",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .expect("run herald-perf");
-    assert!(
-        out.status.success(),
-        "herald-perf failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        ],
     );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let rows: Vec<_> = doc["rows"]
+    let rows: Vec<_> = run.doc["rows"]
         .as_array()
         .expect("rows")
         .iter()
@@ -194,42 +162,17 @@ fn every_scenario_runs_through_the_in_memory_source() {
         assert_eq!(r["ended"], 0, "{r}");
         assert_eq!(r["delivered"], r["owed"], "{r}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// http-fanout named: its heavy system too, `herald-http-tls` (TLS, a
 /// bearer token, RBAC), every delivery exact, and its targets judged.
 #[test]
 fn http_fanout_named_runs_its_tls_row() {
-    let dir = std::env::temp_dir().join(format!("herald-perf-tls-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let json = dir.join("tls.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_herald-perf"))
-        .args([
-            "--profile",
-            "smoke",
-            "--strict",
-            "--scenarios",
-            "http-fanout",
-            "--no-plots",
-            "--json",
-        ])
-        .arg(&json)
-        .output()
-        .expect("run herald-perf");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let tls: Vec<_> = doc["rows"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["scenario"] == "http-fanout" && r["system"] == "herald-http-tls")
+    let run = support::smoke("tls", &["--scenarios", "http-fanout", "--no-plots"]);
+    let tls: Vec<_> = run
+        .rows("http-fanout")
+        .into_iter()
+        .filter(|r| r["system"] == "herald-http-tls")
         .collect();
     assert_eq!(tls.len(), 3, "all, selector mix, paced");
     for r in tls {
@@ -240,10 +183,10 @@ fn http_fanout_named_runs_its_tls_row() {
         assert!(r["owed"].as_u64().unwrap() > 0, "{r}");
     }
     assert!(
-        stdout.contains(
+        run.stdout.contains(
             "http-fanout: over TLS with authentication and RBAC, the server's CPU per delivery"
         ),
-        "{stdout}"
+        "{}",
+        run.stdout
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -145,27 +145,28 @@ pub(crate) fn since(t: Option<Nanos>, now: Nanos) -> String {
 /// `t` as Go's `t.UTC().Format(time.RFC3339)` writes it (the zero time
 /// for `None`).
 pub(crate) fn rfc3339(t: Option<Nanos>) -> String {
-    let secs = t.unwrap_or_else(zero).div_euclid(SECOND) as i64;
-    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
-    let s = secs.rem_euclid(86_400);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3_600,
-        s / 60 % 60,
-        s % 60
-    )
+    utc(t.unwrap_or_else(zero), false)
 }
 
 /// `t` as Go's `metav1.MicroTime` marshals it: RFC 3339 in UTC with six
 /// fraction digits (an audit event's timestamps).
 pub fn micro_time(t: std::time::SystemTime) -> String {
-    let n = nanos(t);
+    utc(nanos(t), true)
+}
+
+/// `n` nanoseconds since the epoch in RFC 3339, UTC, with microseconds
+/// or without a fraction.
+fn utc(n: Nanos, micros: bool) -> String {
     let secs = n.div_euclid(SECOND) as i64;
-    let micros = n.rem_euclid(SECOND) / 1_000;
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
+    let fraction = if micros {
+        format!(".{:06}", n.rem_euclid(SECOND) / 1_000)
+    } else {
+        String::new()
+    };
     format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{micros:06}Z",
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{fraction}Z",
         s / 3_600,
         s / 60 % 60,
         s % 60

@@ -2,8 +2,6 @@
 //! stages and levels the policy chooses. The same events as the real
 //! kube-apiserver writes are compared in `access_real.rs`.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use herald_http::{AccessConfig, ServerConfig};
@@ -55,33 +53,17 @@ fn events(d: &Dir, n: usize) -> Vec<Value> {
     }
 }
 
-/// A GET with headers: (status, response headers).
-fn get(c: &Cluster, path: &str, headers: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(c.addr).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\n{headers}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut out = String::new();
-    let _ = s.read_to_string(&mut out);
-    let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let head = out.split("\r\n\r\n").next().unwrap_or("").to_owned();
-    (code, head)
-}
-
 #[test]
 fn requests_are_audited_as_the_apiserver_audits_them() {
     let d = dir("audit");
     let c = audited(&d);
     let bearer = |t: &str| format!("Authorization: Bearer {t}\r\nUser-Agent: audit-test/1\r\n");
     // Not logged (policy None).
-    assert_eq!(get(&c, "/healthz", "").0, 200);
+    assert_eq!(c.raw_get("/healthz", b"").0, 200);
     // Allowed: RequestReceived and ResponseComplete, the ID in a header.
-    let (code, head) = get(
-        &c,
+    let (code, head) = c.raw_get(
         "/api/v1/namespaces/a/pods?limit=5",
-        &bearer("bob-token"),
+        bearer("bob-token").as_bytes(),
     );
     assert_eq!(code, 200);
     let e = events(&d, 2);
@@ -126,7 +108,11 @@ fn requests_are_audited_as_the_apiserver_audits_them() {
     assert!(e[0].get("responseStatus").is_none() && e[0].get("annotations").is_none());
     // Forbidden: the 403's status, decision forbid.
     assert_eq!(
-        get(&c, "/api/v1/namespaces/a/pods", &bearer("alice-token")).0,
+        c.raw_get(
+            "/api/v1/namespaces/a/pods",
+            bearer("alice-token").as_bytes()
+        )
+        .0,
         403
     );
     let e = events(&d, 4);
@@ -140,7 +126,10 @@ fn requests_are_audited_as_the_apiserver_audits_them() {
         "forbid"
     );
     // Refused credentials: one ResponseStarted, no user.
-    assert_eq!(get(&c, "/api/v1/pods", &bearer("forged")).0, 401);
+    assert_eq!(
+        c.raw_get("/api/v1/pods", bearer("forged").as_bytes()).0,
+        401
+    );
     let e = events(&d, 5);
     assert_eq!(e[4]["stage"], "ResponseStarted");
     assert_eq!(e[4]["user"], serde_json::json!({}));
@@ -151,10 +140,9 @@ fn requests_are_audited_as_the_apiserver_audits_them() {
     );
     // A watch: received, started, and complete when it ends; the
     // client's Audit-ID names it.
-    let (code, _) = get(
-        &c,
+    let (code, _) = c.raw_get(
         "/api/v1/pods?watch=1&timeoutSeconds=1",
-        &format!("{}Audit-ID: my-watch-1\r\n", bearer("bob-token")),
+        format!("{}Audit-ID: my-watch-1\r\n", bearer("bob-token")).as_bytes(),
     );
     assert_eq!(code, 200);
     let e = events(&d, 8);

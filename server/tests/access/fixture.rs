@@ -228,6 +228,24 @@ impl Cluster {
         (code, body)
     }
 
+    /// A GET with `headers` (raw bytes): (status, head). A connection the
+    /// server closed without an answer is status 0.
+    pub(crate) fn raw_get(&self, path: &str, headers: &[u8]) -> (u16, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let mut req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n").into_bytes();
+        req.extend_from_slice(headers);
+        req.extend_from_slice(b"Connection: close\r\n\r\n");
+        // The server may answer and close before it has read all of a huge
+        // request.
+        let _ = s.write_all(&req);
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let out = String::from_utf8_lossy(&out).to_string();
+        let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+        (code, out.split("\r\n\r\n").next().unwrap_or("").to_owned())
+    }
+
     /// Polls `path` as `token` until it answers `code` (RBAC changes take
     /// a rebuild to show).
     pub(crate) fn until(&self, path: &str, token: &str, code: u16) -> Duration {

@@ -9,25 +9,7 @@ use std::time::{Duration, Instant};
 
 use herald_http::{AccessConfig, ServerConfig};
 
-use crate::fixture::{Cluster, dir, start_with};
-
-/// A GET with `headers` (raw bytes): (status, head). A connection the
-/// server closed without an answer is status 0.
-fn raw_get(c: &Cluster, path: &str, headers: &[u8]) -> (u16, String) {
-    let mut s = TcpStream::connect(c.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: x\r\n").into_bytes();
-    req.extend_from_slice(headers);
-    req.extend_from_slice(b"Connection: close\r\n\r\n");
-    // The server may answer and close before it has read all of a huge
-    // request.
-    let _ = s.write_all(&req);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let out = String::from_utf8_lossy(&out).to_string();
-    let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (code, out.split("\r\n\r\n").next().unwrap_or("").to_owned())
-}
+use crate::fixture::{dir, start_with};
 
 #[test]
 fn hostile_credentials_are_refused_and_the_server_serves_on() {
@@ -50,7 +32,7 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
     let pods = "/api/v1/pods";
     let bearer = |t: &[u8]| [b"Authorization: Bearer ".as_slice(), t, b"\r\n"].concat();
     // 1 MB of token: past the header limit, refused before any parsing.
-    let (code, _) = raw_get(&c, pods, &bearer(&vec![b'a'; 1 << 20]));
+    let (code, _) = c.raw_get(pods, &bearer(&vec![b'a'; 1 << 20]));
     assert!(code == 431 || code == 0, "a 1 MB header: {code}");
     // 60 KB of garbage, a JWT of three 20 KB parts, bytes that are not
     // UTF-8, a scheme with no token: 401 each.
@@ -61,7 +43,7 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
         vec![0xff, 0xfe, b'a', 0x80],
         b" ".repeat(5_000),
     ] {
-        assert_eq!(raw_get(&c, pods, &bearer(&token)).0, 401);
+        assert_eq!(c.raw_get(pods, &bearer(&token)).0, 401);
     }
     // 90 Authorization headers: the first decides, as Go's Header.Get;
     // 200 headers are past hyper's limit of 100: 431.
@@ -69,21 +51,17 @@ fn hostile_credentials_are_refused_and_the_server_serves_on() {
     for i in 0..89 {
         many.extend(bearer(format!("forged-{i}").as_bytes()));
     }
-    assert_eq!(raw_get(&c, pods, &many).0, 200);
+    assert_eq!(c.raw_get(pods, &many).0, 200);
     for i in 89..199 {
         many.extend(bearer(format!("forged-{i}").as_bytes()));
     }
-    assert_eq!(raw_get(&c, pods, &many).0, 431);
+    assert_eq!(c.raw_get(pods, &many).0, 431);
     let mut many = bearer(b"forged");
     many.extend(bearer(b"bob-token"));
-    assert_eq!(raw_get(&c, pods, &many).0, 401);
+    assert_eq!(c.raw_get(pods, &many).0, 401);
     // An Audit-ID too long to take: the request gets an ID of its own.
     let long_id = format!("Audit-ID: {}\r\n", "i".repeat(10_000));
-    let (code, head) = raw_get(
-        &c,
-        pods,
-        &[bearer(b"bob-token"), long_id.into_bytes()].concat(),
-    );
+    let (code, head) = c.raw_get(pods, &[bearer(b"bob-token"), long_id.into_bytes()].concat());
     assert_eq!(code, 200);
     let id = head
         .lines()
