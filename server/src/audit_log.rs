@@ -44,7 +44,9 @@ pub struct AuditLog {
     counts: Arc<AuditCounts>,
 }
 
-/// What the audit log wrote, dropped and failed to write.
+/// What the audit log wrote, dropped and failed to write: independent
+/// counters, each `Relaxed` (read for `/metrics`, never to order
+/// anything).
 #[derive(Debug, Default)]
 pub struct AuditCounts {
     /// Events written.

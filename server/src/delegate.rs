@@ -98,6 +98,7 @@ impl Delegate {
         }
     }
 
+    /// Counts a review. Relaxed: an independent counter for `/metrics`.
     fn count(&self, kind: usize, result: usize) {
         self.metrics.reviews[kind][result].fetch_add(1, Ordering::Relaxed);
     }

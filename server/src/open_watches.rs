@@ -97,7 +97,8 @@ impl Registered {
     }
 
     /// The body found events to write: behind from now, unless it
-    /// already was.
+    /// already was. Relaxed: a statistic, written by the body's task
+    /// alone (a listing that reads it a moment late is a moment late).
     #[inline]
     pub(crate) fn busy(&self) {
         if self.0.behind_since.load(Ordering::Relaxed) == 0 {
@@ -106,7 +107,7 @@ impl Registered {
         }
     }
 
-    /// The body found nothing to write: caught up.
+    /// The body found nothing to write: caught up. Relaxed: as `busy`.
     #[inline]
     pub(crate) fn idle(&self) {
         self.0.behind_since.store(0, Ordering::Relaxed);
@@ -122,6 +123,7 @@ impl OpenWatches {
         engine: Engine,
         stopper: WatchStopper,
     ) -> Registered {
+        // Relaxed: only unique, never ordered against anything.
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(Entry {
             id,
@@ -170,6 +172,8 @@ impl Entry {
     fn row(&self, now: u64) -> (f64, u64, Value) {
         let probe = self.stopper.probe();
         let head = self.engine.resource_version().get();
+        // Relaxed: statistics, read without any promise of consistency
+        // with each other or with the probe.
         let sent = self.sent_rv.load(Ordering::Relaxed);
         let behind_since = self.behind_since.load(Ordering::Relaxed);
         let caught_up = probe.queued == 0
