@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use herald_http::{AccessConfig, ServerConfig};
+use herald_http::AccessConfig;
 use serde_json::Value;
 
-use crate::fixture::{Cluster, Dir, dir, start_with};
+use crate::fixture::{Cluster, Dir, dir, start_audited};
 
 const POLICY: &str = r#"
 apiVersion: audit.k8s.io/v1
@@ -19,17 +19,7 @@ rules:
 "#;
 
 fn audited(d: &Dir) -> Cluster {
-    std::fs::write(d.0.join("policy.yaml"), POLICY).unwrap();
-    start_with(
-        d,
-        None,
-        ServerConfig::default(),
-        AccessConfig {
-            audit_log_path: Some(d.0.join("audit.log")),
-            audit_policy_file: Some(d.0.join("policy.yaml")),
-            ..AccessConfig::default()
-        },
-    )
+    start_audited(d, POLICY)
 }
 
 /// The log's events once it holds `n` (waiting up to 10 s).

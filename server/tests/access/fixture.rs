@@ -89,6 +89,21 @@ pub(crate) fn start(d: &Dir, tls: Option<Tls>, anonymous: bool) -> Cluster {
     )
 }
 
+/// A cluster whose audit log (`audit.log` in `d`) follows `policy`.
+pub(crate) fn start_audited(d: &Dir, policy: &str) -> Cluster {
+    std::fs::write(d.0.join("policy.yaml"), policy).unwrap();
+    start_with(
+        d,
+        None,
+        ServerConfig::default(),
+        AccessConfig {
+            audit_log_path: Some(d.0.join("audit.log")),
+            audit_policy_file: Some(d.0.join("policy.yaml")),
+            ..AccessConfig::default()
+        },
+    )
+}
+
 /// A cluster serving with `server_config`, its access configured by
 /// `access` plus the token file (and `tls`, if any).
 pub(crate) fn start_with(

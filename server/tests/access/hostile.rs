@@ -9,25 +9,14 @@ use std::time::{Duration, Instant};
 
 use herald_http::{AccessConfig, ServerConfig};
 
-use crate::fixture::{dir, start_with};
+use crate::fixture::{dir, start_audited, start_with};
 
 #[test]
 fn hostile_credentials_are_refused_and_the_server_serves_on() {
     let d = dir("hostile-creds");
-    std::fs::write(
-        d.0.join("policy.yaml"),
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
-    )
-    .unwrap();
-    let c = start_with(
+    let c = start_audited(
         &d,
-        None,
-        ServerConfig::default(),
-        AccessConfig {
-            audit_log_path: Some(d.0.join("audit.log")),
-            audit_policy_file: Some(d.0.join("policy.yaml")),
-            ..AccessConfig::default()
-        },
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n",
     );
     let pods = "/api/v1/pods";
     let bearer = |t: &[u8]| [b"Authorization: Bearer ".as_slice(), t, b"\r\n"].concat();
