@@ -118,7 +118,14 @@ cargo test -p herald-http --test access_real -- --ignored
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
 HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test apiserver -- --ignored
 
-echo "== the differential test: etcd + the real kube-apiserver + herald-server, with kubectl and client-go (scripts/test-real-cluster.sh)"
+echo "== HAProxy for the fleet test (Debian's package)"
+if ! command -v haproxy >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; } \
+        || { echo "FAILED to install haproxy (apt-get): the fleet test cannot run" >&2; exit 1; }
+fi
+echo "haproxy: $(command -v haproxy) ($(haproxy -v | head -1))"
+
+echo "== the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front
 # of the apiserver itself (--kubeconfig).
 HERALD_SERVER="$PWD/target/debug/herald-server" scripts/test-real-cluster.sh

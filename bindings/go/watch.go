@@ -105,6 +105,7 @@ const (
 	EndEngineStopped           EndReason = 6
 	EndTooLargeResourceVersion EndReason = 7
 	EndEngineFailed            EndReason = 8
+	EndDrained                 EndReason = 9
 	endClosed                  EndReason = -1
 )
 
@@ -128,6 +129,8 @@ func (r EndReason) String() string {
 		return "too large resource version"
 	case EndEngineFailed:
 		return "engine failed"
+	case EndDrained:
+		return "drained"
 	case endClosed:
 		return "closed"
 	}

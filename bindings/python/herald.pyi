@@ -21,6 +21,7 @@ EndReason = Literal[
     "engine_stopped",
     "too_large_resource_version",
     "engine_failed",
+    "drained",
 ]
 VersionMatch = Literal["NotOlderThan", "Exact"]
 

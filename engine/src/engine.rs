@@ -207,6 +207,45 @@ impl Engine {
         stop(&self.handle.shared, &self.handle.dispatcher);
     }
 
+    /// Drains the engine, as a server does before it goes (a rolling
+    /// restart): every watch open now is sent what the engine has
+    /// dispatched, then, if it allows bookmarks, a bookmark at the version
+    /// that stands for that point, and ends with
+    /// [`EndReason::Drained`](crate::EndReason::Drained); its client
+    /// watches again from the last version it saw, here or on another
+    /// engine that follows the same source, with nothing missed or
+    /// repeated. The engine keeps running: writes, reads and watches made
+    /// after the drain are served. Returns `false` if the engine has
+    /// stopped. The drain is carried out by the dispatcher between two
+    /// batches; this call does not wait for it.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// let mut watch = engine.watch(WatchRequest::new().allow_bookmarks(true))?;
+    /// writer.apply(Change::added(Object::builder("ns", "b").build(), 6.into()))?;
+    /// assert!(engine.drain());
+    /// let items: Vec<_> = std::iter::from_fn(|| watch.recv()).collect();
+    /// let seen: Vec<_> = items
+    ///     .iter()
+    ///     .map(|i| match i {
+    ///         WatchItem::Event(e) => (Some(e.kind()), e.resource_version().get()),
+    ///         WatchItem::End(r) => (None, if *r == EndReason::Drained { 0 } else { 1 }),
+    ///     })
+    ///     .collect();
+    /// assert_eq!(
+    ///     seen,
+    ///     [(Some(EventKind::Added), 6), (Some(EventKind::Bookmark), 6), (None, 0)]
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn drain(&self) -> bool {
+        self.handle
+            .shared
+            .send_control(|c| c.requests.push(Request::Drain))
+    }
+
     /// The engine's lifecycle state.
     pub fn lifecycle(&self) -> Lifecycle {
         self.shared().lifecycle()

@@ -217,6 +217,14 @@ pub enum EndReason {
     /// [`Engine::failure`](crate::Engine::failure) says why. Watch a
     /// healthy engine again.
     EngineFailed,
+    /// The engine was drained ([`Engine::drain`](crate::Engine::drain)):
+    /// the watch was sent everything the engine had dispatched when the
+    /// drain came and, if it allows bookmarks, a bookmark at that version
+    /// (unless its queue was full or its overflow active; then its last
+    /// event's version stands). Watch again from that version, on this
+    /// engine or on another that follows the same source: nothing is
+    /// missed and nothing repeats.
+    Drained,
 }
 
 impl fmt::Display for EndReason {
@@ -230,6 +238,7 @@ impl fmt::Display for EndReason {
             EndReason::EngineStopped => f.write_str("engine stopped"),
             EndReason::TooLargeResourceVersion(t) => fmt::Display::fmt(t, f),
             EndReason::EngineFailed => f.write_str("engine failed"),
+            EndReason::Drained => f.write_str("watch drained: the cache is shutting down"),
         }
     }
 }

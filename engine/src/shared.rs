@@ -126,6 +126,9 @@ pub(crate) enum Request {
     Unregister(Arc<WatcherShared>),
     /// A parked watcher has caught up with the ring: feed it again.
     Resume(Arc<WatcherShared>),
+    /// End every watch open now after what it was sent
+    /// ([`Engine::drain`](crate::Engine::drain)).
+    Drain,
 }
 
 /// A reader asks the writer for a fresh [`View`] when the one it found is

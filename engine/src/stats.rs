@@ -21,6 +21,7 @@ pub(crate) struct Counters {
     pub(crate) parks: AtomicU64,
     pub(crate) spilled: AtomicU64,
     pub(crate) resumes: AtomicU64,
+    pub(crate) drains: AtomicU64,
     pub(crate) writer_gated_waits: AtomicU64,
     pub(crate) watches_started: AtomicU64,
     pub(crate) watchers_pending: AtomicU64,
@@ -42,7 +43,7 @@ pub(crate) struct Counters {
     /// Registrations queued for the dispatcher (counted into
     /// `watchers_pending`).
     pub(crate) registrations_queued: AtomicU64,
-    ends: [AtomicU64; 8],
+    ends: [AtomicU64; 9],
 }
 
 impl Counters {
@@ -68,6 +69,7 @@ impl Counters {
             EndReason::EngineStopped => 5,
             EndReason::TooLargeResourceVersion(_) => 6,
             EndReason::EngineFailed => 7,
+            EndReason::Drained => 8,
         };
         self.ends[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -83,6 +85,7 @@ impl Counters {
             engine_stopped: g(&self.ends[5]),
             too_large_resource_version: g(&self.ends[6]),
             engine_failed: g(&self.ends[7]),
+            drained: g(&self.ends[8]),
         };
         Stats {
             changes_received: g(&self.changes_received),
@@ -94,6 +97,7 @@ impl Counters {
             parks: g(&self.parks),
             spilled: g(&self.spilled),
             resumes: g(&self.resumes),
+            drains: g(&self.drains),
             writer_gated_waits: g(&self.writer_gated_waits),
             watches_started: g(&self.watches_started),
             watchers_pending: g(&self.watchers_pending) + g(&self.registrations_queued),
@@ -153,6 +157,8 @@ pub struct Stats {
     pub spilled: u64,
     /// Times a parked watcher caught up and was fed by the dispatcher again.
     pub resumes: u64,
+    /// Drains carried out ([`Engine::drain`](crate::Engine::drain)).
+    pub drains: u64,
     /// Times the writer waited for the dispatcher (ring full of undispatched
     /// changes at its upper bound).
     pub writer_gated_waits: u64,
@@ -226,6 +232,8 @@ pub struct Terminations {
     pub too_large_resource_version: u64,
     /// [`EndReason::EngineFailed`].
     pub engine_failed: u64,
+    /// [`EndReason::Drained`].
+    pub drained: u64,
 }
 
 impl Terminations {
@@ -249,5 +257,6 @@ impl Terminations {
             + self.engine_stopped
             + self.too_large_resource_version
             + self.engine_failed
+            + self.drained
     }
 }

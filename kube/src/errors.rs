@@ -53,6 +53,11 @@ pub fn end_error(reason: &EndReason) -> Option<ApiError> {
     let message = reason.to_string();
     match reason {
         EndReason::Stopped | EndReason::Deadline => None,
+        // A server going away (a rolling restart): the stream ends after
+        // a bookmark, with no error, and the client watches again from
+        // its last version, which the next server serves too (an ERROR
+        // event would make client-go re-list).
+        EndReason::Drained => None,
         // Too slow: the apiserver closes the connection (the cacher's
         // terminated watcher); the client watches again from its last
         // version, which is still in the history.

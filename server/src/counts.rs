@@ -19,6 +19,9 @@ pub const EVENT_SIZE_BUCKETS: [u64; 8] = [1024, 2048, 4096, 8192, 16384, 32768, 
 pub struct ResourceMetrics {
     pub(crate) events_sent: AtomicU64,
     pub(crate) bytes_sent: AtomicU64,
+    /// Chunks handed to connections (events over chunks: events per
+    /// write).
+    pub(crate) chunks_sent: AtomicU64,
     /// Per bucket of [`EVENT_SIZE_BUCKETS`], then one for larger events
     /// (not cumulative).
     pub(crate) size_buckets: [AtomicU64; 9],
@@ -35,6 +38,7 @@ pub struct ResourceMetrics {
 pub struct Tally {
     events: u64,
     bytes: u64,
+    chunks: u64,
     sizes: [u64; 9],
     described: u64,
 }
@@ -52,6 +56,12 @@ impl Tally {
         self.sizes[i] += 1;
     }
 
+    /// One chunk handed to the connection.
+    #[inline]
+    pub fn chunk(&mut self) {
+        self.chunks += 1;
+    }
+
     /// One object described from its metadata (its payload was not JSON).
     pub fn described(&mut self) {
         self.described += 1;
@@ -66,6 +76,7 @@ impl ResourceMetrics {
         }
         self.events_sent.fetch_add(tally.events, Ordering::Relaxed);
         self.bytes_sent.fetch_add(tally.bytes, Ordering::Relaxed);
+        self.chunks_sent.fetch_add(tally.chunks, Ordering::Relaxed);
         for (shared, &n) in self.size_buckets.iter().zip(&tally.sizes) {
             if n > 0 {
                 shared.fetch_add(n, Ordering::Relaxed);

@@ -62,6 +62,7 @@ pub mod rbac_follow;
 mod resource;
 mod routes;
 mod server;
+mod shutdown;
 mod sources;
 pub mod status;
 mod target;

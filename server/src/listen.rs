@@ -15,12 +15,17 @@ use crate::admit::Client;
 use crate::conn::{ConnKill, FlightBody, Reaper};
 use crate::counts::ServerMetrics;
 use crate::server::Server;
+use crate::shutdown::DRAIN_EVERY;
 
 impl Server {
-    /// Serves HTTP/1.1 on `listener` until `shutdown` completes, then
-    /// stops accepting, lets every connection finish what it is doing
-    /// (a watch ends when its engine stops, its deadline passes or its
-    /// client goes: stop the engines to end them), and returns.
+    /// Serves HTTP/1.1 on `listener` until `shutdown` completes, then goes
+    /// away as the module `shutdown` tells: not ready (if
+    /// [`Server::terminate`] was not called already), the listener
+    /// closed, keep-alive off, every watch drained (a bookmark, then a
+    /// clean end its client resumes from), the connections closed once
+    /// their responses are written or
+    /// [`ServerConfig::shutdown_grace`](crate::ServerConfig::shutdown_grace)
+    /// has passed. The engines keep running: stop them after.
     ///
     /// Each connection runs in a task of its own with a kill switch, and
     /// each response counts what it holds in flight (see the module
@@ -55,6 +60,23 @@ impl Server {
         let served = self.serve_with(listener, Some(tls), shutdown).await;
         reload.abort();
         served
+    }
+
+    /// Marks the server going away: `/readyz` fails from now on (with
+    /// `[-] shutdown`), while everything is still served. Call it first
+    /// when told to go (SIGTERM), wait for the load balancer to notice,
+    /// then complete [`Server::serve`]'s `shutdown`. Idempotent.
+    pub fn terminate(&self) {
+        if self.termination().begin() {
+            eprintln!("herald-server: terminating: /readyz fails from now on");
+        }
+    }
+
+    /// Drains every engine (see the module `shutdown`).
+    fn drain_watches(&self) {
+        for r in self.resources() {
+            r.engine().drain();
+        }
     }
 
     async fn serve_with(
@@ -125,8 +147,30 @@ impl Server {
             // Forget the finished ones as we go.
             while tasks.try_join_next().is_some() {}
         }
+        // Refused from now on: the balancer sends new clients elsewhere.
+        drop(listener);
+        self.terminate();
         let _ = closing.send(true);
-        while tasks.join_next().await.is_some() {}
+        let open = tasks.len();
+        let grace = tokio::time::sleep(self.config().shutdown_grace);
+        tokio::pin!(grace);
+        loop {
+            self.drain_watches();
+            tokio::select! {
+                () = &mut grace => break,
+                () = tokio::time::sleep(DRAIN_EVERY) => {}
+                () = async { while tasks.join_next().await.is_some() {} } => break,
+            }
+        }
+        let cut = tasks.len();
+        for _ in 0..cut {
+            self.metrics().closed("shutdown_grace");
+        }
+        tasks.shutdown().await;
+        eprintln!(
+            "herald-server: drained: {} of {open} connections closed in time, {cut} cut after the grace",
+            open - cut
+        );
         reaper.abort();
         Ok(())
     }

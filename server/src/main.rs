@@ -207,6 +207,15 @@ struct Args {
     /// by its client (bytes).
     #[arg(long, default_value_t = 64 * 1024)]
     watch_in_flight_bytes: usize,
+    /// On SIGTERM, keep serving this long with /readyz failing, for a load
+    /// balancer to take the replica out (seconds; the apiserver's
+    /// --shutdown-delay-duration), then drain every watch.
+    #[arg(long, default_value_t = 0.0)]
+    shutdown_delay: f64,
+    /// After the drain, how long connections may take to finish before
+    /// they are closed (seconds).
+    #[arg(long, default_value_t = 30.0)]
+    shutdown_grace: f64,
     /// Serve TLS with this certificate chain (PEM, the server's first;
     /// read again every 10 s, a change served to new connections).
     #[arg(long)]
@@ -336,6 +345,7 @@ impl Args {
             max_unwritten_bytes: self.max_unwritten_bytes,
             watch_in_flight_bytes: self.watch_in_flight_bytes.max(1),
             max_undecodable: self.max_undecodable,
+            shutdown_grace: seconds("shutdown-grace", self.shutdown_grace)?,
         })
     }
 }
@@ -681,9 +691,14 @@ async fn run(
         served[0],
         access.describe()
     );
-    // On SIGINT or SIGTERM: stop accepting, stop the engine (its watches
-    // end, and their connections with them), let the rest finish.
+    // On SIGINT or SIGTERM: not ready, serving for --shutdown-delay; then
+    // `serve` stops accepting and drains every watch (see the module
+    // `shutdown`); then the engines stop.
     let stopping = server.clone();
+    let delay = match args.shutdown_delay {
+        0.0 => Duration::ZERO,
+        secs => seconds("shutdown-delay", secs)?,
+    };
     let shutdown = async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -691,14 +706,20 @@ async fn run(
             _ = tokio::signal::ctrl_c() => {}
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
         }
-        eprintln!("herald-server: shutting down");
-        for r in stopping.resources() {
-            r.engine().stop();
-        }
+        stopping.terminate();
+        eprintln!(
+            "herald-server: shutting down: serving {:.1} s more, then draining",
+            delay.as_secs_f64()
+        );
+        tokio::time::sleep(delay).await;
     };
+    let engines = server.resources();
     match tls {
         Some(tls) => server.serve_tls(listener, tls, shutdown).await?,
         None => server.serve(listener, shutdown).await?,
+    }
+    for r in engines {
+        r.engine().stop();
     }
     Ok(())
 }

@@ -29,7 +29,7 @@ const REJECTIONS: [&str; 4] = [
     "watch_limit",
     "unwritten_bytes",
 ];
-const CLOSINGS: [&str; 2] = ["write_stall", "write_deadline"];
+const CLOSINGS: [&str; 3] = ["write_stall", "write_deadline", "shutdown_grace"];
 /// Why access control refused a request: 401s (`certificate`, `token`,
 /// `anonymous`), 403s (`forbidden`), 429s before the RBAC snapshot
 /// exists (`authorizer_not_ready`), and TLS handshakes that failed or
@@ -382,6 +382,18 @@ impl Collector for Resources {
             &bytes,
             counter,
         )?;
+        let chunks: Vec<_> = stats
+            .iter()
+            .map(|(r, _)| (gvr(r), r.metrics.chunks_sent.load(Ordering::Relaxed)))
+            .collect();
+        family(
+            &mut encoder,
+            "herald_http_watch_chunks",
+            "Chunks of watch events handed to connections (events over chunks: events per write).",
+            MetricType::Counter,
+            &chunks,
+            counter,
+        )?;
         let described: Vec<_> = stats
             .iter()
             .map(|(r, _)| (by_plural(r), r.metrics.described.load(Ordering::Relaxed)))
@@ -431,6 +443,7 @@ impl Collector for Resources {
                 ("engine_stopped", t.engine_stopped),
                 ("too_large_resource_version", t.too_large_resource_version),
                 ("engine_failed", t.engine_failed),
+                ("drained", t.drained),
             ] {
                 ends.push((
                     vec![

@@ -383,6 +383,13 @@ async fn readyz(State(s): State<Server>) -> Response {
         ready &= ok;
         out.push_str(&format!("[{}] {line}\n", if ok { "+" } else { "-" }));
     }
+    if let Some(since) = s.termination().since() {
+        ready = false;
+        out.push_str(&format!(
+            "[-] shutdown: terminating for {:.1} s: this replica is going away\n",
+            since.elapsed().as_secs_f64()
+        ));
+    }
     if let Some(access) = s.access() {
         let ok = access.ready();
         ready &= ok;

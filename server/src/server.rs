@@ -30,6 +30,7 @@ use crate::metrics::AuditSlot;
 use crate::names;
 use crate::open_watches::{Asked, OpenWatches};
 use crate::resource::{Resource, ResourceMap};
+use crate::shutdown::Termination;
 use crate::status;
 use crate::target::Target;
 use crate::watch::WatchBody;
@@ -80,6 +81,9 @@ pub struct ServerConfig {
     /// past it a list or get is refused with 429 until clients read (or
     /// their connections are closed at `request_timeout`).
     pub max_unwritten_bytes: usize,
+    /// After a drain, how long connections may take to finish before
+    /// they are closed (30 s); see the module `shutdown`.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerConfig {
@@ -98,6 +102,7 @@ impl Default for ServerConfig {
             max_watches_per_client: 10_000,
             max_selector_bytes: 16 << 20,
             max_unwritten_bytes: 512 << 20,
+            shutdown_grace: Duration::from_secs(30),
         }
     }
 }
@@ -147,6 +152,8 @@ struct Inner {
     watches: Arc<OpenWatches>,
     /// The audit log, when set.
     audit: AuditSlot,
+    /// Whether the server is going away (see the module `shutdown`).
+    termination: Termination,
 }
 
 impl std::fmt::Debug for Inner {
@@ -233,6 +240,7 @@ impl Server {
                 watches: Arc::default(),
                 audit,
                 config,
+                termination: Termination::default(),
             }),
         }
     }
@@ -315,6 +323,11 @@ impl Server {
     /// The reaper of the connections [`Server::serve`] serves.
     pub(crate) fn reaper(&self) -> &Arc<Reaper> {
         &self.inner.reaper
+    }
+
+    /// Whether the server is going away.
+    pub(crate) fn termination(&self) -> &Termination {
+        &self.inner.termination
     }
 
     /// The served resource a path names, if any.
@@ -543,6 +556,9 @@ impl Server {
                 if let Some(revocation) = caller.grant.as_ref().and_then(Revocation::of) {
                     body = body.revocable(revocation);
                 }
+                if caller.tls {
+                    body = body.coalesced();
+                }
                 match caller.media {
                     Media::Table => body = body.as_tables(),
                     Media::Protobuf => body = body.as_protobuf(),
@@ -765,6 +781,9 @@ pub(crate) struct Caller {
     address: Option<std::net::IpAddr>,
     /// The request's path.
     path: Arc<str>,
+    /// Its connection is TLS (a write is a record: see
+    /// [`WatchBody::coalesced`]).
+    tls: bool,
 }
 
 impl Caller {
@@ -811,6 +830,10 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             grant,
             address,
             path: Arc::from(parts.uri.path()),
+            tls: parts
+                .extensions
+                .get::<Arc<crate::access::PeerCerts>>()
+                .is_some(),
         })
     }
 }

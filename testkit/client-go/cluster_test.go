@@ -38,6 +38,7 @@ type cluster struct {
 	kubeCache  string // kubectl's discovery cache (one for the run, not ~/.kube)
 	encrypted  bool   // secrets are stored encrypted (aescbc)
 	upstream   string // what herald-server reads: "etcd" or "apiserver" (HERALD_DIFF_UPSTREAM)
+	encryption string // the apiserver's encryption configuration (Herald reads it too)
 	procs      *procs
 	apiProc    *proc
 	heraldProc *proc
@@ -222,15 +223,26 @@ current-context: real
 	// herald-server on the same etcd, or in front of the apiserver.
 	heraldPort := freePort(t)
 	c.heraldURL = fmt.Sprintf("http://127.0.0.1:%d", heraldPort)
+	c.encryption = encryption
+	hargs := c.heraldArgs(t, heraldPort, "all")
+	c.heraldProc = c.procs.start("herald-server", bins.herald, hargs...)
+	waitHTTP(ctx, t, c.heraldProc, http.DefaultClient, c.heraldURL+"/readyz", 2*time.Minute)
+	return c
+}
+
+// heraldArgs is herald-server's command line on the cluster's upstream,
+// serving resources ("all", or a list) on 127.0.0.1:port.
+func (c *cluster) heraldArgs(t *testing.T, port int, resources string) []string {
+	t.Helper()
 	hargs := []string{
-		"--resources", "all",
-		"--listen", fmt.Sprintf("127.0.0.1:%d", heraldPort),
+		"--resources", resources,
+		"--listen", fmt.Sprintf("127.0.0.1:%d", port),
 	}
 	switch c.upstream {
 	case "etcd":
 		hargs = append(hargs, "--etcd", c.etcdURL)
 		if c.encrypted {
-			hargs = append(hargs, "--encryption-provider-config", encryption)
+			hargs = append(hargs, "--encryption-provider-config", c.encryption)
 		}
 	case "apiserver":
 		// Herald's own kubeconfig: the apiserver's serving certificate
@@ -252,9 +264,7 @@ current-context: real
 `, c.apiURL, filepath.Join(c.dir, "certs", "apiserver.crt"), adminToken)))
 		hargs = append(hargs, "--kubeconfig", herald)
 	}
-	c.heraldProc = c.procs.start("herald-server", bins.herald, hargs...)
-	waitHTTP(ctx, t, c.heraldProc, http.DefaultClient, c.heraldURL+"/readyz", 2*time.Minute)
-	return c
+	return hargs
 }
 
 // alive fails the test when one of the servers has ended.

@@ -300,6 +300,10 @@ typedef struct herald_change {
 // The engine failed.
 #define HERALD_END_ENGINE_FAILED 8
 
+// The engine was drained (a server going away): watch again from the
+// last version seen, here or on another engine of the same source.
+#define HERALD_END_DRAINED 9
+
 // Done.
 #define HERALD_OK 0
 

@@ -226,6 +226,9 @@ pub const HERALD_END_ENGINE_STOPPED: HeraldEndReason = 6;
 pub const HERALD_END_TOO_LARGE_RESOURCE_VERSION: HeraldEndReason = 7;
 /// The engine failed.
 pub const HERALD_END_ENGINE_FAILED: HeraldEndReason = 8;
+/// The engine was drained (a server going away): watch again from the
+/// last version seen, here or on another engine of the same source.
+pub const HERALD_END_DRAINED: HeraldEndReason = 9;
 
 /// A watch's end.
 #[repr(C)]

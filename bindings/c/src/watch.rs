@@ -124,6 +124,7 @@ pub(crate) fn end_of(reason: Option<&EndReason>) -> HeraldEnd {
             t.requested().get(),
             t.current().get(),
         ),
+        EndReason::Drained => (HERALD_END_DRAINED, 0, 0),
         _ => (HERALD_END_ENGINE_FAILED, 0, 0),
     };
     HeraldEnd {

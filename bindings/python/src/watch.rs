@@ -685,7 +685,7 @@ impl Watch {
 
     /// Why the watch ended: "stopped", "deadline", "too_slow", "gone",
     /// "relisted", "engine_stopped", "too_large_resource_version",
-    /// "engine_failed"; None while it runs.
+    /// "engine_failed", "drained"; None while it runs.
     #[getter]
     fn end_reason(&self) -> Option<&'static str> {
         lock(&self.end).as_ref().map(|e| match e {
@@ -696,6 +696,7 @@ impl Watch {
             EndReason::Relisted => "relisted",
             EndReason::EngineStopped => "engine_stopped",
             EndReason::TooLargeResourceVersion(_) => "too_large_resource_version",
+            EndReason::Drained => "drained",
             _ => "engine_failed",
         })
     }

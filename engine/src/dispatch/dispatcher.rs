@@ -19,6 +19,8 @@ use crate::sync::{Arc, Mutex, MutexGuard, Ordering, fence};
 use crate::wakes::Wakes;
 
 use super::held::{Deadline, DeadlineKind, RvWaiter, place, retain_heap, shrink};
+
+mod ending;
 use crate::watch::WatcherShared;
 
 /// Changes per batch: bounds the latency of registrations and of the
@@ -391,6 +393,7 @@ impl Dispatcher {
                         Counters::add(&self.shared.counters.resumes, 1);
                     }
                 }
+                Request::Drain => self.drain(now),
             }
         }
         if self.backlog.is_empty() && self.backlog.capacity() > BACKLOG_KEPT {
@@ -833,43 +836,6 @@ impl Dispatcher {
         } else {
             self.last_rv
         }
-    }
-
-    /// Ends every watch the dispatcher holds or has been asked to hold
-    /// with `reason`, closes the control channel (new watches then fail
-    /// with `EngineStopped`) and drops everything. Calls no user code.
-    fn shutdown(&mut self, reason: EndReason) {
-        let queued = {
-            let mut c = self.shared.lock_control();
-            c.closed = true;
-            std::mem::take(&mut c.requests)
-        };
-        self.backlog.extend(queued);
-        let counters = &self.shared.counters;
-        for request in self.backlog.drain(..) {
-            if let Request::Register(w) = request {
-                Counters::sub(&counters.registrations_queued, 1);
-                w.end(reason.clone(), counters);
-            }
-        }
-        let waiting = self.waiting_rv.drain().map(|Reverse(r)| r.w);
-        for w in self
-            .routes
-            .iter()
-            .chain(&self.waiting_list)
-            .chain(&waiting.collect::<Vec<_>>())
-        {
-            w.end(reason.clone(), counters);
-            // Ended: nothing more is pushed; its overflow goes back.
-            w.discard_spill(&counters.overflow_handles);
-        }
-        self.waiting_list = Vec::new();
-        self.deadlines = BinaryHeap::new();
-        self.wheel.retain(|_| false);
-        self.routes = Routes::new(self.shared.index_fields.clone());
-        self.publish_routes();
-        (self.waiting, self.routed, self.retired, self.waiting_rv_n) = (0, 0, 0, 0);
-        self.update_gauges();
     }
 }
 

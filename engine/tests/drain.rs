@@ -1,0 +1,199 @@
+//! `Engine::drain`: every open watch gets what was dispatched, a bookmark
+//! at that point if it allows bookmarks, and ends `Drained`; a watch again
+//! from the last version seen continues the history with nothing missed
+//! or repeated, while the writer goes on.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+
+use common::*;
+use herald::*;
+use herald_testkit::eventually;
+
+fn obj(name: &str, even: bool) -> Object {
+    Object::builder("ns", name)
+        .label("even", if even { "yes" } else { "no" })
+        .build()
+}
+
+/// The events a watch sees up to its end, and the version it resumes from
+/// (its last event's or bookmark's).
+fn until_drained(w: &mut Watch) -> (Vec<Seen>, u64) {
+    let (seen, end) = recv_to_end(w);
+    assert_eq!(end, EndReason::Drained);
+    let last = seen.last().map_or(0, |s| s.rv);
+    (seen, last)
+}
+
+#[test]
+fn a_drained_watch_ends_after_a_bookmark_at_what_was_dispatched() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([obj("a", true)], 5.into()).unwrap();
+    let mut marked = engine
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(5.into()))
+                .allow_bookmarks(true),
+        )
+        .unwrap();
+    let mut plain = engine
+        .watch(WatchRequest::new().resource_version(Some(5.into())))
+        .unwrap();
+    let mut even = engine
+        .watch(
+            WatchRequest::new()
+                .resource_version(Some(5.into()))
+                .labels("even=yes".parse().unwrap())
+                .allow_bookmarks(true),
+        )
+        .unwrap();
+    // Waiting for a version the cache has not reached: ends at once.
+    let mut ahead = engine
+        .watch(WatchRequest::new().resource_version(Some(100.into())))
+        .unwrap();
+    eventually("four registered", || {
+        engine.stats().watchers_active + engine.stats().watchers_pending == 4
+    });
+    writer
+        .apply(Change::added(obj("b", false), 6.into()))
+        .unwrap();
+    writer
+        .apply(Change::added(obj("c", true), 7.into()))
+        .unwrap();
+    assert!(engine.drain());
+
+    let (seen, last) = until_drained(&mut marked);
+    let kinds: Vec<_> = seen.iter().map(|s| (s.kind, s.rv)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (EventKind::Added, 6),
+            (EventKind::Added, 7),
+            (EventKind::Bookmark, 7)
+        ]
+    );
+    assert_eq!(last, 7);
+    let (seen, _) = until_drained(&mut plain);
+    assert_eq!(seen.iter().map(|s| s.rv).collect::<Vec<_>>(), [6, 7]);
+    // The selective watch's bookmark carries the dispatched version, past
+    // its own last event.
+    let (seen, last) = until_drained(&mut even);
+    let kinds: Vec<_> = seen.iter().map(|s| (s.kind, s.rv)).collect();
+    assert_eq!(kinds, [(EventKind::Added, 7), (EventKind::Bookmark, 7)]);
+    assert_eq!(last, 7);
+    let (seen, _) = until_drained(&mut ahead);
+    assert!(seen.is_empty(), "{seen:?}");
+
+    // The engine goes on: a watch made now is served, and not drained.
+    let mut after = engine
+        .watch(WatchRequest::new().resource_version(Some(7.into())))
+        .unwrap();
+    writer
+        .apply(Change::added(obj("d", true), 8.into()))
+        .unwrap();
+    let (seen, end) = recv_events(&mut after, 1);
+    assert_eq!((seen[0].rv, end), (8, None));
+    let stats = engine.stats();
+    assert_eq!((stats.drains, stats.terminations.drained), (1, 4));
+    engine.stop();
+    assert!(!engine.drain(), "a stopped engine drains nothing");
+}
+
+/// Watches drained while the writer goes on, each resumed from its last
+/// version: together they see the whole history, once, in order.
+#[test]
+fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([], 1.into()).unwrap();
+    let engine = Arc::new(engine);
+    let done = Arc::new(AtomicBool::new(false));
+    const CHANGES: u64 = 20_000;
+    // Object k carries even=yes if k is even; every change is seen by the
+    // watchers of its object's label.
+    let even = |rv: u64| (rv % 97) % 2 == 0;
+    let writing = thread::spawn(move || {
+        let mut live = std::collections::HashSet::new();
+        for rv in 2..=CHANGES + 1 {
+            let k = rv % 97;
+            let o = obj(&format!("o{k}"), k % 2 == 0);
+            let change = if !live.contains(&k) {
+                live.insert(k);
+                Change::added(o, rv.into())
+            } else if rv % 5 == 0 {
+                live.remove(&k);
+                Change::deleted(o, rv.into())
+            } else {
+                Change::modified(o, rv.into())
+            };
+            writer.apply(change).unwrap();
+        }
+    });
+    let draining = {
+        let (engine, done) = (engine.clone(), done.clone());
+        thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                engine.drain();
+                thread::sleep(std::time::Duration::from_micros(300));
+            }
+        })
+    };
+    // Three watchers, each following the history across drains.
+    let followers: Vec<_> = [None, Some("even=yes"), Some("even=no")]
+        .into_iter()
+        .map(|labels| {
+            let engine = engine.clone();
+            thread::spawn(move || {
+                let (mut from, mut rvs, mut drains) = (1u64, Vec::new(), 0);
+                loop {
+                    let mut req = WatchRequest::new()
+                        .resource_version(Some(from.into()))
+                        .allow_bookmarks(true);
+                    if let Some(l) = labels {
+                        req = req.labels(l.parse().unwrap());
+                    }
+                    let mut w = engine.watch(req).unwrap();
+                    let (seen, end) = recv_events(&mut w, usize::MAX);
+                    for s in seen {
+                        if s.kind == EventKind::Bookmark {
+                            assert!(s.rv >= from, "a bookmark went back: {} < {from}", s.rv);
+                        } else {
+                            rvs.push(s.rv);
+                        }
+                        from = s.rv;
+                    }
+                    assert_eq!(end, Some(EndReason::Drained));
+                    drains += 1;
+                    if from > CHANGES {
+                        return (labels, rvs, drains);
+                    }
+                }
+            })
+        })
+        .collect();
+    writing.join().unwrap();
+    // Drains go on until every follower has seen the last change and been
+    // drained after it.
+    let results: Vec<_> = followers.into_iter().map(|f| f.join().unwrap()).collect();
+    done.store(true, Ordering::Release);
+    draining.join().unwrap();
+    for (labels, rvs, drains) in results {
+        let want: Vec<u64> = (2..=CHANGES + 1)
+            .filter(|rv| match labels {
+                None => true,
+                Some("even=yes") => even(*rv),
+                Some(_) => !even(*rv),
+            })
+            .collect();
+        assert!(drains > 1, "{labels:?}: drained only {drains} times");
+        assert!(
+            rvs == want,
+            "{labels:?}: {} events over {drains} drains, {} expected; first difference at {:?}",
+            rvs.len(),
+            want.len(),
+            rvs.iter().zip(&want).position(|(a, b)| a != b)
+        );
+    }
+}
