@@ -177,11 +177,12 @@
 //! [`Gone`](EndReason::Gone), [`Relisted`](EndReason::Relisted) (a later
 //! `replace`), [`EngineStopped`](EndReason::EngineStopped),
 //! [`TooLargeResourceVersion`](EndReason::TooLargeResourceVersion),
-//! [`EngineFailed`](EndReason::EngineFailed), ...
+//! [`EngineFailed`](EndReason::EngineFailed),
+//! [`Drained`](EndReason::Drained) ([`Engine::drain`]), ...
 //! After it, [`Watch::recv`] returns `None`. An end takes effect at once:
 //! changes queued for the watch but not yet received are not delivered
 //! (what was received is still a gap-free prefix), except the graceful
-//! `TooSlow` above, which drains first. Dropping a [`Watch`] stops and
+//! `TooSlow` above and `Drained`, which drain first. Dropping a [`Watch`] stops and
 //! unregisters it; a [`WatchStopper`] ([`Watch::stopper`]) stops it from
 //! another thread, waking a receiver blocked in any receive, and a
 //! [`ReadCancel`] ends a read waiting for a version.

@@ -79,7 +79,7 @@ func startFleet(ctx context.Context, t *testing.T, c *cluster, haproxy string, n
 	}
 	cfg := filepath.Join(c.dir, "haproxy.cfg")
 	writeFile(t, cfg, []byte(fmt.Sprintf(`global
-    maxconn 20000
+    maxconn 8000
 defaults
     mode tcp
     timeout connect 2s
@@ -148,6 +148,9 @@ func (f *fleet) waitUp(ctx context.Context, t *testing.T, i int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for f.status(i) != "UP" {
+		if done, err := f.proxy.exited(); done {
+			t.Fatalf("HAProxy ended: %v\n%s", err, tail(f.proxy.logPath, 40))
+		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			t.Fatalf("HAProxy does not see replica %d up within 30 s: %s\n%s", i, f.status(i), tail(f.proxy.logPath, 40))
 		}

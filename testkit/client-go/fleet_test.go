@@ -64,6 +64,10 @@ func TestFleet(t *testing.T) {
 	if _, err := api.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// No controller manager runs: the service account admission wants it.
+	if _, err := api.CoreV1().ServiceAccounts(fleetNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < fleetPods; i++ {
 		if _, err := api.CoreV1().Pods(fleetNS).Create(ctx, fleetPod(i), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
