@@ -556,9 +556,6 @@ impl Server {
                 if let Some(revocation) = caller.grant.as_ref().and_then(Revocation::of) {
                     body = body.revocable(revocation);
                 }
-                if caller.tls {
-                    body = body.coalesced();
-                }
                 match caller.media {
                     Media::Table => body = body.as_tables(),
                     Media::Protobuf => body = body.as_protobuf(),
@@ -781,9 +778,6 @@ pub(crate) struct Caller {
     address: Option<std::net::IpAddr>,
     /// The request's path.
     path: Arc<str>,
-    /// Its connection is TLS (a write is a record: see
-    /// [`WatchBody::coalesced`]).
-    tls: bool,
 }
 
 impl Caller {
@@ -830,10 +824,6 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             grant,
             address,
             path: Arc::from(parts.uri.path()),
-            tls: parts
-                .extensions
-                .get::<Arc<crate::access::PeerCerts>>()
-                .is_some(),
         })
     }
 }

@@ -40,10 +40,6 @@ use crate::resource::Resource;
 /// Events written per chunk at most.
 pub const BATCH: usize = 64;
 
-/// A coalescing body (see [`WatchBody::coalesced`]) holds back a chunk
-/// smaller than this (bytes).
-pub(crate) const HOLD_BELOW: usize = 4096;
-
 /// The body of a watch response.
 pub struct WatchBody {
     watch: Option<Watch>,
@@ -72,14 +68,6 @@ pub struct WatchBody {
     revocation: Option<Revocation>,
     /// Its row in `/debug/herald/watches` (see the module `open_watches`).
     registered: Option<Registered>,
-    /// A small chunk waits one turn of the runtime for more events (see
-    /// [`WatchBody::coalesced`]).
-    coalesce: bool,
-    /// Events in `buf` held back a turn, not yet handed.
-    held: usize,
-    /// The body handed a chunk and has not found the watch idle since:
-    /// events come faster than they are written.
-    streaming: bool,
     _open: OpenWatch,
 }
 
@@ -118,9 +106,6 @@ impl WatchBody {
             protobuf: false,
             revocation: None,
             registered: None,
-            coalesce: false,
-            held: 0,
-            streaming: false,
         }
     }
 
@@ -159,20 +144,6 @@ impl WatchBody {
         self
     }
 
-    /// While the watch streams (events came again before the body found
-    /// it idle), holds a chunk smaller than [`HOLD_BELOW`] back one turn
-    /// of the runtime, so events that come meanwhile share its write.
-    /// Over TLS a write is a record, sealed at a cost that is mostly per
-    /// record: one event of ~700 bytes per record doubles a delivery's
-    /// CPU. The turn is the connection's task woken behind the tasks
-    /// already queued; a held chunk whose turn brings nothing is handed
-    /// then. A watch that keeps up (idle between events) is never held:
-    /// its latency is unchanged.
-    pub(crate) fn coalesced(mut self) -> WatchBody {
-        self.coalesce = true;
-        self
-    }
-
     /// Keeps the watch's admission until the body is dropped.
     pub(crate) fn admitted(mut self, ticket: WatchTicket) -> WatchBody {
         self._ticket = Some(ticket);
@@ -180,8 +151,6 @@ impl WatchBody {
     }
 
     fn take_chunk(&mut self) -> Option<Bytes> {
-        self.held = 0;
-        self.streaming = true;
         if self.buf.is_empty() {
             self.resource.metrics.flush(&mut self.tally);
             return None;
@@ -228,14 +197,8 @@ impl Body for WatchBody {
             return this.chunk_frame();
         }
         let Some(watch) = this.watch.as_mut() else {
-            return this.chunk_frame();
+            return Poll::Ready(None);
         };
-        // A held chunk takes its share of the room.
-        if this.held >= max {
-            return this.chunk_frame();
-        }
-        max -= this.held;
-        let before = this.buf.len();
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
         let encodings = &this.resource.encodings;
@@ -280,10 +243,7 @@ impl Body for WatchBody {
             tally.event(buf.len() - start);
         });
         match polled {
-            // The held chunk's turn brought nothing more: hand it.
-            Poll::Pending if this.held > 0 => this.chunk_frame(),
             Poll::Pending => {
-                this.streaming = false;
                 if let Some(r) = &this.registered {
                     r.idle();
                 }
@@ -294,7 +254,7 @@ impl Body for WatchBody {
                     r.busy();
                     r.sent(last_rv);
                 }
-                if let Some(mean) = (this.buf.len() - before).checked_div(visited.events) {
+                if let Some(mean) = this.buf.len().checked_div(visited.events) {
                     this.mean_event = (this.mean_event * 3 + mean) / 4;
                 }
                 if let Some(end) = visited.end {
@@ -307,15 +267,6 @@ impl Body for WatchBody {
                 } else if visited.events == 0 {
                     // Finished earlier: nothing more will come.
                     this.watch = None;
-                } else if this.coalesce
-                    && this.streaming
-                    && this.held == 0
-                    && visited.events < max
-                    && this.buf.len() < HOLD_BELOW
-                {
-                    this.held = visited.events;
-                    cx.waker().wake_by_ref();
-                    return Poll::Pending;
                 }
                 this.chunk_frame()
             }
