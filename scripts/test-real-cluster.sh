@@ -54,9 +54,23 @@ else
 fi
 [[ -x "$HERALD_SERVER" ]] || fail "no herald-server at $HERALD_SERVER after the build"
 
+# The fleet test's kube-rs watchers (server/examples/fleet_watchers.rs).
+if [[ -z "${HERALD_FLEET_WATCHERS:-}" ]]; then
+    say "building the fleet test's kube-rs watchers (cargo build -p herald-http --example fleet_watchers)"
+    cargo build -p herald-http --example fleet_watchers >&2 ||
+        fail "cargo build -p herald-http --example fleet_watchers (see above)"
+    target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)" ||
+        fail "cargo metadata: cannot find the target directory"
+    export HERALD_FLEET_WATCHERS="$target_dir/debug/examples/fleet_watchers"
+fi
+[[ -x "$HERALD_FLEET_WATCHERS" ]] || fail "no fleet_watchers at $HERALD_FLEET_WATCHERS after the build"
+command -v haproxy >/dev/null 2>&1 || fail "haproxy is not on PATH (apt-get install haproxy): the fleet test needs it"
+
 say "etcd: $HERALD_ETCD"
 say "kube-apiserver: $HERALD_KUBE_APISERVER"
 say "herald-server: $HERALD_SERVER"
+say "fleet_watchers: $HERALD_FLEET_WATCHERS"
+say "haproxy: $(command -v haproxy)"
 say "kubectl: $(command -v kubectl)"
 # The upstreams' runs at once (each its own cluster on free ports): the
 # apiserver's mostly waits on the apiserver's bookmarks, not on the CPU.

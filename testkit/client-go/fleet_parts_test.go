@@ -4,9 +4,12 @@ package clientgo
 // informers that record what they are sent, and the writer.
 
 import (
+	"bufio"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -382,4 +385,77 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[int(q*float64(len(ds)-1))]
+}
+
+// kubeRS is the fleet's kube-rs watchers: server/examples/fleet_watchers
+// (HERALD_FLEET_WATCHERS), run with n watchers at url.
+type kubeRS struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+// kubeRSWatcher is what one kube-rs watcher reports.
+type kubeRSWatcher struct {
+	Name   string           `json:"name"`
+	Node   string           `json:"node"`
+	Inits  int64            `json:"inits"`
+	Events [][3]interface{} `json:"events"`
+}
+
+func startKubeRS(t *testing.T, url string, n int) *kubeRS {
+	t.Helper()
+	bin := os.Getenv("HERALD_FLEET_WATCHERS")
+	if bin == "" {
+		t.Fatal("HERALD_FLEET_WATCHERS is not set (cargo build -p herald-http --example fleet_watchers; the binary under target/debug/examples)")
+	}
+	cmd := exec.Command(bin, url, strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	k := &kubeRS{cmd: cmd, stdin: stdin, out: bufio.NewReaderSize(stdout, 1<<20)}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	line, err := k.out.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "synced" {
+		t.Fatalf("the kube-rs watchers did not sync: %q %v", line, err)
+	}
+	return k
+}
+
+// finish stops the watchers and returns what each saw.
+func (k *kubeRS) finish(t *testing.T) []kubeRSWatcher {
+	t.Helper()
+	_ = k.stdin.Close()
+	line, err := k.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("the kube-rs watchers' report: %v", err)
+	}
+	var out []kubeRSWatcher
+	if err := json.Unmarshal([]byte(line), &out); err != nil {
+		t.Fatalf("the kube-rs watchers' report: %v", err)
+	}
+	return out
+}
+
+// after is the watcher's events above rv, by key, in order.
+func (w *kubeRSWatcher) after(rv uint64) map[string][]uint64 {
+	out := map[string][]uint64{}
+	for _, e := range w.Events {
+		key, _ := e[0].(string)
+		v, _ := e[1].(float64)
+		if uint64(v) > rv {
+			out[key] = append(out[key], uint64(v))
+		}
+	}
+	return out
 }

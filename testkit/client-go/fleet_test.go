@@ -112,6 +112,24 @@ func TestFleet(t *testing.T) {
 		r.syncLists = r.lists.Load()
 	}
 	t.Logf("%d informers synced through HAProxy in %.1f s", n, time.Since(began).Seconds())
+	nkr := 200
+	if s := os.Getenv("HERALD_FLEET_KUBE_RS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil || v < 1 {
+			t.Fatalf("HERALD_FLEET_KUBE_RS=%q: a count", s)
+		}
+		nkr = v
+	}
+	began = time.Now()
+	kr := startKubeRS(t, f.url, nkr)
+	t.Logf("%d kube-rs watchers synced through HAProxy in %.1f s", nkr, time.Since(began).Seconds())
+	// Every watcher has listed by now: above this version each must see
+	// exactly what the reference sees.
+	now, err := api.CoreV1().Pods(fleetNS).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound, _ := strconv.ParseUint(now.ResourceVersion, 10, 64)
 	time.Sleep(5 * time.Second)
 	steadyFrom := time.Now().Add(-4 * time.Second)
 
@@ -213,6 +231,39 @@ func TestFleet(t *testing.T) {
 			}
 		}
 	}
+	// The kube-rs watchers: no re-list (each lists once), and above the
+	// bound exactly the reference's history.
+	time.Sleep(3 * time.Second)
+	krRelists, krBad := int64(0), 0
+	for _, w := range kr.finish(t) {
+		krRelists += w.Inits - 1
+		if w.Inits != 1 {
+			continue
+		}
+		got := w.after(bound)
+		for key, rvs := range ref.after(bound) {
+			if w.Node != "" && !onNode(key, w.Node) {
+				continue
+			}
+			if fmt.Sprint(got[key]) != fmt.Sprint(rvs) {
+				krBad++
+				if krBad <= 10 {
+					t.Errorf("%s: %s: versions %v, the apiserver's %v (above %d)", w.Name, key, got[key], rvs, bound)
+				}
+			}
+			delete(got, key)
+		}
+		for key, rvs := range got {
+			krBad++
+			if krBad <= 10 {
+				t.Errorf("%s: %s: versions %v the apiserver never sent", w.Name, key, rvs)
+			}
+		}
+	}
+	if krRelists > 0 {
+		t.Errorf("the kube-rs watchers re-listed %d times (goal: 0)", krRelists)
+	}
+	t.Logf("%d kube-rs watchers: %d re-lists; %d pod histories differ from the apiserver's above %d", nkr, krRelists, krBad, bound)
 	lists, watches := totals(recs)
 	var synced int64
 	for _, r := range recs {
