@@ -713,12 +713,13 @@ async fn run(
         );
         tokio::time::sleep(delay).await;
     };
-    let engines = server.resources();
+    // The engines served when the server returns (CRDs come and go).
+    let serving = server.clone();
     match tls {
         Some(tls) => server.serve_tls(listener, tls, shutdown).await?,
         None => server.serve(listener, shutdown).await?,
     }
-    for r in engines {
+    for r in serving.resources() {
         r.engine().stop();
     }
     Ok(())
