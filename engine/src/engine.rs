@@ -223,7 +223,11 @@ impl Engine {
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
-    /// let mut watch = engine.watch(WatchRequest::new().allow_bookmarks(true))?;
+    /// let mut watch = engine.watch(
+    ///     WatchRequest::new()
+    ///         .resource_version(Some(5.into()))
+    ///         .allow_bookmarks(true),
+    /// )?;
     /// writer.apply(Change::added(Object::builder("ns", "b").build(), 6.into()))?;
     /// assert!(engine.drain());
     /// let items: Vec<_> = std::iter::from_fn(|| watch.recv()).collect();
