@@ -5,7 +5,7 @@
 //! [`Server::serve`](crate::Server::serve):
 //!
 //! 1. **Not ready.** From [`Server::terminate`](crate::Server::terminate)
-//!    (`herald-server`: SIGTERM), `/readyz` fails with `[-]shutdown`
+//!    (`herald-server`: SIGTERM), `/readyz` fails with `[-] shutdown`
 //!    while everything is still served, for as long as the load balancer
 //!    takes to notice (`--shutdown-delay`, the apiserver's
 //!    `--shutdown-delay-duration`).
