@@ -160,6 +160,9 @@ fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
                         if s.kind == EventKind::Bookmark {
                             assert!(s.rv >= from, "a bookmark went back: {} < {from}", s.rv);
                         } else {
+                            // Above the last event and the last bookmark: a
+                            // bookmark promises nothing older follows.
+                            assert!(s.rv > from, "{labels:?}: event {} after {from}", s.rv);
                             rvs.push(s.rv);
                         }
                         from = s.rv;

@@ -635,6 +635,9 @@ impl Dispatcher {
     }
 
     fn dispatch_batch(&mut self, end: u64) {
+        // What the batch routes by is what the dispatcher holds: a drain or
+        // a tick dispatches right after control requests and admissions.
+        self.publish_routes_if_dirty();
         self.wakes.begin_batch();
         let start = self.cursor;
         let mut routes = self.shared.routes.load_full();

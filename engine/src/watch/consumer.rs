@@ -595,10 +595,14 @@ impl Watch {
 
     /// A bookmark marker popped at dispatcher position `pos`: its version,
     /// unless it says nothing new (a replay has passed it, or it is not
-    /// above the start).
+    /// above the start), or, for a follower, unless the replay has not
+    /// reached it: the head it replayed to was read before the writer and
+    /// the dispatcher moved past it, and a bookmark now would come before
+    /// changes it covers.
     fn take_bookmark(&mut self, pos: u64) -> Option<ResourceVersion> {
         let rv = self.w.take_bookmark_rv();
-        if pos < self.next_pos || rv < self.last_rv || rv <= self.start_rv {
+        let ahead = self.follower && pos > self.next_pos;
+        if ahead || pos < self.next_pos || rv < self.last_rv || rv <= self.start_rv {
             return None;
         }
         self.last_rv = rv;
