@@ -102,6 +102,39 @@ fn a_drained_watch_ends_after_a_bookmark_at_what_was_dispatched() {
     assert!(!engine.drain(), "a stopped engine drains nothing");
 }
 
+/// A watch from the current state whose consumer begins only after the
+/// drain: its snapshot is taken then, past the drain's bookmark, which it
+/// drops (a bookmark below what the snapshot holds says nothing); it gets
+/// the state and ends `Drained`.
+#[test]
+fn a_snapshot_begun_after_the_drain_drops_the_bookmark() {
+    let (engine, mut writer) = Engine::new(Config::default()).unwrap();
+    writer.replace([obj("a", true)], 5.into()).unwrap();
+    let mut late = engine
+        .watch(WatchRequest::new().allow_bookmarks(true))
+        .unwrap();
+    writer
+        .apply(Change::added(obj("b", false), 6.into()))
+        .unwrap();
+    // Taken up after the registration (one control queue, in order).
+    assert!(engine.drain());
+    eventually("the drain taken up", || engine.stats().drains == 1);
+    writer
+        .apply(Change::added(obj("c", true), 7.into()))
+        .unwrap();
+    let (seen, _) = until_drained(&mut late);
+    let kinds: Vec<_> = seen.iter().map(|s| (s.kind, s.rv)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (EventKind::Added, 5),
+            (EventKind::Added, 6),
+            (EventKind::Added, 7)
+        ]
+    );
+    assert_eq!(engine.stats().terminations.drained, 1);
+}
+
 /// Watches drained while the writer goes on, each resumed from its last
 /// version: together they see the whole history, once, in order.
 #[test]
@@ -114,9 +147,24 @@ fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
     // Object k carries even=yes if k is even; every change is seen by the
     // watchers of its object's label.
     let even = |rv: u64| (rv % 97) % 2 == 0;
+    // How many times each follower has been drained: the writer waits,
+    // every 1,000 changes, until each has been drained again, so that
+    // every follower resumes many times while the writes go on, however
+    // the threads are scheduled.
+    let sessions: Arc<[std::sync::atomic::AtomicUsize; 3]> = Arc::default();
+    let resumed = sessions.clone();
     let writing = thread::spawn(move || {
         let mut live = std::collections::HashSet::new();
         for rv in 2..=CHANGES + 1 {
+            if rv % 1_000 == 0 {
+                let before: Vec<_> = resumed.iter().map(|s| s.load(Ordering::Acquire)).collect();
+                eventually("every follower drained again", || {
+                    resumed
+                        .iter()
+                        .zip(&before)
+                        .all(|(s, b)| s.load(Ordering::Acquire) > *b)
+                });
+            }
             let k = rv % 97;
             let o = obj(&format!("o{k}"), k % 2 == 0);
             let change = if !live.contains(&k) {
@@ -143,8 +191,9 @@ fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
     // Three watchers, each following the history across drains.
     let followers: Vec<_> = [None, Some("even=yes"), Some("even=no")]
         .into_iter()
-        .map(|labels| {
-            let engine = engine.clone();
+        .enumerate()
+        .map(|(i, labels)| {
+            let (engine, sessions) = (engine.clone(), sessions.clone());
             thread::spawn(move || {
                 let (mut from, mut rvs, mut drains) = (1u64, Vec::new(), 0);
                 loop {
@@ -169,6 +218,7 @@ fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
                     }
                     assert_eq!(end, Some(EndReason::Drained));
                     drains += 1;
+                    sessions[i].fetch_add(1, Ordering::Release);
                     if from > CHANGES {
                         return (labels, rvs, drains);
                     }
@@ -190,7 +240,8 @@ fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
                 Some(_) => !even(*rv),
             })
             .collect();
-        assert!(drains > 1, "{labels:?}: drained only {drains} times");
+        // The writer waited for one every 1,000 changes.
+        assert!(drains >= 20, "{labels:?}: drained only {drains} times");
         assert!(
             rvs == want,
             "{labels:?}: {} events over {drains} drains, {} expected; first difference at {:?}",

@@ -330,7 +330,18 @@ impl Args {
         })
     }
 
+    /// `--shutdown-delay`: 0 (the default) or a duration.
+    fn shutdown_delay(&self) -> Result<Duration, String> {
+        match self.shutdown_delay {
+            0.0 => Ok(Duration::ZERO),
+            secs => seconds("shutdown-delay", secs),
+        }
+    }
+
     fn config(&self) -> Result<ServerConfig, String> {
+        // Not the server's, but refused here with the others: before
+        // anything is served.
+        self.shutdown_delay()?;
         Ok(ServerConfig {
             min_request_timeout: Duration::from_secs(self.min_request_timeout.max(1)),
             write_stall_timeout: seconds("write-stall-timeout", self.write_stall_timeout)?,
@@ -695,10 +706,7 @@ async fn run(
     // `serve` stops accepting and drains every watch (see the module
     // `shutdown`); then the engines stop.
     let stopping = server.clone();
-    let delay = match args.shutdown_delay {
-        0.0 => Duration::ZERO,
-        secs => seconds("shutdown-delay", secs)?,
-    };
+    let delay = args.shutdown_delay()?;
     let shutdown = async move {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();

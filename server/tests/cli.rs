@@ -93,6 +93,27 @@ fn upstream_mistakes_end_the_process_with_a_message() {
     let (code, text) = run(&["--demo", "1", "--request-timeout=-1"]);
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("request-timeout"), "{text}");
+    // The shutdown's: refused before anything is served (0 is no delay,
+    // but no grace at all is not a grace).
+    for (flag, bad) in [
+        ("--shutdown-delay", "-1"),
+        ("--shutdown-delay", "NaN"),
+        ("--shutdown-delay", "inf"),
+        ("--shutdown-grace", "0"),
+        ("--shutdown-grace", "-0.5"),
+        ("--shutdown-grace", "nan"),
+    ] {
+        let (code, text) = run(&["--demo", "1", &format!("{flag}={bad}")]);
+        assert_eq!(code, 2, "{flag}={bad}: {text}");
+        assert!(
+            text.contains(&flag[2..]) && text.contains("is not a duration"),
+            "{flag}={bad}: {text}"
+        );
+        assert!(!text.contains("serving"), "{flag}={bad}: {text}");
+    }
+    let (code, text) = run(&["--demo", "1", "--shutdown-grace", "ten"]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("--shutdown-grace"), "{text}");
     // Resources it does not know, or cannot tell apart.
     for bad in ["nosuch", ",,,", "deployments.batch"] {
         let (code, text) = run(&["--etcd", "http://127.0.0.1:1", "--resources", bad]);

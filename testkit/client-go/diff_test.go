@@ -1,7 +1,6 @@
 package clientgo
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -16,14 +15,8 @@ import (
 func TestAgainstKubeAPIServer(t *testing.T) {
 	began := time.Now()
 	bins := requireBinaries(t)
-	ctx := context.Background()
-	if dl, ok := t.Deadline(); ok {
-		// End with a message before go test's -timeout panics (which
-		// would skip the cleanups; Pdeathsig still ends the processes).
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.Add(-30*time.Second))
-		defer cancel()
-	}
+	ctx, cancel := testContext(t)
+	defer cancel()
 	c := startCluster(ctx, t, bins)
 	t.Logf("etcd %s, kube-apiserver %s, herald-server %s reading %s (secrets encrypted: %v); up in %.1f s",
 		c.etcdURL, c.apiURL, c.heraldURL, c.upstream, c.encrypted, time.Since(began).Seconds())

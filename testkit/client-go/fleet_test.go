@@ -53,12 +53,8 @@ func TestFleet(t *testing.T) {
 		}
 		n = v
 	}
-	ctx := context.Background()
-	if dl, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.Add(-30*time.Second))
-		defer cancel()
-	}
+	ctx, cancel := testContext(t)
+	defer cancel()
 	c := startCluster(ctx, t, bins)
 	api := kubernetes.NewForConfigOrDie(c.apiConfig())
 	if _, err := api.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fleetNS}}, metav1.CreateOptions{}); err != nil {

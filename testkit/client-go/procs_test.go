@@ -20,6 +20,16 @@ import (
 	"time"
 )
 
+// testContext ends 30 s before go test's -timeout would panic: the test
+// ends with a message, and its cleanups run (Pdeathsig ends the processes
+// either way). The caller defers cancel.
+func testContext(t *testing.T) (context.Context, context.CancelFunc) {
+	if dl, ok := t.Deadline(); ok {
+		return context.WithDeadline(context.Background(), dl.Add(-30*time.Second))
+	}
+	return context.WithCancel(context.Background())
+}
+
 // binaries the test runs, from the environment.
 type binaries struct {
 	etcd, apiserver, herald, kubectl string
