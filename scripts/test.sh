@@ -13,7 +13,8 @@
 # kube-apiserver (built from the k8s.io/kubernetes module by
 # scripts/ensure-kube-apiserver.sh) with kubectl and client-go
 # (scripts/test-real-cluster.sh), access control against its decisions,
-# and perf's apiserver-fanout at its smoke size; the loom models;
+# perf's apiserver-fanout and fleet-restart (HAProxy, installed from
+# Debian's packages) at their smoke sizes; the loom models;
 # miri on the engine's concurrent modules (when the nightly miri component
 # can be had).
 # `.ci/run` calls this after its format and lint gates.
@@ -124,6 +125,9 @@ if ! command -v haproxy >/dev/null 2>&1; then
         || { echo "FAILED to install haproxy (apt-get): the fleet test cannot run" >&2; exit 1; }
 fi
 echo "haproxy: $(command -v haproxy) ($(haproxy -v | head -1))"
+
+echo "== perf's fleet-restart at the smoke size: 200 watchers through HAProxy in front of three herald-server replicas on etcd, two rolling restarts, no re-list (herald-perf tests/fleet.rs)"
+HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test fleet -- --ignored
 
 echo "== the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front

@@ -408,7 +408,7 @@ impl<S> std::fmt::Debug for HttpSub<S> {
 }
 
 /// The `resourceVersion` of an event line's object.
-fn line_rv(line: &[u8]) -> Option<u64> {
+pub(crate) fn line_rv(line: &[u8]) -> Option<u64> {
     const KEY: &[u8] = b"\"resourceVersion\":\"";
     let at = memchr::memmem::find(line, KEY)? + KEY.len();
     let digits = &line[at..];

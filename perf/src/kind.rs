@@ -63,6 +63,8 @@ pub enum SystemKind {
     /// real kube-apiserver, watched instead of it (apiserver-fanout).
     #[serde(rename = "herald+apiserver")]
     HeraldApiserver,
+    /// fleet-restart: three herald-server replicas behind HAProxy.
+    HeraldFleet,
 }
 
 impl SystemKind {
@@ -123,6 +125,7 @@ impl SystemKind {
             SystemKind::HeraldServer => "herald-server",
             SystemKind::KubeApiserver => "kube-apiserver",
             SystemKind::HeraldApiserver => "herald+apiserver",
+            SystemKind::HeraldFleet => "herald-fleet",
         }
     }
 
@@ -135,6 +138,7 @@ impl SystemKind {
             .chain(SystemKind::KUBELET)
             .chain(SystemKind::SERVERS)
             .chain(SystemKind::APISERVER)
+            .chain([SystemKind::HeraldFleet])
             .find(|s| s.name() == name)
     }
 
@@ -151,6 +155,7 @@ impl SystemKind {
                 | SystemKind::KubeletManager
                 | SystemKind::HeraldServer
                 | SystemKind::HeraldApiserver
+                | SystemKind::HeraldFleet
         )
     }
 }

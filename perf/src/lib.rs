@@ -12,7 +12,7 @@
 //!   allocator, `/proc` readings, workloads, the system interface, the
 //!   consumer pool and run driver;
 //! - `pods`: realistic pods, as JSON and as the apiserver's protobuf;
-//! - `peers/`, `etcd`, `http`, `servers`: the systems;
+//! - `peers/`, `etcd`, `http`, `servers`, `fleet`: the systems;
 //! - `kind`, `profile`, `row`, `runner`, `report`, `scenario`: the
 //!   shared harness (system names, sizes, rows and rounds, the interleaved
 //!   runner, tables and targets, the trait);
@@ -22,6 +22,7 @@ pub mod alloc;
 pub mod apiserver;
 pub mod consume;
 pub mod etcd;
+pub mod fleet;
 pub mod http;
 pub mod kind;
 pub mod machine;

@@ -113,6 +113,12 @@ struct Args {
     /// 10).
     #[arg(long)]
     apiserver_rate: Option<f64>,
+    /// fleet-restart: watchers through the balancers (default: 10,000).
+    #[arg(long)]
+    fleet_watchers: Option<usize>,
+    /// fleet-restart: writes per second into etcd (default: 2).
+    #[arg(long)]
+    fleet_rate: Option<f64>,
     /// Check every delivery against its filter (slower; always on in the
     /// smoke profile).
     #[arg(long)]
@@ -158,6 +164,13 @@ const MAX_APISERVER_WATCHERS: usize = 1_000_000;
 
 /// The highest write rate apiserver-fanout may be asked for (writes/s).
 const MAX_APISERVER_RATE: f64 = 1_000.0;
+
+/// The most watchers `--fleet-watchers` takes: each holds a descriptor in
+/// the harness, whose limit here is 20,000.
+const MAX_FLEET_WATCHERS: usize = 18_000;
+
+/// The most writes per second `--fleet-rate` takes (one put at a time).
+const MAX_FLEET_RATE: f64 = 1_000.0;
 
 fn main() -> std::process::ExitCode {
     // http-fanout's server, started by the harness itself as its child.
@@ -261,6 +274,20 @@ fn run() -> anyhow::Result<bool> {
             "--apiserver-rate must be above 0 and at most {MAX_APISERVER_RATE} writes/s (they go through the apiserver one at a time)"
         );
         profile.apiserver_writes.0 = r;
+    }
+    if let Some(n) = args.fleet_watchers {
+        anyhow::ensure!(
+            (1..=MAX_FLEET_WATCHERS).contains(&n),
+            "--fleet-watchers must be from 1 to {MAX_FLEET_WATCHERS} (a descriptor each here, and two in a balancer)"
+        );
+        profile.fleet.0 = n;
+    }
+    if let Some(r) = args.fleet_rate {
+        anyhow::ensure!(
+            r.is_finite() && r > 0.0 && r <= MAX_FLEET_RATE,
+            "--fleet-rate must be above 0 and at most {MAX_FLEET_RATE} writes/s"
+        );
+        profile.fleet.1 = r;
     }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;

@@ -101,6 +101,9 @@ pub struct Profile {
     /// apiserver-fanout: (writes per second through the apiserver,
     /// seconds), the same at every N.
     pub apiserver_writes: (f64, f64),
+    /// fleet-restart: (watchers through the balancer, writes per second
+    /// into etcd, seconds of the steady window).
+    pub fleet: (usize, f64, f64),
     /// Run the heavy scenarios (see
     /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
     /// scenario is named, and the heavy systems of those that run
@@ -138,6 +141,7 @@ impl Profile {
             // pod-memory is not run in this profile unless named (an
             // apiserver start per measurement); this is its size then.
             pod_memory_pods: 10_000,
+            // fleet-restart runs only when named; at the default's size.
             heavy: false,
             // Flat-out runs of at least a second, aimed at 1.2 s (1.2-2.4
             // s each, the workload doubling); a round under a second
@@ -198,6 +202,7 @@ impl Profile {
             pod_memory_pods: 500,
             apiserver_watchers: vec![20],
             apiserver_writes: (20.0, 1.0),
+            fleet: (200, 10.0, 2.0),
             heavy: false,
         }
     }
@@ -254,6 +259,10 @@ impl Profile {
             // A rate the apiserver takes at 10,000 watchers on 2 cores (it
             // took 3.2-3.4 writes/s there when offered 10).
             apiserver_writes: (3.0, 10.0),
+            // 10,000 watchers of every pod (about 3.7 KB of JSON each) at 2
+            // writes/s: 20,000 deliveries/s through HAProxy on 2 cores,
+            // beside the replicas, etcd and the clients.
+            fleet: (10_000, 2.0, 5.0),
             heavy: true,
         }
     }

@@ -79,6 +79,7 @@ pub fn run_system(
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
         | SystemKind::HeraldApiserver
+        | SystemKind::HeraldFleet
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection => {
             anyhow::bail!("{} runs in its own scenario, which builds it", kind.name())

@@ -80,20 +80,29 @@ impl Binaries {
             "no kube-apiserver at {} (set HERALD_KUBE_APISERVER, or run scripts/ensure-kube-apiserver.sh)",
             apiserver.display()
         );
-        let herald = match std::env::var_os("HERALD_SERVER") {
-            Some(p) => PathBuf::from(p),
-            None => std::env::current_exe()?
-                .parent()
-                .context("the harness's directory")?
-                .join("herald-server"),
-        };
-        anyhow::ensure!(
-            herald.is_file(),
-            "no herald-server at {} (set HERALD_SERVER, or cargo build --release -p herald-http --bin herald-server)",
-            herald.display()
-        );
-        Ok(Binaries { apiserver, herald })
+        Ok(Binaries {
+            apiserver,
+            herald: herald_server()?,
+        })
     }
+}
+
+/// herald-server: `HERALD_SERVER`, else beside the harness, or says how
+/// to get it.
+pub fn herald_server() -> anyhow::Result<PathBuf> {
+    let herald = match std::env::var_os("HERALD_SERVER") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::current_exe()?
+            .parent()
+            .context("the harness's directory")?
+            .join("herald-server"),
+    };
+    anyhow::ensure!(
+        herald.is_file(),
+        "no herald-server at {} (set HERALD_SERVER, or cargo build --release -p herald-http --bin herald-server)",
+        herald.display()
+    );
+    Ok(herald)
 }
 
 /// Writes `n` pods (varied: [`Placement::spread`] over [`NAMESPACES`]

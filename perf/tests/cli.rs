@@ -49,3 +49,32 @@ fn apiserver_fanout_flags_refuse_what_cannot_run() {
     ]);
     assert!(!ok && err.contains("unknown scenario"), "{err}");
 }
+
+#[test]
+fn fleet_restart_flags_refuse_what_cannot_run() {
+    for rate in ["0", "-1", "NaN", "inf", "1e9"] {
+        let flag = format!("--fleet-rate={rate}");
+        let (ok, err) = harness(&[&flag, "--scenarios", "nosuch"]);
+        assert!(!ok, "--fleet-rate {rate} was taken");
+        assert!(err.contains("--fleet-rate must be"), "{rate}: {err}");
+    }
+    for watchers in ["0", "18001", "18446744073709551615"] {
+        let flag = format!("--fleet-watchers={watchers}");
+        let (ok, err) = harness(&[&flag, "--scenarios", "nosuch"]);
+        assert!(!ok, "--fleet-watchers {watchers} was taken");
+        assert!(err.contains("--fleet-watchers must"), "{watchers}: {err}");
+    }
+    for (flag, value) in [("--fleet-rate", "fast"), ("--fleet-watchers", "many")] {
+        let (ok, err) = harness(&[flag, value, "--scenarios", "nosuch"]);
+        assert!(!ok && err.contains(flag), "{flag} {value}: {err}");
+    }
+    let (ok, err) = harness(&[
+        "--fleet-rate",
+        "1000",
+        "--fleet-watchers",
+        "18000",
+        "--scenarios",
+        "nosuch",
+    ]);
+    assert!(!ok && err.contains("unknown scenario"), "{err}");
+}

@@ -225,6 +225,7 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         | SystemKind::HeraldServer
         | SystemKind::KubeApiserver
         | SystemKind::HeraldApiserver
+        | SystemKind::HeraldFleet
         | SystemKind::Etcd
         | SystemKind::EtcdOneConnection
         | SystemKind::HeraldHttp

@@ -13,6 +13,7 @@ pub mod catch_up;
 pub mod etcd_fanout;
 pub mod fanout_all;
 pub mod fanout_indexed;
+pub mod fleet_restart;
 pub mod http_fanout;
 pub mod kubelet;
 pub mod latency;
@@ -21,7 +22,7 @@ pub mod pod_memory;
 pub mod slow_watcher_tax;
 
 /// Every scenario, in suite order.
-pub const ALL: [&dyn Scenario; 11] = [
+pub const ALL: [&dyn Scenario; 12] = [
     &fanout_all::FanoutAll,
     &fanout_indexed::FanoutIndexed,
     &slow_watcher_tax::SlowWatcherTax,
@@ -33,6 +34,7 @@ pub const ALL: [&dyn Scenario; 11] = [
     &kubelet::Kubelet,
     &pod_memory::PodMemory,
     &apiserver_fanout::ApiserverFanout,
+    &fleet_restart::FleetRestart,
 ];
 
 /// The scenario of a command-line name.

@@ -1,0 +1,380 @@
+//! fleet-restart: N watchers through HAProxy in front of three
+//! `herald-server` replicas on one etcd ([`crate::fleet`]), a steady write
+//! load, and in each round a rolling restart of the three. Each replica
+//! in turn gets SIGTERM: `/readyz` fails for its `--shutdown-delay` (1 s)
+//! while HAProxy takes it out, then every watch it serves gets a bookmark
+//! and a clean end, and it exits; it is started again and awaited in
+//! HAProxy before the next. Its watchers reconnect through HAProxy, to the
+//! replicas that remain, from the version they last saw.
+//!
+//! A round: a steady window (5 s; 2 in the smoke profile) with the three
+//! replicas up, then the storm: the three steps and the wait until every
+//! watcher has the last write. Per round: the reconnects the fleet
+//! absorbed (and the most in one second), the time from a stream's end
+//! to its next `200` (p99 and max), the p99 from a write's send to its
+//! receipt for watchers that stayed where they were (undisturbed) during
+//! the storm against the same in the steady window, and etcd's load (CPU
+//! and gRPC requests per second) in the storm against the steady window's
+//! third: one replica's steady share, since each replica holds one watch
+//! on etcd per resource.
+//!
+//! The run fails its target on any re-list (a 410: the version a watcher
+//! resumes from is in every replica's window, so none is owed), any
+//! event out of order, and any watcher that did not see every write.
+//!
+//! The environment takes about 10 s to start, and N connections a round
+//! through HAProxy: the quick and smoke profiles run it only when named.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use crate::fleet::watchers::{self, Counts, Phase, Shared};
+use crate::fleet::{Fleet, REPLICAS, haproxy};
+use crate::kind::SystemKind;
+use crate::machine::CpuWindow;
+use crate::report::{self, Headline, Target, fig, med, note, spread_key};
+use crate::row::{Round, Row, Spread};
+use crate::runner::Runner;
+use crate::scenario::Scenario;
+use crate::servers::{herald_server, load_average};
+
+/// The scenario's name.
+pub const NAME: &str = "fleet-restart";
+
+const SYSTEM: SystemKind = SystemKind::HeraldFleet;
+
+/// How long every watcher may take to have the last write after the
+/// restarts.
+const SETTLE: Duration = Duration::from_secs(60);
+
+/// The scenario.
+#[derive(Debug)]
+pub struct FleetRestart;
+
+fn label(n: usize, rate: f64) -> String {
+    format!("{n} watchers, {REPLICAS} replicas @ {rate:.0} writes/s")
+}
+
+/// One round's figures.
+#[derive(Debug, Default)]
+struct Measured {
+    storm_s: f64,
+    reconnects: f64,
+    peak_per_s: f64,
+    served_again_p99_ms: Option<f64>,
+    served_again_max_ms: Option<f64>,
+    steady_p99_us: Option<f64>,
+    undisturbed_p99_us: Option<f64>,
+    etcd_cpu_steady: f64,
+    etcd_cpu_storm: f64,
+    etcd_rps_steady: f64,
+    etcd_rps_storm: f64,
+    exit_s: f64,
+    load: f64,
+    round: Round,
+}
+
+impl Scenario for FleetRestart {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn heavy(&self) -> bool {
+        true
+    }
+
+    fn systems(&self, _runner: &Runner<'_>) -> Vec<SystemKind> {
+        vec![SYSTEM]
+    }
+
+    fn planned(&self, _runner: &Runner<'_>) -> usize {
+        1
+    }
+
+    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+        let p = &runner.profile;
+        let (n, rate, steady_s) = p.fleet;
+        let case = label(n, rate);
+        let mut row = Row::skipped(NAME, &case, SYSTEM, String::new());
+        row.watchers = n;
+        match measure(runner, n, rate, steady_s) {
+            Ok((rounds, end)) => fill(&mut row, &rounds, end),
+            Err(e) => row.note = format!("skipped: {e:#}"),
+        }
+        runner.push(rows, row);
+    }
+
+    fn table(&self, rows: &[&Row]) -> String {
+        if rows.is_empty() {
+            return String::new();
+        }
+        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} ms"));
+        let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} µs"));
+        let mut out = report::table(
+            NAME,
+            "| case | reconnects a round | most in one second | end to served again, p99 | max | steady p99 | undisturbed p99 in the storm | ÷ steady, per round | etcd CPU ms/s steady | storm | storm ÷ one replica's steady | etcd requests/s steady | storm | re-lists | out of order | watchers short | note |",
+            rows,
+            |r| {
+                format!(
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    r.case,
+                    spread_key(r, "reconnects", fig),
+                    spread_key(r, "reconnects_peak_per_s", fig),
+                    spread_key(r, "served_again_p99_ms", ms),
+                    spread_key(r, "served_again_max_ms", ms),
+                    spread_key(r, "steady_p99_us", us),
+                    spread_key(r, "undisturbed_p99_us", us),
+                    spread_key(r, "undisturbed_over_steady", |v| v
+                        .map_or("-".into(), |v| format!("{v:.2}x"))),
+                    spread_key(r, "etcd_cpu_ms_per_s_steady", fig),
+                    spread_key(r, "etcd_cpu_ms_per_s_storm", fig),
+                    spread_key(r, "etcd_cpu_storm_over_replica", |v| v
+                        .map_or("-".into(), |v| format!("{v:.1}x"))),
+                    spread_key(r, "etcd_requests_per_s_steady", fig),
+                    spread_key(r, "etcd_requests_per_s_storm", fig),
+                    fig(med(r, "relists")),
+                    r.violations,
+                    fig(med(r, "short")),
+                    note(r)
+                )
+            },
+        );
+        let _ = writeln!(
+            out,
+            "\nEach round: a steady window, then a rolling restart of the {REPLICAS} replicas (SIGTERM, its 1 s delay, its drain, started again, up in HAProxy), then the wait until every watcher has the last write. Watchers: HTTP/1.1 watches of every pod through HAProxy (TCP, leastconn), each resuming from its last version when its stream ends; undisturbed: a watcher whose stream began before the step under way. etcd's CPU: its process's; its requests: `grpc_server_started_total`. Re-lists, order and shortfalls are over the whole run."
+        );
+        out
+    }
+
+    fn targets(&self, rows: &[Row]) -> Vec<Target> {
+        let Some(r) = rows
+            .iter()
+            .find(|r| r.scenario == NAME && !r.rounds.is_empty())
+        else {
+            return vec![Target {
+                goal: goal_relist(),
+                measured: "not run".into(),
+                met: None,
+            }];
+        };
+        let relists = med(r, "relists").unwrap_or(0.0);
+        let short = med(r, "short").unwrap_or(0.0);
+        let ratio = r.spread.get("undisturbed_over_steady");
+        vec![
+            Target {
+                goal: goal_relist(),
+                measured: format!(
+                    "{relists:.0} re-lists, {} out of order, {short:.0} watchers short, over {} rounds",
+                    r.violations,
+                    r.rounds.len()
+                ),
+                met: Some(relists == 0.0 && short == 0.0 && r.violations == 0),
+            },
+            Target {
+                goal: "fleet-restart: the undisturbed watchers' p99 during the storm at most 2x the steady p99 (per round)".into(),
+                measured: ratio.map_or("-".into(), |s| {
+                    format!("{:.2}x [{:.2}-{:.2}]", s.median, s.min, s.max)
+                }),
+                met: ratio.map(|s| s.median <= 2.0),
+            },
+        ]
+    }
+
+    fn headline(&self, rows: &[Row]) -> Option<Headline> {
+        let h = rows
+            .iter()
+            .find(|r| r.scenario == NAME && !r.rounds.is_empty())?;
+        let ok = med(h, "relists").map(|v| v == 0.0 && h.violations == 0);
+        report::headline_of(
+            NAME,
+            &report::case_rows(rows, NAME, &h.case),
+            SYSTEM.name(),
+            ("undisturbed p99 in a rolling restart", &|r| {
+                spread_key(r, "undisturbed_p99_us", |v| {
+                    v.map_or("-".into(), |v| format!("{v:.0} µs"))
+                })
+            }),
+            (goal_relist(), ok),
+        )
+    }
+}
+
+fn goal_relist() -> String {
+    "fleet-restart: no re-list, no event out of order, every write to every watcher, through every rolling restart".into()
+}
+
+/// Starts the fleet and the watchers, runs the rounds; the rounds'
+/// figures and the run's end state (re-lists, out of order, short).
+fn measure(
+    runner: &Runner<'_>,
+    n: usize,
+    rate: f64,
+    steady_s: f64,
+) -> anyhow::Result<(Vec<Measured>, (Counts, usize))> {
+    crate::scenarios::http_fanout::raise_fd_limit();
+    let needed = 2 * n as u64 + 1_024;
+    let limit = crate::scenarios::http_fanout::fd_limit();
+    anyhow::ensure!(
+        limit >= needed,
+        "{n} watchers need about {needed} descriptors; the limit is {limit}"
+    );
+    let herald = herald_server()?;
+    (runner.on_start)(&format!(
+        "{NAME}: starting etcd, {REPLICAS} herald-server replicas and HAProxy"
+    ));
+    let mut fleet = Fleet::start(&herald, &haproxy()?, n)?;
+    let shared = Shared::new(n, fleet.revision()?);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = fleet.writer(rate, shared.clone(), stop.clone())?;
+    (runner.on_start)(&format!("{NAME}: opening {n} watches through HAProxy"));
+    let rt = watchers::start(n, &fleet.fronts, &shared)?;
+    let result = rounds(runner, &mut fleet, &shared, steady_s);
+    stop.store(true, std::sync::atomic::Ordering::Release);
+    let written = writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the writer panicked"))?;
+    let settled = written.and_then(|_| settle(&shared));
+    shared.stop();
+    drop(rt);
+    let rounds = result?;
+    settled?;
+    let end = shared.counts(Instant::now(), Instant::now());
+    Ok((rounds, (end, shared.short())))
+}
+
+/// Waits until every watcher has the last write.
+fn settle(shared: &Shared) -> anyhow::Result<Duration> {
+    let since = Instant::now();
+    let last = shared.written();
+    let n = shared.caught_up(0);
+    loop {
+        let caught = shared.caught_up(last);
+        if caught == n {
+            return Ok(since.elapsed());
+        }
+        anyhow::ensure!(
+            since.elapsed() < SETTLE,
+            "{} of {n} watchers do not have the last write ({last}) {SETTLE:?} after it",
+            n - caught
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn rounds(
+    runner: &Runner<'_>,
+    fleet: &mut Fleet,
+    shared: &Arc<Shared>,
+    steady_s: f64,
+) -> anyhow::Result<Vec<Measured>> {
+    // Every watcher streaming before the first round.
+    settle(shared)?;
+    let mut out = Vec::new();
+    let repeat = runner.profile.repeat.max(1);
+    for round in 0..repeat {
+        (runner.on_start)(&format!(
+            "{NAME}: round {}/{repeat}: steady, then a rolling restart",
+            round + 1
+        ));
+        shared.reset();
+        let before = shared.counts(Instant::now(), Instant::now());
+        // Steady.
+        let (cpu0, req0, t0) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        shared.set_phase(Phase::Steady);
+        std::thread::sleep(Duration::from_secs_f64(steady_s));
+        shared.set_phase(Phase::Idle);
+        let (cpu1, req1, t1) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        // The storm.
+        let window = CpuWindow::open();
+        shared.set_phase(Phase::Storm);
+        let mut exit_s = 0.0f64;
+        for i in 0..REPLICAS {
+            shared.step();
+            exit_s = exit_s.max(fleet.restart(i)?);
+        }
+        settle(shared)?;
+        shared.set_phase(Phase::Idle);
+        let (cpu2, req2, t2) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        let cpu = window.close(&[]);
+        let after = shared.counts(t1, t2);
+        let [steady, undisturbed, again, again_max] = shared.percentiles();
+        let per_s = |d: f64, a: Instant, b: Instant| d / b.duration_since(a).as_secs_f64();
+        let storm_s = t2.duration_since(t1).as_secs_f64();
+        out.push(Measured {
+            storm_s,
+            reconnects: (after.reconnects - before.reconnects) as f64,
+            peak_per_s: after.peak_per_s as f64,
+            served_again_p99_ms: again.map(|v| v / 1e3),
+            served_again_max_ms: again_max.map(|v| v / 1e3),
+            steady_p99_us: steady,
+            undisturbed_p99_us: undisturbed,
+            etcd_cpu_steady: per_s((cpu1 - cpu0) as f64 / 1e6, t0, t1),
+            etcd_cpu_storm: per_s((cpu2 - cpu1) as f64 / 1e6, t1, t2),
+            etcd_rps_steady: per_s(req1 - req0, t0, t1),
+            etcd_rps_storm: per_s(req2 - req1, t1, t2),
+            exit_s,
+            load: load_average(),
+            round: Round {
+                round,
+                order: 0,
+                seconds: storm_s,
+                p99_us: undisturbed,
+                cpu,
+                ..Round::default()
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// The row from the rounds and the run's end state.
+fn fill(row: &mut Row, rounds: &[Measured], (end, short): (Counts, usize)) {
+    type Figure = (&'static str, fn(&Measured) -> Option<f64>);
+    let figures: [Figure; 16] = [
+        ("storm_s", |m| Some(m.storm_s)),
+        ("reconnects", |m| Some(m.reconnects)),
+        ("reconnects_peak_per_s", |m| Some(m.peak_per_s)),
+        ("served_again_p99_ms", |m| m.served_again_p99_ms),
+        ("served_again_max_ms", |m| m.served_again_max_ms),
+        ("steady_p99_us", |m| m.steady_p99_us),
+        ("undisturbed_p99_us", |m| m.undisturbed_p99_us),
+        ("undisturbed_over_steady", |m| {
+            Some(m.undisturbed_p99_us? / m.steady_p99_us?)
+        }),
+        ("etcd_cpu_ms_per_s_steady", |m| Some(m.etcd_cpu_steady)),
+        ("etcd_cpu_ms_per_s_storm", |m| Some(m.etcd_cpu_storm)),
+        ("etcd_cpu_storm_over_replica", |m| {
+            let replica = m.etcd_cpu_steady / REPLICAS as f64;
+            (replica > 0.0).then(|| m.etcd_cpu_storm / replica)
+        }),
+        ("etcd_requests_per_s_steady", |m| Some(m.etcd_rps_steady)),
+        ("etcd_requests_per_s_storm", |m| Some(m.etcd_rps_storm)),
+        ("exit_s", |m| Some(m.exit_s)),
+        ("load", |m| Some(m.load)),
+        ("seconds", |m| Some(m.storm_s)),
+    ];
+    for (key, get) in figures {
+        let values: Vec<f64> = rounds
+            .iter()
+            .filter_map(get)
+            .filter(|v| v.is_finite())
+            .collect();
+        if let Some(s) = Spread::of(&values) {
+            row.spread.insert(key, s);
+        }
+    }
+    for (key, v) in [
+        ("relists", end.relists as f64),
+        ("refusals", end.refusals as f64),
+        ("short", short as f64),
+    ] {
+        if let Some(s) = Spread::of(&[v]) {
+            row.spread.insert(key, s);
+        }
+    }
+    row.violations = end.violations;
+    row.p99_us = row.spread.get("undisturbed_p99_us").map(|s| s.median);
+    row.rounds = rounds.iter().map(|m| m.round.clone()).collect();
+}
