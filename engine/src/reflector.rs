@@ -67,6 +67,16 @@ pub struct ReflectorConfig {
     /// before the reflector marks it unready and lists again (30 s: an
     /// etcd member's restart or a leader election; zero lists at once).
     pub resume_for: Duration,
+    /// How far back, in the source's revisions, the first list reaches
+    /// (0, the default: not at all). The reflector then lists at the
+    /// current revision minus this ([`Source::list_at`]) and watches from
+    /// there, so that the history window holds the changes since, as it
+    /// would had the cache been running: a watch resumed from a recent
+    /// version on a replica that has just started resumes rather than
+    /// finding its version too old (410) and re-listing. A source that
+    /// cannot read that revision (compacted away, or no past reads) is
+    /// listed at its current revision, as without it.
+    pub backfill: u64,
 }
 
 impl Default for ReflectorConfig {
@@ -78,6 +88,7 @@ impl Default for ReflectorConfig {
             clock: Arc::new(SystemClock),
             regression_wait: Duration::from_secs(3),
             resume_for: Duration::from_secs(30),
+            backfill: 0,
         }
     }
 }
@@ -185,6 +196,9 @@ pub struct ReflectorStats {
     pub regressions: u64,
     /// Lost watches resumed from the engine's version, with no re-list.
     pub resumes: u64,
+    /// First lists that reached back
+    /// ([`ReflectorConfig::backfill`]): 0 or 1.
+    pub backfills: u64,
 }
 
 #[derive(Debug, Default)]
@@ -195,6 +209,7 @@ struct Counters {
     progress_requests: AtomicU64,
     regressions: AtomicU64,
     resumes: AtomicU64,
+    backfills: AtomicU64,
 }
 
 /// State the reflector thread shares with its handle.
@@ -332,6 +347,7 @@ impl Reflector {
             progress_requests: c.progress_requests.load(Ordering::Relaxed),
             regressions: c.regressions.load(Ordering::Relaxed),
             resumes: c.resumes.load(Ordering::Relaxed),
+            backfills: c.backfills.load(Ordering::Relaxed),
         }
     }
 
@@ -619,7 +635,7 @@ fn resume(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> R
 fn round(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Round {
     // This list answers every request made so far.
     shared.relist_wanted.store(false, Ordering::Relaxed);
-    let listing = match shared.source.list() {
+    let listing = match backfilled(shared).map_or_else(|| shared.source.list(), Ok) {
         Ok(l) => l,
         Err(e) => {
             shared.note_source(e);
@@ -658,6 +674,32 @@ fn round(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Ro
     };
     *lost = None;
     follow(shared, writer, watch)
+}
+
+/// The first list, reaching back [`ReflectorConfig::backfill`]
+/// revisions, if asked for and if the source can read there; `None`: list
+/// as usual.
+fn backfilled(shared: &Shared) -> Option<crate::Listing> {
+    let back = shared.config.backfill;
+    // Only the first: a later list is a re-list, whose window is new.
+    if back == 0 || shared.engine.resource_version() != ResourceVersion::ZERO {
+        return None;
+    }
+    let current = shared.source.current_revision().ok()?.get();
+    let at = current.saturating_sub(back).max(1);
+    match shared.source.list_at(ResourceVersion::new(at)) {
+        Ok(Some(listing)) if listing.revision.get() == at => {
+            shared.counters.backfills.fetch_add(1, Ordering::Relaxed);
+            Some(listing)
+        }
+        Ok(_) => None,
+        Err(e) => {
+            shared.note(format!(
+                "the first list could not reach back to revision {at} ({e}): listed at the current revision"
+            ));
+            None
+        }
+    }
 }
 
 /// A watch (or its opening) failed with `e`.

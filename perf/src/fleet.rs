@@ -1,6 +1,6 @@
 //! fleet-restart's system, `herald-fleet`: three `herald-server` replicas
 //! on one etcd (a fresh single member on loopback, its pods written as the
-//! apiserver stores them, [`load_pods`]) behind HAProxy in TCP mode
+//! apiserver stores and writes them, [`seed`]) behind HAProxy in TCP mode
 //! (`leastconn`, `/readyz` checked every 200 ms, out after one failure,
 //! back after two passes), each replica started with `--shutdown-delay 1`
 //! so that HAProxy has taken it out before it drains. A writer thread puts
@@ -31,9 +31,7 @@ use etcd_client::Client;
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
 
 use crate::pods::{Encoding, Placement, Stored};
-use crate::servers::{
-    FULL_PREFIX, NAMESPACES, NODES, Running, curl, free_port, load_pods, wait_ok,
-};
+use crate::servers::{FULL_PREFIX, NAMESPACES, NODES, Running, curl, free_port, wait_ok};
 use watchers::Shared;
 
 /// Replicas behind the balancer.
@@ -67,6 +65,7 @@ pub struct Fleet {
     ports: Vec<u16>,
     replicas: Vec<Option<Running>>,
     starts: Vec<usize>,
+    seats: Option<(usize, usize)>,
     _proxies: Vec<Running>,
     stats: Vec<String>,
     /// Where the watchers connect: each HAProxy's frontend.
@@ -102,12 +101,20 @@ impl Fleet {
     /// Starts etcd with [`PODS`] pods, the replicas and HAProxy (one per
     /// [`PER_BALANCER`] of `watchers`); returns once every HAProxy sees
     /// every replica up.
-    pub fn start(herald: &Path, haproxy: &Path, watchers: usize) -> anyhow::Result<Fleet> {
+    /// `seats`: each replica's `--max-inflight-reads` and
+    /// `--max-queued-reads` (watch initialisations take those seats;
+    /// beyond, 429 with `Retry-After`), if not its defaults.
+    pub fn start(
+        herald: &Path,
+        haproxy: &Path,
+        watchers: usize,
+        seats: Option<(usize, usize)>,
+    ) -> anyhow::Result<Fleet> {
         let bin = etcd_binary().map_err(|e| anyhow::anyhow!("no etcd here: {e}"))?;
         let etcd = LocalEtcd::start(&bin).map_err(|e| anyhow::anyhow!("etcd: {e}"))?;
         let endpoint = etcd.endpoint();
         let etcd_pid = etcd.pid().context("etcd's process id")?;
-        load_pods(&endpoint, PODS)?;
+        seed(&endpoint)?;
         let dir = std::env::temp_dir().join(format!("herald-perf-fleet-{}", std::process::id()));
         std::fs::create_dir_all(&dir)?;
         let ports = (0..REPLICAS)
@@ -153,6 +160,7 @@ impl Fleet {
             ports,
             replicas: (0..REPLICAS).map(|_| None).collect(),
             starts: vec![0; REPLICAS],
+            seats,
             _proxies: proxies,
             stats: stats_urls,
             fronts,
@@ -171,8 +179,14 @@ impl Fleet {
         let log = self.dir.join(format!("herald-{i}-{}.log", self.starts[i]));
         let log = std::fs::File::create(log)?;
         let started = Instant::now();
+        let mut command = Command::new(&self.herald);
+        if let Some((inflight, queued)) = self.seats {
+            command
+                .arg(format!("--max-inflight-reads={inflight}"))
+                .arg(format!("--max-queued-reads={queued}"));
+        }
         let mut replica = Running {
-            child: Command::new(&self.herald)
+            child: command
                 .arg("--etcd")
                 .arg(&self.endpoint)
                 .args(["--resources", "pods", "--etcd-prefix", FULL_PREFIX])
@@ -327,6 +341,27 @@ impl Fleet {
             Ok(got.header().map_or(0, |h| h.revision()) as u64)
         })
     }
+}
+
+/// Writes [`PODS`] pods as the apiserver stores them, one put (and one
+/// revision) each, as the apiserver writes them: a transaction of many
+/// keys at one revision is no change a cache can apply in order (the
+/// reflector re-lists past it), and a replica's first list reaches back
+/// over these ([`herald::ReflectorConfig::backfill`]).
+fn seed(endpoint: &str) -> anyhow::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        let mut client = Client::connect([endpoint], None).await?;
+        for i in 0..PODS as u64 {
+            let at = Placement::spread(i, NAMESPACES, NODES);
+            let key = format!("{FULL_PREFIX}/pods/{}/{}", at.namespace, at.name);
+            let value = Stored::new(&at, i, Encoding::Protobuf)?.with_write(0);
+            client.put(key, value, None).await.context("a pod's put")?;
+        }
+        Ok(())
+    })
 }
 
 impl Drop for Fleet {

@@ -104,6 +104,11 @@ pub struct Profile {
     /// fleet-restart: (watchers through the balancer, writes per second
     /// into etcd, seconds of the steady window).
     pub fleet: (usize, f64, f64),
+    /// fleet-restart: each replica's seats for watch initialisations
+    /// (`--max-inflight-reads`, `--max-queued-reads`), if not
+    /// herald-server's defaults: few enough that a restart's herd is
+    /// refused in part (429, `Retry-After`) and comes back.
+    pub fleet_seats: Option<(usize, usize)>,
     /// Run the heavy scenarios (see
     /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
     /// scenario is named, and the heavy systems of those that run
@@ -203,6 +208,9 @@ impl Profile {
             apiserver_watchers: vec![20],
             apiserver_writes: (20.0, 1.0),
             fleet: (200, 10.0, 2.0),
+            // A replica's third of 200 reconnecting at once, to 2 seats
+            // and 8 places in the queue: the herd is refused in part.
+            fleet_seats: Some((2, 8)),
             heavy: false,
         }
     }
@@ -263,6 +271,7 @@ impl Profile {
             // writes/s: 20,000 deliveries/s through HAProxy on 2 cores,
             // beside the replicas, etcd and the clients.
             fleet: (10_000, 2.0, 5.0),
+            fleet_seats: None,
             heavy: true,
         }
     }

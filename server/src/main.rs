@@ -142,6 +142,13 @@ struct Args {
     /// The apiserver's `--etcd-prefix`: the root of its keys.
     #[arg(long, default_value = herald_kube::builtin::REGISTRY)]
     etcd_prefix: String,
+    /// How many of etcd's revisions back the first list reaches, so that
+    /// the history window holds the changes since and a watcher moving
+    /// here from a replica that went away resumes instead of re-listing
+    /// (0: list at the current revision; a revision etcd has compacted
+    /// away falls back to that).
+    #[arg(long, default_value_t = herald_http::ETCD_BACKFILL)]
+    etcd_history_backfill: u64,
     /// With --etcd: the apiserver's `--encryption-provider-config` file
     /// (an `EncryptionConfiguration`, YAML or JSON): values it encrypted
     /// at rest with `aescbc`, `aesgcm` or `secretbox` are decrypted with
@@ -410,7 +417,14 @@ fn etcd(
             |e| format!("--encryption-provider-config {}: {e}", path.display()),
         )?)),
     };
-    herald_http::etcd_resource_with(info, &args.etcd, prefix, &fields, keyring)
+    herald_http::etcd_resource_with(
+        info,
+        &args.etcd,
+        prefix,
+        &fields,
+        keyring,
+        args.etcd_history_backfill,
+    )
 }
 
 /// The resource from the upstream the flags name: the apiserver

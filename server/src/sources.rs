@@ -18,26 +18,33 @@ use herald_kube::{Decoder, UndecodableReport};
 
 use crate::resource::{Resource, SourceHealth};
 
+/// How many of etcd's revisions back an etcd resource's first list
+/// reaches ([`ReflectorConfig::backfill`]): 10,000, minutes of a busy
+/// cluster's writes, less than the apiserver's compaction (every 5
+/// minutes) usually leaves.
+pub const ETCD_BACKFILL: u64 = 10_000;
+
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).
 pub fn resource_on(
     info: ResourceInfo,
     source: Arc<dyn Source>,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    resource_with(info, source, Config::default())
+    resource_with(info, source, Config::default(), ReflectorConfig::default())
 }
 
-/// [`resource_on`] with the engine's `config`.
+/// [`resource_on`] with the engine's `config` and the reflector's.
 fn resource_with(
     info: ResourceInfo,
     source: Arc<dyn Source>,
     mut config: Config,
+    reflector: ReflectorConfig,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     if info.plural == "pods" {
         config = config.index("spec.nodeName");
     }
     let (engine, writer) = Engine::new(config)?;
-    let reflector = Reflector::spawn(source, engine.clone(), writer, ReflectorConfig::default())?;
+    let reflector = Reflector::spawn(source, engine.clone(), writer, reflector)?;
     Ok(Resource::new(info, engine, Some(reflector)))
 }
 
@@ -51,13 +58,14 @@ pub fn etcd_resource(
     prefix: &str,
     fields: &[String],
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    etcd_resource_with(info, endpoints, prefix, fields, None)
+    etcd_resource_with(info, endpoints, prefix, fields, None, ETCD_BACKFILL)
 }
 
 /// [`etcd_resource`], its values encrypted at rest decrypted with
 /// `keyring` (the apiserver's `--encryption-provider-config`), under the
 /// resource's group-qualified name (`secrets`, `deployments.apps`) as
-/// that file names resources.
+/// that file names resources; its first list reaching `backfill`
+/// revisions back ([`ReflectorConfig::backfill`], [`ETCD_BACKFILL`]).
 #[cfg(feature = "etcd")]
 pub fn etcd_resource_with(
     info: ResourceInfo,
@@ -65,6 +73,7 @@ pub fn etcd_resource_with(
     prefix: &str,
     fields: &[String],
     keyring: Option<Arc<Keyring>>,
+    backfill: u64,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     let mut decoder = decoder_for(&info, fields);
     if let Some(keyring) = keyring {
@@ -73,7 +82,17 @@ pub fn etcd_resource_with(
     let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
     let report = source.clone();
     let health = Arc::new(Undecodable(move || report.undecodable()));
-    Ok(resource_on(info.with_fields(fields), Arc::new(source))?.with_health(health))
+    let reflector = ReflectorConfig {
+        backfill,
+        ..ReflectorConfig::default()
+    };
+    let resource = resource_with(
+        info.with_fields(fields),
+        Arc::new(source),
+        Config::default(),
+        reflector,
+    )?;
+    Ok(resource.with_health(health))
 }
 
 /// A decoder taking `fields` (field selectors' names) from where the
@@ -101,7 +120,13 @@ pub fn apiserver_resource(
     // apiserver's 3: progress comes from the apiserver's bookmarks, up to
     // about 3 s late (a consistent watch-list waits for one).
     let config = Config::default().too_large_timeout(std::time::Duration::from_secs(10));
-    Ok(resource_with(info.with_fields(fields), Arc::new(source), config)?.with_health(health))
+    let resource = resource_with(
+        info.with_fields(fields),
+        Arc::new(source),
+        config,
+        ReflectorConfig::default(),
+    )?;
+    Ok(resource.with_health(health))
 }
 
 /// A source's report of what it could not decode, asked afresh each

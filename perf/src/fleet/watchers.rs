@@ -71,6 +71,8 @@ pub struct Shared {
     relists: AtomicU64,
     refusals: AtomicU64,
     violations: AtomicU64,
+    /// What the first 410 said (its status line or its ERROR event).
+    first_gone: Mutex<Option<String>>,
     /// Per watcher: the last version seen, and the events seen.
     last: Vec<AtomicU64>,
     events: Vec<AtomicU64>,
@@ -98,6 +100,7 @@ impl Shared {
             relists: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             violations: AtomicU64::new(0),
+            first_gone: Mutex::new(None),
             last: (0..n).map(|_| AtomicU64::new(base)).collect(),
             events: (0..n).map(|_| AtomicU64::new(0)).collect(),
             stop: AtomicBool::new(false),
@@ -194,6 +197,18 @@ impl Shared {
     /// Samples in the (steady, undisturbed) histograms.
     pub fn samples(&self) -> (u64, u64) {
         (self.steady.lock().len(), self.undisturbed.lock().len())
+    }
+
+    /// What the first 410 said, if one came.
+    pub fn first_gone(&self) -> Option<String> {
+        self.first_gone.lock().clone()
+    }
+
+    fn gone(&self, what: impl FnOnce() -> String) {
+        let mut first = self.first_gone.lock();
+        if first.is_none() {
+            *first = Some(what());
+        }
     }
 
     /// Watchers that did not see exactly the writes after the base, in
@@ -293,6 +308,7 @@ async fn stream(i: usize, front: SocketAddr, shared: &Shared, ended: &mut Option
     if io.read_line(&mut line).await.unwrap_or(0) == 0 {
         return End::Refused(RETRY);
     }
+    let status = line.clone();
     let code: u16 = line
         .split(' ')
         .nth(1)
@@ -316,7 +332,10 @@ async fn stream(i: usize, front: SocketAddr, shared: &Shared, ended: &mut Option
     }
     match code {
         200 => {}
-        410 => return End::Gone,
+        410 => {
+            shared.gone(|| format!("{} (from {from})", status.trim_end()));
+            return End::Gone;
+        }
         _ => return End::Refused(retry_after),
     }
     let began = Instant::now();
@@ -363,7 +382,12 @@ async fn stream(i: usize, front: SocketAddr, shared: &Shared, ended: &mut Option
 fn event(i: usize, line: &[u8], shared: &Shared, began_ns: u64) -> bool {
     let now = Instant::now();
     if line.starts_with(b"{\"type\":\"ERROR\"") {
-        return memchr::memmem::find(line, b"\"code\":410").is_some();
+        let gone = memchr::memmem::find(line, b"\"code\":410").is_some();
+        if gone {
+            let from = shared.last[i].load(Ordering::Acquire);
+            shared.gone(|| format!("{} (watching from {from})", String::from_utf8_lossy(line)));
+        }
+        return gone;
     }
     let Some(rv) = crate::http::line_rv(line) else {
         shared.violations.fetch_add(1, Ordering::AcqRel);

@@ -103,6 +103,13 @@ impl Scenario for FleetRestart {
             Ok((rounds, end)) => fill(&mut row, &rounds, end),
             Err(e) => row.note = format!("skipped: {e:#}"),
         }
+        if let Some((inflight, queued)) = p.fleet_seats {
+            for (key, v) in [("seats", inflight), ("queued_seats", queued)] {
+                if let Some(s) = Spread::of(&[v as f64]) {
+                    row.spread.insert(key, s);
+                }
+            }
+        }
         runner.push(rows, row);
     }
 
@@ -114,12 +121,13 @@ impl Scenario for FleetRestart {
         let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0} µs"));
         let mut out = report::table(
             NAME,
-            "| case | reconnects a round | most in one second | end to served again, p99 | max | steady p99 | undisturbed p99 in the storm | ÷ steady, per round | etcd CPU ms/s steady | storm | storm ÷ one replica's steady | etcd requests/s steady | storm | re-lists | out of order | watchers short | note |",
+            "| case | seats, queue | reconnects a round | most in one second | end to served again, p99 | max | steady p99 | undisturbed p99 in the storm | ÷ steady, per round | etcd CPU ms/s steady | storm | storm ÷ one replica's steady | etcd requests/s steady | storm | refused (429), retried | re-lists | out of order | watchers short | note |",
             rows,
             |r| {
                 format!(
-                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                     r.case,
+                    seats(r),
                     spread_key(r, "reconnects", fig),
                     spread_key(r, "reconnects_peak_per_s", fig),
                     spread_key(r, "served_again_p99_ms", ms),
@@ -134,6 +142,7 @@ impl Scenario for FleetRestart {
                         .map_or("-".into(), |v| format!("{v:.1}x"))),
                     spread_key(r, "etcd_requests_per_s_steady", fig),
                     spread_key(r, "etcd_requests_per_s_storm", fig),
+                    fig(med(r, "refusals")),
                     fig(med(r, "relists")),
                     r.violations,
                     fig(med(r, "short")),
@@ -201,6 +210,14 @@ impl Scenario for FleetRestart {
     }
 }
 
+/// The replicas' seats and queue for watch initialisations.
+fn seats(r: &Row) -> String {
+    match (med(r, "seats"), med(r, "queued_seats")) {
+        (Some(s), Some(q)) => format!("{s:.0}, {q:.0}"),
+        _ => "defaults".into(),
+    }
+}
+
 fn goal_relist() -> String {
     "fleet-restart: no re-list, no event out of order, every write to every watcher, through every rolling restart".into()
 }
@@ -224,7 +241,7 @@ fn measure(
     (runner.on_start)(&format!(
         "{NAME}: starting etcd, {REPLICAS} herald-server replicas and HAProxy"
     ));
-    let mut fleet = Fleet::start(&herald, &haproxy()?, n)?;
+    let mut fleet = Fleet::start(&herald, &haproxy()?, n, runner.profile.fleet_seats)?;
     let shared = Shared::new(n, fleet.revision()?);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = fleet.writer(rate, shared.clone(), stop.clone())?;
@@ -241,6 +258,9 @@ fn measure(
     let rounds = result?;
     settled?;
     let end = shared.counts(Instant::now(), Instant::now());
+    if let Some(gone) = shared.first_gone() {
+        eprintln!("{NAME}: the first 410 a watcher got: {gone}");
+    }
     Ok((rounds, (end, shared.short())))
 }
 

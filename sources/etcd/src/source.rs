@@ -501,20 +501,19 @@ where
     })
 }
 
-impl Source for EtcdSource {
-    /// The prefix at one revision, in pages of [`EtcdConfig::page_size`]:
-    /// the first page at the current revision, the rest at the first's
-    /// (the apiserver's `GetList`). A compaction past that revision while
-    /// paging starts the list over (three tries in all, then
-    /// `Compacted`, with the oldest revision etcd still holds).
-    fn list(&self) -> Result<Listing, SourceError> {
-        let inner = &*self.inner;
+impl Inner {
+    /// The prefix in pages at revision `at`, or (0) at the first page's:
+    /// see [`Source::list`]. A compaction past a fixed `at` fails at once
+    /// (`Compacted`); past the first page's revision, the list starts
+    /// over (three tries in all).
+    fn list_pages(&self, at: i64) -> Result<Listing, SourceError> {
+        let inner = self;
         let mut attempts = 0;
         'list: loop {
             attempts += 1;
             inner.undecodable.relist();
             let mut items = Vec::new();
-            let mut revision = 0i64;
+            let mut revision = at;
             let mut from = inner.config.prefix.as_bytes().to_vec();
             loop {
                 let mut options = GetOptions::new()
@@ -533,7 +532,7 @@ impl Source for EtcdSource {
                 }) {
                     Ok(page) => page,
                     Err((Some(e), _)) if revision > 0 && is_compacted(&e) => {
-                        if attempts < LIST_ATTEMPTS {
+                        if at == 0 && attempts < LIST_ATTEMPTS {
                             continue 'list;
                         }
                         return Err(SourceError::Compacted {
@@ -566,6 +565,30 @@ impl Source for EtcdSource {
                 revision: rv_of(revision),
             });
         }
+    }
+}
+
+impl Source for EtcdSource {
+    /// The prefix at one revision, in pages of [`EtcdConfig::page_size`]:
+    /// the first page at the current revision, the rest at the first's
+    /// (the apiserver's `GetList`). A compaction past that revision while
+    /// paging starts the list over (three tries in all, then
+    /// `Compacted`, with the oldest revision etcd still holds).
+    fn list(&self) -> Result<Listing, SourceError> {
+        self.inner.list_pages(0)
+    }
+
+    /// The prefix at exactly `revision`, paged as [`Source::list`]:
+    /// [`SourceError::Compacted`] if etcd no longer holds it, `Ok(None)`
+    /// for a revision past etcd's (it cannot say yet).
+    fn list_at(&self, revision: ResourceVersion) -> Result<Option<Listing>, SourceError> {
+        let Ok(at) = i64::try_from(revision.get()) else {
+            return Ok(None);
+        };
+        if at <= 0 || revision > self.current_revision()? {
+            return Ok(None);
+        }
+        self.inner.list_pages(at).map(Some)
     }
 
     fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
