@@ -38,9 +38,10 @@ static GLOBAL: Counting = Counting;
 #[command(version, about)]
 struct Args {
     /// Scenarios to run (default: all; the quick and smoke profiles leave
-    /// out pod-memory unless named): fanout-all, fanout-indexed,
-    /// slow-watcher-tax, catch-up, latency, memory, etcd-fanout,
-    /// http-fanout, kubelet, pod-memory.
+    /// out the heavy ones unless named: pod-memory, apiserver-fanout,
+    /// fleet-restart): fanout-all, fanout-indexed, slow-watcher-tax,
+    /// catch-up, latency, memory, etcd-fanout, http-fanout, kubelet,
+    /// pod-memory, apiserver-fanout, fleet-restart.
     scenarios: Vec<String>,
     /// Scenarios to run, comma-separated (the same as naming them as
     /// arguments).
