@@ -1,6 +1,6 @@
 //! fleet-restart's system, `herald-fleet`: three `herald-server` replicas
 //! on one etcd (a fresh single member on loopback, its pods written as the
-//! apiserver stores and writes them, [`seed`]) behind HAProxy in TCP mode
+//! apiserver stores and writes them, one revision each) behind HAProxy in TCP mode
 //! (`leastconn`, `/readyz` checked every 200 ms, out after one failure,
 //! back after two passes), each replica started with `--shutdown-delay 1`
 //! so that HAProxy has taken it out before it drains. A writer thread puts
@@ -98,7 +98,7 @@ pub fn haproxy() -> anyhow::Result<PathBuf> {
 }
 
 impl Fleet {
-    /// Starts etcd with [`PODS`] pods, the replicas and HAProxy (one per
+    /// Starts etcd with 1,000 pods, the replicas and HAProxy (one per
     /// [`PER_BALANCER`] of `watchers`); returns once every HAProxy sees
     /// every replica up.
     /// `seats`: each replica's `--max-inflight-reads` and
