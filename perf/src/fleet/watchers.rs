@@ -23,6 +23,14 @@
 //!   restart ([`Phase::Storm`]) into the undisturbed one if the
 //!   watcher's stream began before the current step did (its replica is
 //!   not the one restarting).
+//!
+//! Orderings: the counters and each watcher's last version are written by
+//! the watcher tasks and read by the scenario's thread, which acts on
+//! them (the settle waits for every last version; the row reads the
+//! counts after it). Writes are `Release` and reads `Acquire`, so a
+//! reader that sees a watcher's version sees what that watcher counted
+//! before it; no other memory is published through them, and none of
+//! this is on a measured path but the counting itself.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -192,11 +200,6 @@ impl Shared {
             q(&again, 0.99),
             (!again.is_empty()).then(|| again.max() as f64),
         ]
-    }
-
-    /// Samples in the (steady, undisturbed) histograms.
-    pub fn samples(&self) -> (u64, u64) {
-        (self.steady.lock().len(), self.undisturbed.lock().len())
     }
 
     /// What the first 410 said, if one came.
