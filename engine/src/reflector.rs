@@ -73,9 +73,12 @@ pub struct ReflectorConfig {
     /// there, so that the history window holds the changes since, as it
     /// would had the cache been running: a watch resumed from a recent
     /// version on a replica that has just started resumes rather than
-    /// finding its version too old (410) and re-listing. A source that
-    /// cannot read that revision (compacted away, or no past reads) is
-    /// listed at its current revision, as without it.
+    /// finding its version too old (410) and re-listing. It reaches back
+    /// no further than the source can watch from
+    /// ([`Source::oldest_watchable`]: a kube-apiserver's watch cache
+    /// window). A source that cannot read that revision (compacted away,
+    /// or no past reads) is listed at its current revision, as without
+    /// it.
     pub backfill: u64,
 }
 
@@ -686,7 +689,19 @@ fn backfilled(shared: &Shared) -> Option<crate::Listing> {
         return None;
     }
     let current = shared.source.current_revision().ok()?.get();
-    let at = current.saturating_sub(back).max(1);
+    let floor = match shared.source.oldest_watchable() {
+        Ok(floor) => floor.map_or(1, ResourceVersion::get),
+        Err(e) => {
+            shared.note(format!(
+                "the first list could not learn how far back the source can watch ({e}): listed at the current revision"
+            ));
+            return None;
+        }
+    };
+    let at = current.saturating_sub(back).max(floor).max(1);
+    if at >= current {
+        return None;
+    }
     match shared.source.list_at(ResourceVersion::new(at)) {
         Ok(Some(listing)) if listing.revision.get() == at => {
             shared.counters.backfills.fetch_add(1, Ordering::Relaxed);

@@ -115,6 +115,15 @@ pub trait Source: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The oldest revision a [`Source::watch`] may start after, if the
+    /// source can say (a kube-apiserver's watch cache keeps a window of
+    /// its own, narrower than etcd's); by default `None`: unknown, the
+    /// watch says. A [`Reflector`](crate::Reflector)'s first list reaches
+    /// back no further ([`ReflectorConfig::backfill`](crate::ReflectorConfig::backfill)).
+    fn oldest_watchable(&self) -> Result<Option<ResourceVersion>, SourceError> {
+        Ok(None)
+    }
+
     /// The object under `key` and the revision read at, as of the
     /// source's current revision: a consistent get when progress is not
     /// reliable. By default, from a whole [`Source::list`]; a source that

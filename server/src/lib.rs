@@ -74,7 +74,7 @@ pub use guard::ServedLookup;
 pub use rbac_follow::{RBAC_RESOURCES, RbacFollower};
 pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};
-pub use sources::{Demo, ETCD_BACKFILL, apiserver_resource, demo_pod, resource_on};
+pub use sources::{Demo, HISTORY_BACKFILL, apiserver_resource, demo_pod, resource_on};
 #[cfg(feature = "etcd")]
 pub use sources::{etcd_resource, etcd_resource_with};
 pub use watch::{BATCH, WatchBody};

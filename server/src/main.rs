@@ -142,13 +142,14 @@ struct Args {
     /// The apiserver's `--etcd-prefix`: the root of its keys.
     #[arg(long, default_value = herald_kube::builtin::REGISTRY)]
     etcd_prefix: String,
-    /// How many of etcd's revisions back the first list reaches, so that
-    /// the history window holds the changes since and a watcher moving
-    /// here from a replica that went away resumes instead of re-listing
-    /// (0: list at the current revision; a revision etcd has compacted
-    /// away falls back to that).
-    #[arg(long, default_value_t = herald_http::ETCD_BACKFILL)]
-    etcd_history_backfill: u64,
+    /// How many of the upstream's revisions back the first list reaches,
+    /// so that the history window holds the changes since and a watcher
+    /// moving here from a replica that went away resumes instead of
+    /// re-listing (0: list at the current revision; a revision etcd has
+    /// compacted away falls back to that; through an apiserver, no
+    /// further back than its watch cache holds).
+    #[arg(long, default_value_t = herald_http::HISTORY_BACKFILL)]
+    history_backfill: u64,
     /// With --etcd: the apiserver's `--encryption-provider-config` file
     /// (an `EncryptionConfiguration`, YAML or JSON): values it encrypted
     /// at rest with `aescbc`, `aesgcm` or `secretbox` are decrypted with
@@ -423,7 +424,7 @@ fn etcd(
         prefix,
         &fields,
         keyring,
-        args.etcd_history_backfill,
+        args.history_backfill,
     )
 }
 
@@ -441,7 +442,7 @@ fn upstream(
             } else {
                 args.field.clone()
             };
-            herald_http::apiserver_resource(info, apiserver, &fields)
+            herald_http::apiserver_resource(info, apiserver, &fields, args.history_backfill)
         }
         None => etcd(info, prefix, args),
     }

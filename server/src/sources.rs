@@ -18,11 +18,12 @@ use herald_kube::{Decoder, UndecodableReport};
 
 use crate::resource::{Resource, SourceHealth};
 
-/// How many of etcd's revisions back an etcd resource's first list
+/// How many of the upstream's revisions back a resource's first list
 /// reaches ([`ReflectorConfig::backfill`]): 10,000, minutes of a busy
 /// cluster's writes, less than the apiserver's compaction (every 5
-/// minutes) usually leaves.
-pub const ETCD_BACKFILL: u64 = 10_000;
+/// minutes) usually leaves. On the apiserver upstream, no further back
+/// than its watch cache's window (`Source::oldest_watchable`).
+pub const HISTORY_BACKFILL: u64 = 10_000;
 
 /// An engine for `info` fed by `source` through a reflector. Pods get a
 /// trigger index on `spec.nodeName` (the kubelet's watch).
@@ -58,14 +59,14 @@ pub fn etcd_resource(
     prefix: &str,
     fields: &[String],
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    etcd_resource_with(info, endpoints, prefix, fields, None, ETCD_BACKFILL)
+    etcd_resource_with(info, endpoints, prefix, fields, None, HISTORY_BACKFILL)
 }
 
 /// [`etcd_resource`], its values encrypted at rest decrypted with
 /// `keyring` (the apiserver's `--encryption-provider-config`), under the
 /// resource's group-qualified name (`secrets`, `deployments.apps`) as
 /// that file names resources; its first list reaching `backfill`
-/// revisions back ([`ReflectorConfig::backfill`], [`ETCD_BACKFILL`]).
+/// revisions back ([`ReflectorConfig::backfill`], [`HISTORY_BACKFILL`]).
 #[cfg(feature = "etcd")]
 pub fn etcd_resource_with(
     info: ResourceInfo,
@@ -107,11 +108,14 @@ fn decoder_for(info: &ResourceInfo, fields: &[String]) -> Decoder {
 }
 
 /// A resource read through a kube-apiserver (`apiserver`, connected
-/// once and shared by every resource), objects decoded with `fields`.
+/// once and shared by every resource), objects decoded with `fields`; its
+/// first list reaching `backfill` revisions back, within the apiserver's
+/// watch cache ([`ReflectorConfig::backfill`], [`HISTORY_BACKFILL`]).
 pub fn apiserver_resource(
     info: ResourceInfo,
     apiserver: &ApiServer,
     fields: &[String],
+    backfill: u64,
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
     let source = apiserver.source(&info, decoder_for(&info, fields));
     let report = source.clone();
@@ -120,11 +124,15 @@ pub fn apiserver_resource(
     // apiserver's 3: progress comes from the apiserver's bookmarks, up to
     // about 3 s late (a consistent watch-list waits for one).
     let config = Config::default().too_large_timeout(std::time::Duration::from_secs(10));
+    let reflector = ReflectorConfig {
+        backfill,
+        ..ReflectorConfig::default()
+    };
     let resource = resource_with(
         info.with_fields(fields),
         Arc::new(source),
         config,
-        ReflectorConfig::default(),
+        reflector,
     )?;
     Ok(resource.with_health(health))
 }

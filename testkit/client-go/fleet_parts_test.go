@@ -24,6 +24,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,16 +83,27 @@ func startFleet(ctx context.Context, t *testing.T, c *cluster, haproxy string, n
 		fmt.Fprintf(&servers, "    server h%d 127.0.0.1:%d check\n", i, p)
 	}
 	cfg := filepath.Join(c.dir, "haproxy.cfg")
+	// HTTP mode: a client's keep-alive connection is to HAProxy, not to a
+	// replica, so a replica's end closes no idle connection under
+	// client-go (in TCP mode HAProxy closes them, and a request sent on
+	// one as it closes fails with "server closed idle connection", which
+	// client-go's reflector answers with a re-list: 1 in 8 runs). A
+	// request that reaches no replica, or none that answers, is retried
+	// on another (redispatch on every retry) rather than failed.
 	writeFile(t, cfg, []byte(fmt.Sprintf(`global
     maxconn 8000
 defaults
-    mode tcp
+    mode http
+    option http-no-delay
     timeout connect 2s
     timeout client 1h
     timeout server 1h
+    timeout http-request 10s
+    timeout http-keep-alive 1h
     timeout check 1s
     retries 3
-    option redispatch
+    option redispatch 1
+    retry-on conn-failure empty-response 503
 frontend herald
     bind 127.0.0.1:%d
     default_backend replicas
@@ -203,6 +216,72 @@ type recorder struct {
 	// retries it inside the call)
 	syncLists int64
 	lastSeen  atomic.Int64 // unix ns of the last event
+	// its last requests and how its watches ended (the last
+	// [journalLen]), to say why it re-listed
+	journal []string
+}
+
+const journalLen = 8
+
+// note adds a line to the recorder's journal.
+func (r *recorder) note(format string, args ...interface{}) {
+	line := time.Now().Format("15:04:05.000 ") + fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.journal) == journalLen {
+		r.journal = append(r.journal[:0], r.journal[1:]...)
+	}
+	r.journal = append(r.journal, line)
+}
+
+// lastNotes is the recorder's journal.
+func (r *recorder) lastNotes() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.journal...)
+}
+
+// journaledWatch passes a watch's events on, noting in the recorder the
+// error or the end that ended it and its last bookmark (client-go's
+// reflector re-lists after an error event such as a 410 without calling
+// its watch error handler).
+type journaledWatch struct {
+	inner watch.Interface
+	out   chan watch.Event
+	stop  chan struct{}
+	once  sync.Once
+}
+
+func newJournaledWatch(r *recorder, inner watch.Interface) *journaledWatch {
+	j := &journaledWatch{inner: inner, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(j.out)
+		lastBookmark := ""
+		for ev := range inner.ResultChan() {
+			switch ev.Type {
+			case watch.Error:
+				r.note("watch error event: %v", apierrors.FromObject(ev.Object))
+			case watch.Bookmark:
+				if m, err := meta.Accessor(ev.Object); err == nil {
+					lastBookmark = m.GetResourceVersion()
+				}
+			}
+			select {
+			case j.out <- ev:
+			case <-j.stop:
+				return
+			}
+		}
+		r.note("watch ended (last bookmark %q)", lastBookmark)
+	}()
+	return j
+}
+
+func (j *journaledWatch) ResultChan() <-chan watch.Event { return j.out }
+
+func (j *journaledWatch) Stop() {
+	j.once.Do(func() { close(j.stop) })
+	j.inner.Stop()
 }
 
 func rvOf(obj interface{}) (string, uint64, bool) {
@@ -245,6 +324,7 @@ func newRecorder(cs kubernetes.Interface, name, node string) *recorder {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			r.lists.Add(1)
+			r.note("list rv=%q", o.ResourceVersion)
 			sel(&o)
 			return cs.CoreV1().Pods(fleetNS).List(ctx, o)
 		},
@@ -253,11 +333,21 @@ func newRecorder(cs kubernetes.Interface, name, node string) *recorder {
 				r.lists.Add(1)
 			}
 			r.watches.Add(1)
+			r.note("watch rv=%q", o.ResourceVersion)
 			sel(&o)
-			return cs.CoreV1().Pods(fleetNS).Watch(ctx, o)
+			w, err := cs.CoreV1().Pods(fleetNS).Watch(ctx, o)
+			if err != nil {
+				r.note("watch refused: %v", err)
+				return nil, err
+			}
+			return newJournaledWatch(r, w), nil
 		},
 	}
 	r.inf = cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{})
+	_ = r.inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, refl *cache.Reflector, err error) {
+		r.note("list and watch ended: %v", err)
+		cache.DefaultWatchErrorHandler(ctx, refl, err)
+	})
 	_, _ = r.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj interface{}) { r.record(obj, false) },
 		UpdateFunc: func(_, obj interface{}) { r.record(obj, false) },

@@ -1,7 +1,7 @@
 package clientgo
 
 // The fleet: three herald-server replicas on the cluster's upstream behind
-// a real HAProxy (TCP mode, each replica health-checked on /readyz), N
+// a real HAProxy (HTTP mode, each replica health-checked on /readyz), N
 // client-go informers of pods through it (HERALD_FLEET_INFORMERS, 1,000;
 // a fifth of all the fleet's pods, the rest of one node's, as kubelets
 // watch) and a steady write load through the apiserver. Then one replica
@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +132,7 @@ func TestFleet(t *testing.T) {
 
 	// A replica killed, then started again.
 	lists0, watches0 := totals(recs)
+	listsAtKill := snapshotLists(recs)
 	cut := snapshotWatches(recs)
 	killedAt := time.Now()
 	f.kill(1)
@@ -150,6 +152,7 @@ func TestFleet(t *testing.T) {
 	// A rolling restart: each replica drained, exited, started again.
 	for i := range f.ports {
 		cut := snapshotWatches(recs)
+		listed := snapshotLists(recs)
 		l0, w0 := totals(recs)
 		at := time.Now()
 		took := f.terminate(t, i)
@@ -160,13 +163,13 @@ func TestFleet(t *testing.T) {
 		t.Logf("replica %d drained and exited in %.2f s (SIGTERM, 1 s delay); every informer served again within %.2f s; %d watches made again, %d re-lists; p99 of the %d undisturbed: %v",
 			i, took.Seconds(), served.Seconds(), w1-w0, l1-l0, len(undisturbed), p99.Round(time.Millisecond))
 		if l1 != l0 {
-			t.Errorf("replica %d's drain made informers re-list %d times (goal: 0)", i, l1-l0)
+			t.Errorf("replica %d's drain made informers re-list %d times (goal: 0); why:\n%s", i, l1-l0, relistCauses(recs, listed))
 		}
 		f.start(ctx, t, i)
 		f.waitUp(ctx, t, i)
 	}
 	if lists1 != lists0 {
-		t.Errorf("the SIGKILL made informers re-list %d times: every version they held was in the other replicas' windows (goal: 0)", lists1-lists0)
+		t.Errorf("the SIGKILL made informers re-list %d times: every version they held was in the other replicas' windows (goal: 0); why:\n%s", lists1-lists0, relistCauses(recs, listsAtKill))
 	}
 
 	// The end: writes stop, every informer converges to the upstream.
@@ -276,6 +279,27 @@ func totals(rs []*recorder) (lists, watches int64) {
 		watches += r.watches.Load()
 	}
 	return
+}
+
+func snapshotLists(rs []*recorder) []int64 {
+	out := make([]int64, len(rs))
+	for i, r := range rs {
+		out[i] = r.lists.Load()
+	}
+	return out
+}
+
+// relistCauses names the informers that listed since snap, each with its
+// journal: its last requests and how its watches ended.
+func relistCauses(rs []*recorder, snap []int64) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if r.lists.Load() == snap[i] {
+			continue
+		}
+		fmt.Fprintf(&b, "  %s (%d lists):\n    %s\n", r.name, r.lists.Load()-snap[i], strings.Join(r.lastNotes(), "\n    "))
+	}
+	return b.String()
 }
 
 func snapshotWatches(rs []*recorder) []int64 {

@@ -251,6 +251,16 @@ impl Source for ApiServerSource {
         }
     }
 
+    /// The apiserver's watch cache window's start, from its answer to a
+    /// watch from version 1 (`too old resource version: 1 (M)`).
+    fn oldest_watchable(&self) -> Result<Option<ResourceVersion>, SourceError> {
+        let shared = &self.shared;
+        Ok(shared
+            .conn
+            .block(crate::watch::oldest_watchable(shared))?
+            .map(ResourceVersion::new))
+    }
+
     fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
         // The last watch-list's stream goes on from its version.
         let opened = self

@@ -263,17 +263,7 @@ fn take(
             Ok(Some(SourceEvent::Progress(ResourceVersion::new(rv))))
         }
         "ERROR" => {
-            let status = status_object(&serde_json::to_vec(&event.object).unwrap_or_default());
-            let code = status
-                .as_ref()
-                .and_then(|s| s.get("code"))
-                .and_then(Value::as_u64);
-            let message = status
-                .as_ref()
-                .and_then(|s| s.get("message"))
-                .and_then(Value::as_str)
-                .unwrap_or("an ERROR event that is not a Status")
-                .to_owned();
+            let (code, message) = error_status(&event.object);
             Err(if code == Some(410) {
                 compacted(*last, &message)
             } else {
@@ -323,15 +313,72 @@ fn take(
 /// says the oldest it has (`too old resource version: 5 (30)`) when it
 /// can.
 pub(crate) fn compacted(requested: u64, message: &str) -> SourceError {
-    let oldest = message
-        .rsplit_once('(')
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .and_then(|(n, _)| n.trim().parse::<u64>().ok())
-        .unwrap_or(requested + 1);
+    let oldest = oldest_in(message).unwrap_or(requested + 1);
     SourceError::Compacted {
         requested: ResourceVersion::new(requested),
         compacted: ResourceVersion::new(oldest),
     }
+}
+
+/// An `ERROR` event's `Status`: its code and message.
+fn error_status(object: &serde_json::Map<String, Value>) -> (Option<u64>, String) {
+    let status = status_object(&serde_json::to_vec(object).unwrap_or_default());
+    let code = status
+        .as_ref()
+        .and_then(|s| s.get("code"))
+        .and_then(Value::as_u64);
+    let message = status
+        .as_ref()
+        .and_then(|s| s.get("message"))
+        .and_then(Value::as_str)
+        .unwrap_or("an ERROR event that is not a Status")
+        .to_owned();
+    (code, message)
+}
+
+/// The oldest version a 410's message says a watch may start from
+/// (`too old resource version: 5 (30)`: 30), if it says.
+fn oldest_in(message: &str) -> Option<u64> {
+    message
+        .rsplit_once('(')
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(n, _)| n.trim().parse::<u64>().ok())
+}
+
+/// How long the probe of [`oldest_watchable`] waits for its answer.
+const PROBE_WAIT: Duration = Duration::from_secs(5);
+
+/// The oldest version a watch of the resource may start from: a watch
+/// from version 1 is answered, by an apiserver whose watch cache serves
+/// the resource, with a 410 that names it (`too old resource version: 1
+/// (M)`, `k8s.io/apiserver`'s `watch_cache_history.go`). `None` when the
+/// answer names none (the cache is off: etcd's compaction bounds the
+/// watch, and a list there says so) or none comes in time; `Some(1)` when
+/// the watch from 1 is served.
+pub(crate) async fn oldest_watchable(shared: &Shared) -> Result<Option<u64>, SourceError> {
+    let uri = format!("{}?watch=1&resourceVersion=1&timeoutSeconds=1", shared.path);
+    let probe = async {
+        let mut stream = match OpenStream::open(&shared.conn, uri, shared.accept()).await {
+            Ok(s) => s,
+            Err((_, Failure::Gone(why))) => return Ok(oldest_in(&why)),
+            Err((_, Failure::Other(why))) => return Err(SourceError::Unavailable(why)),
+        };
+        match stream.next().await {
+            Ok(Some(event)) if event.kind == "ERROR" => match error_status(&event.object) {
+                (Some(410), message) => Ok(oldest_in(&message)),
+                (_, message) => Err(SourceError::Unavailable(format!(
+                    "{}: a watch from version 1 failed: {message}",
+                    shared.path
+                ))),
+            },
+            // A change, a bookmark or a quiet end: served from 1.
+            Ok(_) => Ok(Some(1)),
+            Err(e) => Err(SourceError::Unavailable(e)),
+        }
+    };
+    tokio::time::timeout(PROBE_WAIT, probe)
+        .await
+        .unwrap_or(Ok(None))
 }
 
 #[cfg(test)]
@@ -340,6 +387,14 @@ mod tests {
 
     #[test]
     fn a_410s_message_gives_the_oldest_version_it_can() {
+        // k8s.io/apiserver's watch cache (`watch_cache_history.go`), and
+        // etcd's answer through an apiserver whose cache is off.
+        assert_eq!(oldest_in("too old resource version: 1 (458)"), Some(458));
+        assert_eq!(
+            oldest_in("The resourceVersion for the provided watch is too old."),
+            None
+        );
+        assert_eq!(oldest_in("too old resource version: 1 (x)"), None);
         let e = compacted(5, "too old resource version: 5 (30)");
         assert_eq!(
             e,

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::{
-    Config, EndReason, Engine, ReadAt, Reflector, ReflectorConfig, WatchItem, WatchRequest,
+    Config, EndReason, Engine, ReadAt, Reflector, ReflectorConfig, Source, WatchError, WatchItem,
+    WatchRequest,
 };
 use herald_apiserver::{ApiServer, ApiServerConfig};
 use herald_kube::{Decoder, ResourceInfo};
@@ -119,24 +120,12 @@ fn converge(engine: &Engine, api: &LocalApiserver, what: &str) {
     }
 }
 
-#[test]
-#[ignore = "needs the real kube-apiserver: run by the test command after its build"]
-fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
-    let etcd = LocalEtcd::start(&etcd_binary().expect("etcd (scripts/ensure-etcd.sh)")).unwrap();
-    let mut api = LocalApiserver::start(&etcd.endpoint(), &["token-a", "token-b"]).unwrap();
-    let (code, out) = api
-        .curl(
-            "POST",
-            "/api/v1/namespaces",
-            Some(r#"{"metadata":{"name":"ns"}}"#),
-        )
-        .unwrap();
-    assert_eq!(code, 201, "{out}");
-
-    // Herald's credentials: a token file, as a projected service-account
-    // token is; the apiserver's CA verified.
+/// Herald's credentials: a token file holding `token`, as a projected
+/// service-account token is, and a kubeconfig naming it, the apiserver's
+/// CA verified.
+fn credentials(api: &LocalApiserver, token: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let token_file = api.dir().join("herald-token");
-    std::fs::write(&token_file, "token-a").unwrap();
+    std::fs::write(&token_file, token).unwrap();
     let kubeconfig = api.dir().join("herald-kubeconfig");
     std::fs::write(
         &kubeconfig,
@@ -148,6 +137,30 @@ fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
         ),
     )
     .unwrap();
+    (token_file, kubeconfig)
+}
+
+/// An apiserver on a new etcd accepting `tokens`, with the namespace `ns`.
+fn cluster(tokens: &[&str]) -> (LocalEtcd, LocalApiserver) {
+    let etcd = LocalEtcd::start(&etcd_binary().expect("etcd (scripts/ensure-etcd.sh)")).unwrap();
+    let api = LocalApiserver::start(&etcd.endpoint(), tokens).unwrap();
+    let (code, out) = api
+        .curl(
+            "POST",
+            "/api/v1/namespaces",
+            Some(r#"{"metadata":{"name":"ns"}}"#),
+        )
+        .unwrap();
+    assert_eq!(code, 201, "{out}");
+    (etcd, api)
+}
+
+#[test]
+#[ignore = "needs the real kube-apiserver: run by the test command after its build"]
+fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
+    let (etcd, mut api) = cluster(&["token-a", "token-b"]);
+
+    let (token_file, kubeconfig) = credentials(&api, "token-a");
     let baseline = cluster_watches(&api);
     let apiserver = ApiServer::connect(ApiServerConfig::kubeconfig(&kubeconfig)).unwrap();
     assert!(
@@ -266,4 +279,85 @@ fn follows_the_real_apiserver_through_restart_rotation_and_compaction() {
     );
     assert!(stats.watches_opened >= 3, "{stats:?}");
     assert_eq!(source.undecodable().now, 0);
+}
+
+/// A replica that has just started on the apiserver holds the changes
+/// before its first list, as far back as the apiserver's watch cache: a
+/// watcher that comes from a peer with a version older than that list
+/// resumes rather than getting a 410 (and, in client-go, re-listing).
+/// Without the backfill the same watch ends `Gone`: the test can fail.
+#[test]
+#[ignore = "needs the real kube-apiserver: run by the test command after its build"]
+fn a_first_list_reaches_back_into_the_apiservers_watch_cache() {
+    let (_etcd, api) = cluster(&["token-a"]);
+    let (_, kubeconfig) = credentials(&api, "token-a");
+    let written: Vec<u64> = (0..20)
+        .map(|n| write(&api, &format!("c{}", n % 4), n))
+        .collect();
+    let from = written[9];
+    let apiserver = ApiServer::connect(ApiServerConfig::kubeconfig(&kubeconfig)).unwrap();
+    let source = apiserver.source(&ResourceInfo::configmaps(), Decoder::new());
+    let floor = Source::oldest_watchable(&source)
+        .unwrap()
+        .expect("the apiserver's 410 names its watch cache's oldest version");
+    assert!(
+        floor.get() < written[0],
+        "the watch cache holds every write: it begins at {floor}, the first write is {}",
+        written[0]
+    );
+    // 0, and herald-server's default (10,000 revisions).
+    for backfill in [0, 10_000] {
+        let (engine, writer) = Engine::new(Config::default()).unwrap();
+        let reflector = Reflector::spawn(
+            Arc::new(source.clone()),
+            engine.clone(),
+            writer,
+            ReflectorConfig {
+                backfill,
+                ..ReflectorConfig::default()
+            },
+        )
+        .unwrap();
+        converge(&engine, &api, "the first list");
+        let mut seen = Vec::new();
+        let (mut watch, mut ended) =
+            match engine.watch(WatchRequest::new().resource_version(Some(from.into()))) {
+                Ok(w) => (Some(w), None),
+                Err(WatchError::Gone(gone)) => (None, Some(EndReason::Gone(gone))),
+                Err(e) => panic!("a watch from {from}: {e}"),
+            };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while let Some(watch) = watch
+            .as_mut()
+            .filter(|_| seen.len() < 10 && ended.is_none() && Instant::now() < deadline)
+        {
+            match watch.recv_timeout(Duration::from_millis(200)) {
+                Ok(WatchItem::Event(ev)) if ev.object().is_some_and(|o| o.namespace() == "ns") => {
+                    seen.push(ev.resource_version().get());
+                }
+                Ok(WatchItem::End(why)) => ended = Some(why),
+                _ => {}
+            }
+        }
+        let backfills = reflector.stats().backfills;
+        if backfill == 0 {
+            assert!(
+                matches!(ended, Some(EndReason::Gone(_))),
+                "without a backfill the watch from {from} is too old: {ended:?}, saw {seen:?}"
+            );
+            assert_eq!(backfills, 0);
+        } else {
+            assert!(ended.is_none(), "a watch from {from}: {ended:?}");
+            assert_eq!(
+                &seen[..],
+                &written[10..],
+                "every change after {from}, in order"
+            );
+            assert_eq!(backfills, 1, "{:?}", reflector.stats());
+        }
+        eprintln!(
+            "backfill {backfill}: the watch cache from {floor}; a watch from {from}: {} changes, end {ended:?}",
+            seen.len()
+        );
+    }
 }
