@@ -601,3 +601,75 @@ fn ready_changes_go_in_as_a_batch_and_what_ends_it_comes_after() {
     assert_eq!(reflector.stats().lists, 1);
     assert_quiet(&mut w);
 }
+
+/// The memory store with a watch window of its own (`floor`, as a
+/// kube-apiserver's watch cache says), recording the revisions its first
+/// list was asked to reach back to; it cannot read the past.
+struct Windowed {
+    store: MemorySource,
+    floor: Result<Option<u64>, SourceError>,
+    asked: std::sync::Mutex<Vec<u64>>,
+}
+
+impl Source for Windowed {
+    fn list(&self) -> Result<Listing, SourceError> {
+        self.store.list()
+    }
+    fn watch(&self, after: ResourceVersion) -> Result<Box<dyn SourceWatch>, SourceError> {
+        self.store.watch(after)
+    }
+    fn current_revision(&self) -> Result<ResourceVersion, SourceError> {
+        self.store.current_revision()
+    }
+    fn request_progress(&self) -> Result<(), SourceError> {
+        self.store.request_progress()
+    }
+    fn list_at(&self, revision: ResourceVersion) -> Result<Option<Listing>, SourceError> {
+        self.asked.lock().unwrap().push(revision.get());
+        Ok(None)
+    }
+    fn oldest_watchable(&self) -> Result<Option<ResourceVersion>, SourceError> {
+        self.floor.clone().map(|f| f.map(ResourceVersion::new))
+    }
+}
+
+/// A first list reaches back `backfill` revisions, but no further than
+/// the source can watch from: not at all when its window begins at the
+/// present, or when it cannot say where its window begins.
+#[test]
+fn the_backfill_reaches_back_no_further_than_the_source_can_watch() {
+    // (the source's window, the backfill, the revisions list_at is asked)
+    let cases: [(Result<Option<u64>, SourceError>, u64, &[u64]); 5] = [
+        (Ok(None), 1_000, &[1]),
+        (Ok(Some(60)), 1_000, &[60]),
+        (Ok(Some(5)), 10, &[90]),
+        (Ok(Some(100)), 1_000, &[]),
+        (Err(SourceError::Unavailable("refused".into())), 1_000, &[]),
+    ];
+    for (floor, backfill, want) in cases {
+        let store = MemorySource::new();
+        store.put(obj("a", "0"));
+        store.advance_revision(99);
+        assert_eq!(store.current_revision().unwrap().get(), 100);
+        let source = Arc::new(Windowed {
+            store,
+            floor: floor.clone(),
+            asked: Default::default(),
+        });
+        let (engine, writer) = Engine::new(Config::default()).unwrap();
+        let config = ReflectorConfig {
+            backfill,
+            ..ReflectorConfig::default()
+        };
+        let reflector = Reflector::spawn(source.clone(), engine.clone(), writer, config).unwrap();
+        eventually("listed", || engine.lifecycle() == Lifecycle::Ready);
+        assert_eq!(
+            &source.asked.lock().unwrap()[..],
+            want,
+            "window from {floor:?}"
+        );
+        // Listed at the present either way (this source reads no past).
+        assert_eq!(engine.resource_version().get(), 100);
+        assert_eq!(reflector.stats().backfills, 0);
+    }
+}
