@@ -109,7 +109,7 @@ if ! cmp -s target/tools/schema-now.json kube/schema/k8s-v1.37.2.json; then
 fi
 echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
-echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction (herald-apiserver tests/real.rs)"
+echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
 cargo test -p herald-apiserver --test real -- --ignored
 

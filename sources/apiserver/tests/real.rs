@@ -5,7 +5,9 @@
 //! an etcd compaction below the engine's version; with 100 watchers on
 //! the engine the apiserver serves one watch (its own gauge); a watcher of the engine
 //! sees every change in order with no gap and no duplicate, or an
-//! explicit end; the engine ends equal to the apiserver.
+//! explicit end; the engine ends equal to the apiserver. A first list
+//! with a backfill reaches back into the apiserver's watch cache, so a
+//! watch from before it resumes (without, it is `Gone`).
 //!
 //! Needs `HERALD_KUBE_APISERVER` and `HERALD_ETCD`: run by the test
 //! command after the kube-apiserver's build (`cargo test -p
