@@ -66,7 +66,7 @@ pub struct Fleet {
     replicas: Vec<Option<Running>>,
     starts: Vec<usize>,
     seats: Option<(usize, usize)>,
-    _proxies: Vec<Running>,
+    proxies: Vec<Running>,
     stats: Vec<String>,
     /// Where the watchers connect: each HAProxy's frontend.
     pub fronts: Vec<SocketAddr>,
@@ -161,7 +161,7 @@ impl Fleet {
             replicas: (0..REPLICAS).map(|_| None).collect(),
             starts: vec![0; REPLICAS],
             seats,
-            _proxies: proxies,
+            proxies,
             stats: stats_urls,
             fronts,
         };
@@ -272,6 +272,21 @@ impl Fleet {
     /// etcd's CPU time so far (ns).
     pub fn etcd_cpu_ns(&self) -> u64 {
         crate::machine::process_cpu_ns(self.etcd_pid).unwrap_or(0)
+    }
+
+    /// Replica `i`'s CPU time so far (ns), while it runs (its threads,
+    /// tokio's workers and the engine's, live as long as it).
+    pub fn replica_cpu_ns(&self, i: usize) -> Option<u64> {
+        let replica = self.replicas.get(i)?.as_ref()?;
+        crate::machine::process_cpu_ns(replica.child.id())
+    }
+
+    /// The HAProxy processes' CPU time so far (ns).
+    pub fn balancer_cpu_ns(&self) -> u64 {
+        self.proxies
+            .iter()
+            .filter_map(|p| crate::machine::process_cpu_ns(p.child.id()))
+            .sum()
     }
 
     /// The gRPC requests etcd has taken so far (its

@@ -57,6 +57,19 @@ fn a_rolling_restart_behind_haproxy_loses_and_relists_nothing() {
     assert!(min("undisturbed_p99_us") > 0.0, "{r}");
     assert!(min("etcd_cpu_ms_per_s_storm") > 0.0, "{r}");
     assert!(min("etcd_requests_per_s_steady") > 0.0, "{r}");
+    // Where the CPU went: the replicas (those that stayed up through a
+    // step, in the storm), HAProxy, the harness, the machine.
+    for key in [
+        "replica_cpu_ms_per_s_steady",
+        "survivor_cpu_ms_per_s_storm",
+        "balancer_cpu_ms_per_s_steady",
+        "balancer_cpu_ms_per_s_storm",
+        "harness_cores_storm",
+        "machine_cores_storm",
+    ] {
+        assert!(min(key) > 0.0, "{key}: {r}");
+    }
+    assert!(stdout.contains("Where the CPU went"), "{stdout}");
     // The herd: a replica's watchers reconnecting at once to replicas
     // with 2 seats and 8 places in the queue for watch initialisations
     // are refused in part (429 with Retry-After), and come back.

@@ -69,6 +69,19 @@ struct Measured {
     undisturbed_p99_us: Option<f64>,
     etcd_cpu_steady: f64,
     etcd_cpu_storm: f64,
+    /// CPU ms per second: a replica's in the steady window (the three's
+    /// mean), a replica's that stays up while another restarts, the
+    /// HAProxy processes' in each.
+    replica_steady: f64,
+    survivor_storm: Option<f64>,
+    balancer_steady: f64,
+    balancer_storm: f64,
+    /// Cores: the harness's (its 10,000 clients and the writer) and the
+    /// machine's busy ones, in each window.
+    harness_steady: Option<f64>,
+    harness_storm: Option<f64>,
+    machine_steady: Option<f64>,
+    machine_storm: Option<f64>,
     etcd_rps_steady: f64,
     etcd_rps_storm: f64,
     exit_s: f64,
@@ -154,6 +167,26 @@ impl Scenario for FleetRestart {
             out,
             "\nEach round: a steady window, then a rolling restart of the {REPLICAS} replicas (SIGTERM, its 1 s delay, its drain, started again, up in HAProxy), then the wait until every watcher has the last write. Watchers: HTTP/1.1 watches of every pod through HAProxy (TCP, leastconn), each resuming from its last version when its stream ends; undisturbed: a watcher whose stream began before the step under way. etcd's CPU: its process's; its requests: `grpc_server_started_total`. Re-lists, order and shortfalls are over the whole run."
         );
+        let cores = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            out,
+            "\nWhere the CPU went (ms of CPU per second, or cores; median [min-max] over the rounds):\n\n| case | a replica, steady | a replica that stays up, in the storm | HAProxy, steady | storm | the harness (clients, writer), cores steady | storm | the machine's busy cores, steady | storm |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
+        for r in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.case,
+                spread_key(r, "replica_cpu_ms_per_s_steady", fig),
+                spread_key(r, "survivor_cpu_ms_per_s_storm", fig),
+                spread_key(r, "balancer_cpu_ms_per_s_steady", fig),
+                spread_key(r, "balancer_cpu_ms_per_s_storm", fig),
+                spread_key(r, "harness_cores_steady", cores),
+                spread_key(r, "harness_cores_storm", cores),
+                spread_key(r, "machine_cores_steady", cores),
+                spread_key(r, "machine_cores_storm", cores),
+            );
+        }
         out
     }
 
@@ -303,22 +336,43 @@ fn rounds(
         shared.reset();
         let before = shared.counts(Instant::now(), Instant::now());
         // Steady.
+        let replicas =
+            |fleet: &Fleet| -> u64 { (0..REPLICAS).filter_map(|i| fleet.replica_cpu_ns(i)).sum() };
+        let steady_window = CpuWindow::open();
         let (cpu0, req0, t0) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        let (replicas0, balancer0) = (replicas(fleet), fleet.balancer_cpu_ns());
         shared.set_phase(Phase::Steady);
         std::thread::sleep(Duration::from_secs_f64(steady_s));
         shared.set_phase(Phase::Idle);
         let (cpu1, req1, t1) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        let (replicas1, balancer1) = (replicas(fleet), fleet.balancer_cpu_ns());
+        let steady_cpu = steady_window.close(&[]);
         // The storm.
         let window = CpuWindow::open();
         shared.set_phase(Phase::Storm);
         let mut exit_s = 0.0f64;
+        // The replicas that stay up through each step: their CPU.
+        let (mut survivors_ns, mut survivors_s) = (0u64, 0.0f64);
         for i in 0..REPLICAS {
             shared.step();
+            let others: Vec<(usize, Option<u64>)> = (0..REPLICAS)
+                .filter(|&j| j != i)
+                .map(|j| (j, fleet.replica_cpu_ns(j)))
+                .collect();
+            let at = Instant::now();
             exit_s = exit_s.max(fleet.restart(i)?);
+            let took = at.elapsed().as_secs_f64();
+            for (j, before) in others {
+                if let Some((b, a)) = before.zip(fleet.replica_cpu_ns(j)) {
+                    survivors_ns += a.saturating_sub(b);
+                    survivors_s += took;
+                }
+            }
         }
         settle(shared)?;
         shared.set_phase(Phase::Idle);
         let (cpu2, req2, t2) = (fleet.etcd_cpu_ns(), fleet.etcd_requests()?, Instant::now());
+        let balancer2 = fleet.balancer_cpu_ns();
         let cpu = window.close(&[]);
         let after = shared.counts(t1, t2);
         let [steady, undisturbed, again, again_max] = shared.percentiles();
@@ -334,6 +388,21 @@ fn rounds(
             undisturbed_p99_us: undisturbed,
             etcd_cpu_steady: per_s((cpu1 - cpu0) as f64 / 1e6, t0, t1),
             etcd_cpu_storm: per_s((cpu2 - cpu1) as f64 / 1e6, t1, t2),
+            replica_steady: per_s(
+                replicas1.saturating_sub(replicas0) as f64 / 1e6 / REPLICAS as f64,
+                t0,
+                t1,
+            ),
+            survivor_storm: (survivors_s > 0.0).then(|| survivors_ns as f64 / 1e6 / survivors_s),
+            balancer_steady: per_s(balancer1.saturating_sub(balancer0) as f64 / 1e6, t0, t1),
+            balancer_storm: per_s(balancer2.saturating_sub(balancer1) as f64 / 1e6, t1, t2),
+            harness_steady: steady_cpu.process_cores,
+            harness_storm: cpu.process_cores,
+            machine_steady: steady_cpu
+                .process_cores
+                .zip(steady_cpu.others_cores)
+                .map(|(a, b)| a + b),
+            machine_storm: cpu.process_cores.zip(cpu.others_cores).map(|(a, b)| a + b),
             etcd_rps_steady: per_s(req1 - req0, t0, t1),
             etcd_rps_storm: per_s(req2 - req1, t1, t2),
             exit_s,
@@ -354,7 +423,15 @@ fn rounds(
 /// The row from the rounds and the run's end state.
 fn fill(row: &mut Row, rounds: &[Measured], (end, short): (Counts, usize)) {
     type Figure = (&'static str, fn(&Measured) -> Option<f64>);
-    let figures: [Figure; 16] = [
+    let figures: [Figure; 24] = [
+        ("replica_cpu_ms_per_s_steady", |m| Some(m.replica_steady)),
+        ("survivor_cpu_ms_per_s_storm", |m| m.survivor_storm),
+        ("balancer_cpu_ms_per_s_steady", |m| Some(m.balancer_steady)),
+        ("balancer_cpu_ms_per_s_storm", |m| Some(m.balancer_storm)),
+        ("harness_cores_steady", |m| m.harness_steady),
+        ("harness_cores_storm", |m| m.harness_storm),
+        ("machine_cores_steady", |m| m.machine_steady),
+        ("machine_cores_storm", |m| m.machine_storm),
         ("storm_s", |m| Some(m.storm_s)),
         ("reconnects", |m| Some(m.reconnects)),
         ("reconnects_peak_per_s", |m| Some(m.peak_per_s)),
