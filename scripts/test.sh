@@ -83,7 +83,10 @@ if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
     "$VENV/bin/pip" install -q kubernetes pytest \
         || { echo "FAILED to install the Python kubernetes client and pytest (PyPI)" >&2; exit 1; }
 fi
-cargo build -p herald-http --bin herald-server
+# The test profile (optimised, debug assertions on): what `cargo test`
+# above built its crates with, so this reuses them rather than building
+# every dependency again in the dev profile (3.5 minutes of a cold run).
+cargo build --profile test -p herald-http --bin herald-server
 HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q server/tests/python
 
 echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
@@ -95,6 +98,12 @@ bindings/go/test.sh
 echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
 bindings/python/test.sh
 
+# The ignored suites below run as `cargo test --workspace --test NAME`
+# (each name is one package's): the workspace's feature resolution, so
+# they reuse what `cargo test --workspace` built. `-p PACKAGE` resolves
+# features for that package alone and rebuilt tokio, hyper, k8s-openapi
+# and their dependents for each (a cold run spent 80 minutes by the
+# differential test, 3-8 of each of these steps building).
 echo "== the real kube-apiserver: its build, and kube/schema/ against the real k8s.io/api types"
 if ! wait "$kube_build"; then
     cat target/tools/kube-apiserver-build.log >&2
@@ -111,13 +120,13 @@ echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
 echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
-cargo test -p herald-apiserver --test real -- --ignored
+cargo test --workspace --test real -- --ignored
 
 echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own (herald-http tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
-cargo test -p herald-http --test access_real -- --ignored
+cargo test --workspace --test access_real -- --ignored
 
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
-HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test apiserver -- --ignored
+HERALD_SERVER="$PWD/target/debug/herald-server" cargo test --workspace --test apiserver -- --ignored
 
 echo "== HAProxy for the fleet test (Debian's package)"
 if ! command -v haproxy >/dev/null 2>&1; then
@@ -127,7 +136,7 @@ fi
 echo "haproxy: $(command -v haproxy) ($(haproxy -v | head -1))"
 
 echo "== perf's fleet-restart at the smoke size: 200 watchers through HAProxy in front of three herald-server replicas on etcd, two rolling restarts, no re-list (herald-perf tests/fleet.rs)"
-HERALD_SERVER="$PWD/target/debug/herald-server" cargo test -p herald-perf --test fleet -- --ignored
+HERALD_SERVER="$PWD/target/debug/herald-server" cargo test --workspace --test fleet -- --ignored
 
 echo "== the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front
