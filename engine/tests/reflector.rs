@@ -639,7 +639,8 @@ impl Source for Windowed {
 #[test]
 fn the_backfill_reaches_back_no_further_than_the_source_can_watch() {
     // (the source's window, the backfill, the revisions list_at is asked)
-    let cases: [(Result<Option<u64>, SourceError>, u64, &[u64]); 5] = [
+    type Case = (Result<Option<u64>, SourceError>, u64, &'static [u64]);
+    let cases: [Case; 5] = [
         (Ok(None), 1_000, &[1]),
         (Ok(Some(60)), 1_000, &[60]),
         (Ok(Some(5)), 10, &[90]),
