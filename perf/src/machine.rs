@@ -35,6 +35,10 @@ pub struct CpuUse {
     pub process_cores: Option<f64>,
     /// Cores every other process (and steal) used on average.
     pub others_cores: Option<f64>,
+    /// Cores the whole machine was busy on average (`/proc/stat`), every
+    /// process counted, this one and its children included: what is left
+    /// of the machine's cores is what was idle.
+    pub machine_cores: Option<f64>,
     /// Ticks (1/100 s) other processes took: the raw count behind
     /// `others_cores`.
     pub others_ticks: Option<u64>,
@@ -141,10 +145,13 @@ impl CpuWindow {
         let children = children_ticks()
             .zip(self.children_ticks)
             .map(|(b, a)| b.saturating_sub(a));
-        // This process's and its reaped children's: neither is other load.
-        let machine = machine_busy_ticks()
+        let all_busy = machine_busy_ticks()
             .zip(self.machine_ticks)
-            .map(|(b, a)| b.saturating_sub(a).saturating_sub(children.unwrap_or(0)));
+            .map(|(b, a)| b.saturating_sub(a));
+        // This process's and its reaped children's: neither is other load.
+        // (A child reaped in the window books its whole life's CPU here,
+        // not the window's share: `busy` is the machine's figure.)
+        let machine = all_busy.map(|b| b.saturating_sub(children.unwrap_or(0)));
         let mut used: HashMap<u32, (String, u64)> = HashMap::new();
         for (tid, (name, ns)) in threads() {
             let before = self.threads.get(&tid).map_or(0, |t| t.1);
@@ -173,6 +180,7 @@ impl CpuWindow {
                 .zip(process)
                 .map(|(m, p)| cores(m.saturating_sub(p))),
             others_ticks: machine.zip(process).map(|(m, p)| m.saturating_sub(p)),
+            machine_cores: all_busy.map(cores),
             busy: named
                 .into_iter()
                 .map(|(n, k)| if k == 1 { n } else { format!("{n} x{k}") })

@@ -398,11 +398,8 @@ fn rounds(
             balancer_storm: per_s(balancer2.saturating_sub(balancer1) as f64 / 1e6, t1, t2),
             harness_steady: steady_cpu.process_cores,
             harness_storm: cpu.process_cores,
-            machine_steady: steady_cpu
-                .process_cores
-                .zip(steady_cpu.others_cores)
-                .map(|(a, b)| a + b),
-            machine_storm: cpu.process_cores.zip(cpu.others_cores).map(|(a, b)| a + b),
+            machine_steady: steady_cpu.machine_cores,
+            machine_storm: cpu.machine_cores,
             etcd_rps_steady: per_s(req1 - req0, t0, t1),
             etcd_rps_storm: per_s(req2 - req1, t1, t2),
             exit_s,
