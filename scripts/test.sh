@@ -33,6 +33,14 @@ if [ "${1:-}" = fast ]; then
     exit 0
 fi
 
+# Every Go build below compiles as the kube-apiserver's does (-trimpath,
+# scripts/ensure-kube-apiserver.sh): the flags are part of Go's cache key,
+# so client-go, apimachinery and k8s.io/api (the same versions in
+# testkit/client-go and testkit/kube-apiserver) are compiled once, by the
+# apiserver's build, rather than again for the identity tool and the
+# differential test (whose build took 250 s of a cold run without it).
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
+
 echo "== engine, object-manager and HTTP front layout (no import circle between files, none over 900 lines)"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "python3 is missing: installing it (apt-get)"
@@ -83,10 +91,12 @@ if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
     "$VENV/bin/pip" install -q kubernetes pytest \
         || { echo "FAILED to install the Python kubernetes client and pytest (PyPI)" >&2; exit 1; }
 fi
-# The test profile (optimised, debug assertions on): what `cargo test`
-# above built its crates with, so this reuses them rather than building
-# every dependency again in the dev profile (3.5 minutes of a cold run).
-cargo build --profile test -p herald-http --bin herald-server
+# `cargo test` above built target/debug/herald-server (the test profile:
+# optimised, debug assertions on); this only makes sure of it, with the
+# same selection, which rebuilds nothing. Cargo unifies features over the
+# targets selected: `cargo build -p herald-http --bin herald-server`
+# compiled the dependencies again (3.5 minutes of a cold run).
+cargo test -q --workspace --no-run
 HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q server/tests/python
 
 echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
@@ -98,12 +108,33 @@ bindings/go/test.sh
 echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
 bindings/python/test.sh
 
-# The ignored suites below run as `cargo test --workspace --test NAME`
-# (each name is one package's): the workspace's feature resolution, so
-# they reuse what `cargo test --workspace` built. `-p PACKAGE` resolves
-# features for that package alone and rebuilt tokio, hyper, k8s-openapi
-# and their dependents for each (a cold run spent 80 minutes by the
-# differential test, 3-8 of each of these steps building).
+# The ignored suites below run from the build `cargo test --workspace`
+# made: `ignored NAME` runs integration test NAME's binary itself, with
+# --ignored, in its package's directory, as cargo would. Cargo unifies
+# features over the targets selected, so `cargo test --test NAME` (or
+# `-p PACKAGE`) compiled k8s-openapi, tokio and their dependents again for
+# each suite (200 of real.rs's 282 s in a cold run).
+ignored() {
+    local name=$1 found exe dir
+    shift
+    found=$(cargo test -q --workspace --no-run --message-format=json | python3 -c '
+import json, os, sys
+name = sys.argv[1]
+for line in sys.stdin:
+    m = json.loads(line)
+    t = m.get("target") or {}
+    if m.get("reason") == "compiler-artifact" and t.get("name") == name \
+            and t.get("kind") == ["test"] and m.get("executable"):
+        print(m["executable"], os.path.dirname(m["manifest_path"]))
+' "$name") || { echo "FAILED: cargo test --workspace --no-run (for $name)" >&2; exit 1; }
+    read -r exe dir <<<"$found"
+    if [ -z "$exe" ]; then
+        echo "FAILED: no integration test named $name in the workspace's build" >&2
+        exit 1
+    fi
+    (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --ignored "$@")
+}
+
 echo "== the real kube-apiserver: its build, and kube/schema/ against the real k8s.io/api types"
 if ! wait "$kube_build"; then
     cat target/tools/kube-apiserver-build.log >&2
@@ -120,13 +151,13 @@ echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
 echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
-cargo test --workspace --test real -- --ignored
+ignored real
 
 echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own (herald-http tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
-cargo test --workspace --test access_real -- --ignored
+ignored access_real
 
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
-HERALD_SERVER="$PWD/target/debug/herald-server" cargo test --workspace --test apiserver -- --ignored
+HERALD_SERVER="$PWD/target/debug/herald-server" ignored apiserver
 
 echo "== HAProxy for the fleet test (Debian's package)"
 if ! command -v haproxy >/dev/null 2>&1; then
@@ -136,7 +167,7 @@ fi
 echo "haproxy: $(command -v haproxy) ($(haproxy -v | head -1))"
 
 echo "== perf's fleet-restart at the smoke size: 200 watchers through HAProxy in front of three herald-server replicas on etcd, two rolling restarts, no re-list (herald-perf tests/fleet.rs)"
-HERALD_SERVER="$PWD/target/debug/herald-server" cargo test --workspace --test fleet -- --ignored
+HERALD_SERVER="$PWD/target/debug/herald-server" ignored fleet
 
 echo "== the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front
@@ -156,6 +187,8 @@ RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
     cargo test -p herald-ready --test loom_set --release
 
 echo "== miri (unit tests of the ring, queue, histogram, clock, wheel, budget)"
+# Miri drives its own rustc: not the stable clippy driver `.ci/run` lints with.
+unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 if { cargo +nightly miri --version >/dev/null 2>&1 \
         || rustup component add miri rust-src --toolchain nightly >/dev/null 2>&1; } \
     && cargo +nightly miri setup >/dev/null 2>&1; then
