@@ -277,9 +277,10 @@ func testInformers(ctx context.Context, t *testing.T, c *cluster, d *differences
 func testPager(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *differences) {
 	from := d.count()
 	acfg := c.apiConfig()
-	for _, r := range res {
+	inParallel(len(res), func(i int) {
+		r := res[i]
 		if !r.builtin() {
-			continue
+			return
 		}
 		gv := r.GVR.GroupVersion()
 		listKind := gv.WithKind(r.API.Kind + "List")
@@ -355,6 +356,6 @@ func testPager(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *d
 					API: fmt.Sprintf("%d requests, paginated %v (%d items)", apiPages, apiPaginated, len(wantItems))}})
 			}
 		}
-	}
+	})
 	d.report(t, from)
 }

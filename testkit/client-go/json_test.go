@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -164,18 +165,19 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 		t.Fatal(err)
 	}
 	from := d.count()
-	objects, lists := 0, 0
-	for _, r := range res {
+	var objects, lists atomic.Int64
+	inParallel(len(res), func(i int) {
+		r := res[i]
 		al := compareLists(ctx, t, c, apiHTTP, r, r.path(""), "json list", d)
-		lists++
+		lists.Add(1)
 		if r.namespaced() {
 			for _, ns := range []string{"diff", "churn-a", "churn-b", "kube-system"} {
 				compareLists(ctx, t, c, apiHTTP, r, r.path(ns), "json list", d)
-				lists++
+				lists.Add(1)
 			}
 		}
 		if al == nil {
-			continue
+			return
 		}
 		keys := append([]string(nil), al.keys...)
 		sort.Strings(keys)
@@ -186,7 +188,7 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 			path := r.objectPath(ns, name)
 			hc, _, hb, herr := rawGet(ctx, http.DefaultClient, c.heraldURL, path, jsonType)
 			ac, _, ab, aerr := rawGet(ctx, apiHTTP, c.apiURL, path, jsonType)
-			objects++
+			objects.Add(1)
 			if herr != nil || aerr != nil {
 				t.Errorf("GET %s: herald %v, apiserver %v", path, herr, aerr)
 				continue
@@ -218,7 +220,7 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 		} else if av, err := decodeJSON(ab); err == nil {
 			d.add("json missing object", r.String(), path, diffJSON(hv, av, 10))
 		}
-	}
+	})
 	// Selector lists, as the apiserver filters them: labels, and the field
 	// selectors each resource supports in the apiserver (kubectl describe
 	// lists events by involvedObject; controllers list pods by node).
@@ -250,12 +252,21 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 		"apps/v1/deployments":       {"labelSelector=app+notin+(web)"},
 		"v1/persistentvolumeclaims": {"fieldSelector=metadata.namespace%3Dchurn-a"},
 	}
+	type query struct {
+		r apiRes
+		q string
+	}
+	var queries []query
 	for _, r := range res {
 		for _, q := range selectors[r.String()] {
-			compareLists(ctx, t, c, apiHTTP, r, r.path("")+"?"+q, "json selector list", d)
-			lists++
+			queries = append(queries, query{r, q})
 		}
 	}
-	t.Logf("JSON: %d lists and %d objects compared over %d resources; %d difference(s)", lists, objects, len(res), d.count()-from)
+	inParallel(len(queries), func(i int) {
+		q := queries[i]
+		compareLists(ctx, t, c, apiHTTP, q.r, q.r.path("")+"?"+q.q, "json selector list", d)
+		lists.Add(1)
+	})
+	t.Logf("JSON: %d lists and %d objects compared over %d resources; %d difference(s)", lists.Load(), objects.Load(), len(res), d.count()-from)
 	d.report(t, from)
 }

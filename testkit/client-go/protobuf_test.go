@@ -264,19 +264,20 @@ func testProtobuf(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d
 		}
 	}
 
-	for _, call := range calls {
+	inParallel(len(calls), func(i int) {
+		call := calls[i]
 		h, herr := call.call(hcfg)
 		a, aerr := call.call(acfg)
 		if aerr != nil {
 			t.Errorf("apiserver protobuf %s: %v", call.what, aerr)
-			continue
+			return
 		}
 		if herr != nil {
 			d.add("protobuf", call.res, call.what, []jsonDiff{{Path: "(request)", Herald: "error: " + herr.Error(), API: "ok"}})
-			continue
+			return
 		}
 		compareTyped("protobuf", call.res, call.what, h, a, d)
-	}
+	})
 	for _, s := range nonProto {
 		d.add("protobuf", "(content type)", s, []jsonDiff{{Path: "(Content-Type)", Herald: "not protobuf", API: protoType}})
 	}

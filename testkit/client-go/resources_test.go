@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -388,6 +389,7 @@ func waitCaughtUp(ctx context.Context, t *testing.T, c *cluster, res []apiRes) u
 // apiserver's) with the objects it was seen on, so a difference every pod
 // shares is one line.
 type differences struct {
+	mu    sync.Mutex // the sections compare resources in parallel
 	order []string
 	m     map[string]*difference
 }
@@ -401,6 +403,8 @@ type difference struct {
 func newDifferences() *differences { return &differences{m: map[string]*difference{}} }
 
 func (d *differences) add(section, resource, object string, diffs []jsonDiff) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, x := range diffs {
 		k := strings.Join([]string{section, resource, x.Path, x.Herald, x.API}, "\x00")
 		e, ok := d.m[k]
@@ -416,12 +420,43 @@ func (d *differences) add(section, resource, object string, diffs []jsonDiff) {
 }
 
 // since is the number of entries so far (to report a section's own).
-func (d *differences) count() int { return len(d.order) }
+func (d *differences) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.order)
+}
+
+// requestParallelism bounds the requests a section has in flight to each
+// server. Herald answers a consistent read once its upstream confirms its
+// version: from the apiserver that is a bookmark, which comes a second or
+// two after it is asked for, and reads in flight together wait for the
+// same one. One at a time, the sections took 50-60 s each on the
+// apiserver upstream (1-2 s a read).
+const requestParallelism = 8
+
+// inParallel runs f(0) .. f(n-1), up to requestParallelism at once, and
+// returns when all have. f may call t.Errorf, not t.Fatal.
+func inParallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, requestParallelism)
+	for i := 0; i < n; i++ {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
 
 // report fails t with every difference added since index from, one
 // t.Errorf each.
 func (d *differences) report(t *testing.T, from int) {
 	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	for _, k := range d.order[from:] {
 		e := d.m[k]
 		t.Errorf("%s", e)

@@ -8,7 +8,9 @@ package clientgo
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -43,14 +45,21 @@ func tableLines(out string) []string {
 // whose table differs is reported, all at once.
 func testTables(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *differences) {
 	from := d.count()
-	var differ []string
-	for _, r := range res {
-		for _, wide := range []bool{false, true} {
-			if tableDiffers(ctx, c, r, wide, d) && !contains(differ, r.String()) {
+	var (
+		mu     sync.Mutex
+		differ []string
+	)
+	inParallel(2*len(res), func(i int) {
+		r, wide := res[i/2], i%2 == 1
+		if tableDiffers(ctx, c, r, wide, d) {
+			mu.Lock()
+			if !contains(differ, r.String()) {
 				differ = append(differ, r.String())
 			}
+			mu.Unlock()
 		}
-	}
+	})
+	sort.Strings(differ)
 	t.Logf("tables: kubectl get -A (and -o wide) on %d resources; %d differ: %s", len(res), len(differ), strings.Join(differ, " "))
 	d.report(t, from)
 }
