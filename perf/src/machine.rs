@@ -150,7 +150,7 @@ impl CpuWindow {
             .map(|(b, a)| b.saturating_sub(a));
         // This process's and its reaped children's: neither is other load.
         // (A child reaped in the window books its whole life's CPU here,
-        // not the window's share: `busy` is the machine's figure.)
+        // not the window's share: `all_busy` is the machine's figure.)
         let machine = all_busy.map(|b| b.saturating_sub(children.unwrap_or(0)));
         let mut used: HashMap<u32, (String, u64)> = HashMap::new();
         for (tid, (name, ns)) in threads() {
