@@ -127,11 +127,16 @@ for line in sys.stdin:
             and t.get("kind") == ["test"] and m.get("executable"):
         print(m["executable"], os.path.dirname(m["manifest_path"]))
 ' "$name") || { echo "FAILED: cargo test --workspace --no-run (for $name)" >&2; exit 1; }
-    read -r exe dir <<<"$found"
-    if [ -z "$exe" ]; then
+    if [ -z "$found" ]; then
         echo "FAILED: no integration test named $name in the workspace's build" >&2
         exit 1
     fi
+    if [ "$(wc -l <<<"$found")" -gt 1 ]; then
+        echo "FAILED: more than one integration test is named $name; name them apart:" >&2
+        echo "$found" >&2
+        exit 1
+    fi
+    read -r exe dir <<<"$found"
     (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --ignored "$@")
 }
 
