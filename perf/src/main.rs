@@ -92,6 +92,10 @@ struct Args {
     /// comma-separated.
     #[arg(long, value_delimiter = ',')]
     http_watchers: Vec<usize>,
+    /// http-fanout paced case: deliveries per second in total to its
+    /// connections (default profile: 50,000 to 1,000).
+    #[arg(long)]
+    http_rate: Option<f64>,
     /// etcd-fanout: connections the etcd side spreads its watches over.
     #[arg(long)]
     etcd_connections: Option<usize>,
@@ -242,6 +246,13 @@ fn run() -> anyhow::Result<bool> {
             "--http-watchers: each count must be at least 1"
         );
         profile.http_watchers = args.http_watchers.clone();
+    }
+    if let Some(r) = args.http_rate {
+        anyhow::ensure!(
+            r.is_finite() && r > 0.0,
+            "--http-rate must be a positive number"
+        );
+        profile.http_paced.1 = r;
     }
     if let Some(c) = args.etcd_connections {
         anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");
