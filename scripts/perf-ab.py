@@ -6,7 +6,8 @@
 Runs BIN_A and BIN_B alternately (A B, B A, A B, ...), each once per round
 with `--repeat 1 --json -`, and for every row that both measured prints
 each system's figure (the row's own metric: a rate for flat-out cases, p99
-for paced ones, plus p50 when paced) as median [min-max] over the rounds,
+for paced ones, plus p50 when paced, plus the server's CPU per delivery
+where the server is a process of its own) as median [min-max] over the rounds,
 and B's advantage over A taken round by round (above 1: B is better).
 Build BIN_A from the base commit and BIN_B from the change, e.g.
 
@@ -31,6 +32,13 @@ def run(binary, args):
     return rows
 
 
+def server_cpu(row):
+    """The server's CPU per delivery in the row's one round (µs), if it
+    ran as a process of its own."""
+    peer = row["rounds"][0].get("peer") or {}
+    return peer.get("us_per_delivery")
+
+
 def spread(v):
     return f"{statistics.median(v):.4g} [{min(v):.4g}-{max(v):.4g}]"
 
@@ -48,9 +56,14 @@ def main():
             continue
         metric = runs[a][0][key][0]["metric"]
         figures = [metric] + (["p50_us"] if metric == "p99_us" else [])
+        # A server process of its own (http-fanout, apiserver-fanout): its
+        # CPU per delivery too.
+        if all(server_cpu(x[key][0]) for x in runs[a] + runs[b]):
+            figures.append("server_us_per_delivery")
         for m in figures:
-            av = [x[key][0][m] for x in runs[a]]
-            bv = [x[key][0][m] for x in runs[b]]
+            pick = server_cpu if m == "server_us_per_delivery" else (lambda r, m=m: r[m])
+            av = [pick(x[key][0]) for x in runs[a]]
+            bv = [pick(x[key][0]) for x in runs[b]]
             higher = m.endswith("per_s")
             adv = [(y / x if higher else x / y) for x, y in zip(av, bv)]
             print(f"{key[0]} / {key[1]} / {m}: A {spread(av)}  B {spread(bv)}  "
