@@ -52,7 +52,9 @@ pub struct CpuUse {
     pub peer_cores: Option<f64>,
     /// Cores this process's child processes that exited and were reaped
     /// in the window (the etcd servers of etcd-fanout, each stopped after
-    /// its case) used on average; taken out of `others_cores`.
+    /// its case; fleet-restart's replicas) used on average within it;
+    /// taken out of `others_cores`. What a child used before the window
+    /// opened is not counted (see [`CpuWindow`]).
     pub children_cores: Option<f64>,
 }
 
@@ -111,12 +113,18 @@ impl ThreadCpu {
 }
 
 /// A window over which CPU use is measured.
+///
+/// The kernel books a child's whole life's CPU to its parent when the
+/// parent reaps it (`cutime`, `cstime`). So the window records each live
+/// child's CPU as it opens, and takes that back out for the children
+/// reaped before it closes: what is left is their CPU within the window.
 #[derive(Debug)]
 pub struct CpuWindow {
     at: Instant,
     machine_ticks: Option<u64>,
     process_ticks: Option<u64>,
     children_ticks: Option<u64>,
+    children: HashMap<ChildId, u64>,
     threads: HashMap<u32, (String, u64)>,
 }
 
@@ -128,6 +136,7 @@ impl CpuWindow {
             machine_ticks: machine_busy_ticks(),
             process_ticks: process_ticks(),
             children_ticks: children_ticks(),
+            children: live_children(),
             threads: threads(),
         }
     }
@@ -142,15 +151,22 @@ impl CpuWindow {
         let process = process_ticks()
             .zip(self.process_ticks)
             .map(|(b, a)| b.saturating_sub(a));
+        // Children reaped in the window: what they had used before it.
+        let live = live_children();
+        let before: u64 = self
+            .children
+            .iter()
+            .filter(|(id, _)| !live.contains_key(id))
+            .map(|(_, ticks)| ticks)
+            .sum();
         let children = children_ticks()
             .zip(self.children_ticks)
-            .map(|(b, a)| b.saturating_sub(a));
+            .map(|(b, a)| b.saturating_sub(a).saturating_sub(before));
         let all_busy = machine_busy_ticks()
             .zip(self.machine_ticks)
             .map(|(b, a)| b.saturating_sub(a));
-        // This process's and its reaped children's: neither is other load.
-        // (A child reaped in the window books its whole life's CPU here,
-        // not the window's share: `all_busy` is the machine's figure.)
+        // This process's and its reaped children's (their share of the
+        // window): neither is other load.
         let machine = all_busy.map(|b| b.saturating_sub(children.unwrap_or(0)));
         let mut used: HashMap<u32, (String, u64)> = HashMap::new();
         for (tid, (name, ns)) in threads() {
@@ -278,6 +294,51 @@ fn children_ticks() -> Option<u64> {
     Some(f.get(13)?.parse::<u64>().ok()? + f.get(14)?.parse::<u64>().ok()?)
 }
 
+/// A process, named so that a reused pid is another: (pid, start time
+/// in ticks since boot).
+type ChildId = (u32, u64);
+
+/// This process's children not yet reaped (zombies included), each with
+/// what the kernel adds to this process's `cutime` + `cstime` when it
+/// reaps it: its own user + system ticks and those of the children it
+/// reaped.
+fn live_children() -> HashMap<ChildId, u64> {
+    let me = std::process::id();
+    let mut out = HashMap::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some(rest) = stat.rfind(')').and_then(|i| stat.get(i + 2..)) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let num = |i: usize| f.get(i).and_then(|x| x.parse::<u64>().ok());
+        // Fields 4 (ppid), 14-17 (utime, stime, cutime, cstime) and 22
+        // (starttime) of the file are 1, 11-14 and 19 here.
+        if num(1) != Some(u64::from(me)) {
+            continue;
+        }
+        let (Some(u), Some(s), Some(cu), Some(cs), Some(start)) =
+            (num(11), num(12), num(13), num(14), num(19))
+        else {
+            continue;
+        };
+        out.insert((pid, start), u + s + cu + cs);
+    }
+    out
+}
+
 /// User + system ticks from a `/proc/<pid>/stat` line.
 fn stat_ticks(stat: &str) -> Option<u64> {
     // The command name (field 2) may hold spaces: count from after it.
@@ -309,6 +370,46 @@ fn machine_busy_ticks() -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The CPU (ticks) `pid` has used and whether it is asleep.
+    fn stat_of(pid: u32) -> (u64, bool) {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let rest = &stat[stat.rfind(')').unwrap() + 2..];
+        (stat_ticks(&stat).unwrap(), rest.starts_with('S'))
+    }
+
+    #[test]
+    fn a_child_reaped_in_the_window_counts_only_its_cpu_within_it() {
+        // Spins for 1-2 s, then sleeps half a second and exits.
+        let mut child = std::process::Command::new("bash")
+            .args(["-c", "while (( SECONDS < 2 )); do :; done; sleep 0.5"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        // Asleep, its spinning done (`sleep` is its own process: bash waits).
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let spun = loop {
+            let (ticks, asleep) = stat_of(pid);
+            if asleep && ticks >= 50 {
+                break ticks;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the child did not spin, then sleep"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let window = CpuWindow::open();
+        child.wait().unwrap();
+        let used = window.close(&[]);
+        let in_window = used.children_cores.unwrap() * used.wall_s * TICKS_PER_S;
+        // The spin (at least half a second) was before the window; inside
+        // it the child slept. The kernel booked its whole life on reaping.
+        assert!(
+            in_window < 15.0,
+            "{in_window:.0} ticks booked to the window of a child that spun {spun} ticks before it"
+        );
+    }
 
     #[test]
     fn a_spinning_thread_is_counted_busy_and_a_sleeping_one_is_not() {
