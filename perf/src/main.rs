@@ -170,6 +170,12 @@ const MAX_APISERVER_WATCHERS: usize = 1_000_000;
 /// The highest write rate apiserver-fanout may be asked for (writes/s).
 const MAX_APISERVER_RATE: f64 = 1_000.0;
 
+/// The highest `--http-rate`: deliveries a second in total. One loopback
+/// send costs its sender about 9 µs of CPU (`scripts/loopback-send-cost.py`),
+/// so a million a second is nine cores' worth; anything higher only sizes
+/// a workload no run can pace.
+const MAX_HTTP_RATE: f64 = 1_000_000.0;
+
 /// The most watchers `--fleet-watchers` takes: each holds a descriptor in
 /// the harness, whose limit here is 20,000.
 const MAX_FLEET_WATCHERS: usize = 18_000;
@@ -249,8 +255,8 @@ fn run() -> anyhow::Result<bool> {
     }
     if let Some(r) = args.http_rate {
         anyhow::ensure!(
-            r.is_finite() && r > 0.0,
-            "--http-rate must be a positive number"
+            r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE,
+            "--http-rate must be above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
         );
         profile.http_paced.1 = r;
     }

@@ -78,3 +78,18 @@ fn fleet_restart_flags_refuse_what_cannot_run() {
     ]);
     assert!(!ok && err.contains("unknown scenario"), "{err}");
 }
+
+#[test]
+fn http_rate_refuses_what_cannot_run() {
+    for rate in ["0", "-1", "NaN", "inf", "1e12", "1000000.5"] {
+        let flag = format!("--http-rate={rate}");
+        let (ok, err) = harness(&[&flag, "--scenarios", "nosuch"]);
+        assert!(!ok, "--http-rate {rate} was taken");
+        assert!(err.contains("--http-rate must be"), "{rate}: {err}");
+    }
+    for rate in ["250", "1000000"] {
+        let flag = format!("--http-rate={rate}");
+        let (ok, err) = harness(&[&flag, "--scenarios", "nosuch"]);
+        assert!(!ok && err.contains("unknown scenario"), "{rate}: {err}");
+    }
+}

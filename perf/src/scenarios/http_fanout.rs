@@ -322,12 +322,22 @@ fn cases(p: &Profile) -> Vec<Plan> {
     });
     let (n, rate, _) = p.http_paced;
     out.push(Plan {
-        label: format!("{n} connections, all @ {:.0}k events/s", rate / 1e3),
+        label: format!("{n} connections, all @ {} events/s", rate_label(rate)),
         watchers: n,
         mixed: false,
         paced: Some(rate),
     });
     out
+}
+
+/// A paced rate as a case label: thousands as `50k`, anything under a
+/// thousand exactly (`250`, not `0k`).
+fn rate_label(rate: f64) -> String {
+    if rate >= 1e3 {
+        format!("{:.0}k", rate / 1e3)
+    } else {
+        format!("{rate:.0}")
+    }
 }
 
 /// The HTTP systems: `herald-http-tls` only with `heavy` (a server over
@@ -388,5 +398,18 @@ pub(crate) fn raise_fd_limit() {
     const WANT: u64 = 65_536;
     if rlimit::setrlimit(rlimit::Resource::NOFILE, WANT, WANT).is_err() {
         let _ = rlimit::increase_nofile_limit(WANT);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_label;
+
+    #[test]
+    fn a_paced_rate_under_a_thousand_is_labelled_exactly() {
+        assert_eq!(rate_label(250.0), "250");
+        assert_eq!(rate_label(999.0), "999");
+        assert_eq!(rate_label(1_000.0), "1k");
+        assert_eq!(rate_label(50_000.0), "50k");
     }
 }
