@@ -92,10 +92,11 @@ struct Args {
     /// comma-separated.
     #[arg(long, value_delimiter = ',')]
     http_watchers: Vec<usize>,
-    /// http-fanout paced case: deliveries per second in total to its
-    /// connections (default profile: 50,000 to 1,000).
-    #[arg(long)]
-    http_rate: Option<f64>,
+    /// http-fanout paced cases: deliveries per second in total to their
+    /// connections, comma-separated, a case each (default profile:
+    /// 10,000 and 50,000 to 1,000).
+    #[arg(long, value_delimiter = ',')]
+    http_rate: Vec<f64>,
     /// etcd-fanout: connections the etcd side spreads its watches over.
     #[arg(long)]
     etcd_connections: Option<usize>,
@@ -253,12 +254,14 @@ fn run() -> anyhow::Result<bool> {
         );
         profile.http_watchers = args.http_watchers.clone();
     }
-    if let Some(r) = args.http_rate {
+    if !args.http_rate.is_empty() {
         anyhow::ensure!(
-            r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE,
-            "--http-rate must be above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
+            args.http_rate
+                .iter()
+                .all(|&r| r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE),
+            "--http-rate must list rates above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
         );
-        profile.http_paced.1 = r;
+        profile.http_rates = args.http_rate.clone();
     }
     if let Some(c) = args.etcd_connections {
         anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");

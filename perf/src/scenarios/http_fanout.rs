@@ -134,7 +134,7 @@ impl Scenario for HttpFanout {
                     );
                 }
                 Some(rate) => {
-                    let (_, _, secs) = p.http_paced;
+                    let (_, secs) = p.http_paced;
                     let per_watcher = rate / n as f64;
                     let changes = ((per_watcher * secs).ceil() as usize).max(2);
                     let spec = spec(filters(&case), indexed, 1_000, changes + 1);
@@ -192,59 +192,10 @@ impl Scenario for HttpFanout {
         )
     }
 
-    /// TLS with authentication and RBAC against plain HTTP, per case:
-    /// the server's CPU per delivery and the p99, each taken per round.
+    /// TLS against plain HTTP: [`tls_targets`] on this machine's cores.
     fn targets(&self, rows: &[Row]) -> Vec<Target> {
-        let of = |name: &str| {
-            rows.iter()
-                .filter(|r| r.scenario == NAME && r.system == name && !r.rounds.is_empty())
-                .collect::<Vec<_>>()
-        };
-        let (plain, tls) = (
-            of(SystemKind::HeraldHttp.name()),
-            of(SystemKind::HeraldHttpTls.name()),
-        );
-        let mut cpu = Vec::new();
-        let mut p99 = Vec::new();
-        let (mut cpu_ok, mut p99_ok) = (None::<bool>, None::<bool>);
-        for t in &tls {
-            let Some(h) = plain.iter().find(|h| h.case == t.case) else {
-                continue;
-            };
-            if let Some(s) = report::per_round_ratio(t, h, report::server_us_per_delivery) {
-                cpu.push(format!(
-                    "{}: {:.2}x [{:.2}-{:.2}]",
-                    t.case, s.median, s.min, s.max
-                ));
-                cpu_ok = Some(cpu_ok.unwrap_or(true) && s.median <= 1.2);
-            }
-            if let Some(s) = report::per_round_ratio(t, h, |r| r.p99_us) {
-                p99.push(format!(
-                    "{}: {:.2}x [{:.2}-{:.2}]",
-                    t.case, s.median, s.min, s.max
-                ));
-                p99_ok = Some(p99_ok.unwrap_or(true) && s.median <= 1.2);
-            }
-        }
-        let join = |v: Vec<String>| {
-            if v.is_empty() {
-                "-".into()
-            } else {
-                v.join("; ")
-            }
-        };
-        vec![
-            Target {
-                goal: "http-fanout: over TLS with authentication and RBAC, the server's CPU per delivery <= 1.2x plain HTTP's, every case (per-round ratio)".into(),
-                measured: join(cpu),
-                met: cpu_ok,
-            },
-            Target {
-                goal: "http-fanout: over TLS with authentication and RBAC, p99 <= 1.2x plain HTTP's, every case (per-round ratio)".into(),
-                measured: join(p99),
-                met: p99_ok,
-            },
-        ]
+        let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
+        tls_targets(rows, cores)
     }
 
     /// The connections of everything flat out nearest 1,000 (no target).
@@ -287,6 +238,124 @@ fn cpu_ratio(rows: &[&Row], r: &Row) -> String {
     )
 }
 
+/// TLS with authentication and RBAC against plain HTTP, per case, on a
+/// machine of `cores`: the server's CPU per delivery and the p99, each
+/// taken per round and judged only where the comparison is like for like
+/// (see [`judged`]); every case is listed, the unjudged with the reason.
+fn tls_targets(rows: &[Row], cores: f64) -> Vec<Target> {
+    let of = |name: &str| {
+        rows.iter()
+            .filter(|r| r.scenario == NAME && r.system == name && !r.rounds.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let (plain, tls) = (
+        of(SystemKind::HeraldHttp.name()),
+        of(SystemKind::HeraldHttpTls.name()),
+    );
+    let mut cpu = Comparison::default();
+    let mut p99 = Comparison::default();
+    for t in &tls {
+        let Some(h) = plain.iter().find(|h| h.case == t.case) else {
+            continue;
+        };
+        let (cpu_why, p99_why) = judged(t, h, cores);
+        cpu.add(
+            t,
+            report::per_round_ratio(t, h, report::server_us_per_delivery),
+            cpu_why,
+        );
+        p99.add(t, report::per_round_ratio(t, h, |r| r.p99_us), p99_why);
+    }
+    vec![
+        Target {
+            goal: "http-fanout: over TLS with authentication and RBAC, the server's CPU per delivery <= 1.2x plain HTTP's at the same offered load: every paced case (per-round ratio)".into(),
+            measured: cpu.measured(),
+            met: cpu.met,
+        },
+        Target {
+            goal: format!("http-fanout: over TLS with authentication and RBAC, p99 <= 1.2x plain HTTP's at the same offered load, where the machine has headroom: every paced case whose rounds kept it under {:.0}% busy (per-round ratio)", HEADROOM * 100.0),
+            measured: p99.measured(),
+            met: p99.met,
+        },
+    ]
+}
+
+/// The share of the machine's cores a paced case's rounds may keep busy
+/// for its p99s to be compared: above it, both p99s are queues on the
+/// shared cores (the harness's clients decrypt on them too), and their
+/// ratio measures how near saturation each run is, not the path.
+const HEADROOM: f64 = 0.9;
+
+/// Why a case's CPU and p99 ratios are not judged (`None`: judged).
+///
+/// - CPU per delivery only at the same offered load. Flat out, each
+///   server runs at the rate its clients can take: plain HTTP at about
+///   twice TLS's on two shared cores, and a server's CPU per delivery
+///   falls as its rate rises (each `writev` carries more events). At
+///   150k deliveries/s paced, TLS cost 1.02x [1.00-1.06] plain; flat
+///   out, at 418k and 183k, 2.4x (`docs/perf/http-fanout-tls.md`).
+/// - p99 only paced, and only where the machine had headroom in both
+///   systems' rounds (median at most [`HEADROOM`] of its cores busy).
+fn judged(tls: &Row, plain: &Row, cores: f64) -> (Option<String>, Option<String>) {
+    if !tls.case.contains(PACED) {
+        let k = |r: &Row| r.deliveries_per_s.unwrap_or(0.0) / 1e3;
+        let why = format!(
+            "flat out at different rates (plain {:.0}k, TLS {:.0}k deliveries/s)",
+            k(plain),
+            k(tls)
+        );
+        return (Some(why.clone()), Some(why));
+    }
+    let busy = |r: &Row| {
+        let v: Vec<f64> = r
+            .rounds
+            .iter()
+            .filter_map(|x| x.cpu.machine_cores)
+            .collect();
+        crate::row::Spread::of(&v).map(|s| s.median)
+    };
+    let most = busy(tls).into_iter().chain(busy(plain)).fold(0.0, f64::max);
+    let p99 = (most > HEADROOM * cores).then(|| {
+        format!("the machine was saturated ({most:.2} of {cores:.0} cores busy, median round)")
+    });
+    (None, p99)
+}
+
+/// One target's cases: the judged with their ratios, the rest with the
+/// reason they are not.
+#[derive(Default)]
+struct Comparison {
+    cases: Vec<String>,
+    met: Option<bool>,
+}
+
+impl Comparison {
+    fn add(&mut self, tls: &Row, ratio: Option<crate::row::Spread>, why_not: Option<String>) {
+        let Some(s) = ratio else { return };
+        let figure = format!("{:.2}x [{:.2}-{:.2}]", s.median, s.min, s.max);
+        match why_not {
+            None => {
+                self.cases.push(format!("{}: {figure}", tls.case));
+                self.met = Some(self.met.unwrap_or(true) && s.median <= 1.2);
+            }
+            Some(why) => self
+                .cases
+                .push(format!("{}: {figure}, not judged: {why}", tls.case)),
+        }
+    }
+
+    fn measured(&self) -> String {
+        if self.cases.is_empty() {
+            "-".into()
+        } else {
+            self.cases.join("; ")
+        }
+    }
+}
+
+/// What a paced case's label holds (`... all @ 50k events/s`).
+const PACED: &str = " @ ";
+
 /// One case of the scenario.
 struct Plan {
     label: String,
@@ -320,13 +389,13 @@ fn cases(p: &Profile) -> Vec<Plan> {
         mixed: true,
         paced: None,
     });
-    let (n, rate, _) = p.http_paced;
-    out.push(Plan {
-        label: format!("{n} connections, all @ {} events/s", rate_label(rate)),
+    let (n, _) = p.http_paced;
+    out.extend(p.http_rates.iter().map(|&rate| Plan {
+        label: format!("{n} connections, all{PACED}{} events/s", rate_label(rate)),
         watchers: n,
         mixed: false,
         paced: Some(rate),
-    });
+    }));
     out
 }
 
@@ -403,7 +472,87 @@ pub(crate) fn raise_fd_limit() {
 
 #[cfg(test)]
 mod tests {
-    use super::rate_label;
+    use super::*;
+    use crate::row::Round;
+    use crate::system::PeerUse;
+
+    /// A row of `system` in `case` whose rounds had these (server µs per
+    /// delivery, p99 µs, machine cores busy).
+    fn row(case: &str, system: SystemKind, rate: f64, rounds: &[(f64, f64, f64)]) -> Row {
+        Row {
+            scenario: NAME.into(),
+            case: case.into(),
+            system: system.name().into(),
+            deliveries_per_s: Some(rate),
+            rounds: rounds
+                .iter()
+                .enumerate()
+                .map(|(i, &(us, p99, busy))| {
+                    let mut r = Round {
+                        round: i,
+                        p99_us: Some(p99),
+                        peer: Some(PeerUse {
+                            us_per_delivery: us,
+                            ..PeerUse::default()
+                        }),
+                        ..Round::default()
+                    };
+                    r.cpu.machine_cores = Some(busy);
+                    r
+                })
+                .collect(),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn tls_is_judged_against_plain_only_at_the_same_load_and_with_headroom() {
+        let (plain, tls) = (SystemKind::HeraldHttp, SystemKind::HeraldHttpTls);
+        let flat = "1000 connections, all";
+        let slow = "1000 connections, all @ 10k events/s";
+        let busy = "1000 connections, all @ 50k events/s";
+        let mut rows = vec![
+            // Flat out: TLS twice the CPU, at half the rate; not judged.
+            row(flat, plain, 400e3, &[(2.5, 4e6, 2.0), (2.5, 4e6, 2.0)]),
+            row(flat, tls, 200e3, &[(5.0, 8e6, 2.0), (5.0, 8e6, 2.0)]),
+            // Paced with headroom: both judged.
+            row(slow, plain, 10e3, &[(27.0, 40e3, 0.6), (27.0, 40e3, 0.6)]),
+            row(slow, tls, 10e3, &[(29.0, 44e3, 0.6), (29.0, 44e3, 0.6)]),
+            // Paced, machine saturated: CPU judged, p99 not.
+            row(busy, plain, 50e3, &[(17.0, 50e3, 1.6), (17.0, 50e3, 1.6)]),
+            row(busy, tls, 50e3, &[(19.0, 150e3, 1.96), (19.0, 150e3, 1.96)]),
+        ];
+        let t = tls_targets(&rows, 2.0);
+        assert_eq!(t[0].met, Some(true), "{}", t[0].measured);
+        assert!(
+            t[0].measured
+                .contains("all: 2.00x [2.00-2.00], not judged: flat out"),
+            "{}",
+            t[0].measured
+        );
+        assert_eq!(t[1].met, Some(true), "{}", t[1].measured);
+        assert!(
+            t[1].measured.contains("10k events/s: 1.10x [1.10-1.10]; "),
+            "{}",
+            t[1].measured
+        );
+        assert!(
+            t[1].measured
+                .contains("50k events/s: 3.00x [3.00-3.00], not judged: the machine was saturated"),
+            "{}",
+            t[1].measured
+        );
+        // The same rounds on a machine of 4 cores had headroom: judged.
+        let t = tls_targets(&rows, 4.0);
+        assert_eq!(t[1].met, Some(false), "{}", t[1].measured);
+        // A paced case over 1.2x fails the CPU target.
+        rows[3] = row(slow, tls, 10e3, &[(40.0, 44e3, 0.6), (40.0, 44e3, 0.6)]);
+        let t = tls_targets(&rows, 2.0);
+        assert_eq!(t[0].met, Some(false), "{}", t[0].measured);
+        // Only flat-out cases: nothing judged.
+        let t = tls_targets(&rows[..2], 2.0);
+        assert_eq!((t[0].met, t[1].met), (None, None));
+    }
 
     #[test]
     fn a_paced_rate_under_a_thousand_is_labelled_exactly() {
