@@ -12,7 +12,8 @@
 //! protobuf clients, its ratio to the JSON clients' taken per round.
 //! `herald-http-tls` is the same over TLS with a bearer token and RBAC
 //! (see [`crate::http::secure`]); its targets: CPU per delivery and p99
-//! within 1.2x of plain HTTP's.
+//! within 1.2x of plain HTTP's at the same offered load (the paced
+//! cases), the p99 where the machine had headroom (`judged`).
 
 use std::sync::Arc;
 use std::time::Duration;
