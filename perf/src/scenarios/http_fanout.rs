@@ -193,7 +193,8 @@ impl Scenario for HttpFanout {
         )
     }
 
-    /// TLS against plain HTTP: [`tls_targets`] on this machine's cores.
+    /// TLS against plain HTTP, judged like for like on this machine's cores
+    /// (`tls_targets`).
     fn targets(&self, rows: &[Row]) -> Vec<Target> {
         let cores = std::thread::available_parallelism().map_or(1, usize::from) as f64;
         tls_targets(rows, cores)
