@@ -305,10 +305,7 @@ impl Writer {
                     list: rv,
                 });
             }
-            store.put(Stored {
-                object,
-                rv: resource_version,
-            });
+            store.put(Stored::new(object, resource_version));
         }
         shared.write(|st, dispatched| {
             if shared.lifecycle() == Lifecycle::Stopped {
@@ -441,10 +438,7 @@ fn apply_locked(
         // of the store, not a look-up and then an insertion), then the
         // record, which cannot fail.
         let resize = st.ring.prepare(bytes, at, dispatched)?;
-        let old = st.store.put(Stored {
-            object: object.clone(),
-            rv,
-        });
+        let old = st.store.put(Stored::new(object.clone(), rv));
         let (prev, prev_rv) = old.map(|e| (e.object, e.rv)).unzip();
         (resize, prev, prev_rv)
     };

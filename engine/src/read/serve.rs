@@ -103,10 +103,7 @@ impl Shared {
         }
         let mut state = State::new(self.list_fields.clone());
         for item in listing.items {
-            state.put(Stored {
-                object: item.object,
-                rv: item.resource_version,
-            });
+            state.put(Stored::new(item.object, item.resource_version));
         }
         Ok(Some(Read {
             state,
@@ -504,10 +501,7 @@ fn redo(state: &mut State, rec: &RecordRef) {
             state.delete(object.key());
         }
         RecordKind::Change(_) => {
-            state.put(Stored {
-                object: object.clone(),
-                rv: rec.rv,
-            });
+            state.put(Stored::new(object.clone(), rec.rv));
         }
         RecordKind::Relist => {}
     }
@@ -520,10 +514,7 @@ fn undo(state: &mut State, rec: &RecordRef) {
     };
     match (rec.prev_rv, rec.prev.as_ref()) {
         (Some(rv), Some(prev)) => {
-            state.put(Stored {
-                object: prev.clone(),
-                rv,
-            });
+            state.put(Stored::new(prev.clone(), rv));
         }
         _ => {
             state.delete(object.key());
