@@ -2,6 +2,7 @@
 //! Added/Modified/Deleted decision on an object's current and previous state.
 
 use crate::event::{ChangeKind, EventKind};
+use crate::selector::FieldOperator;
 use crate::{FieldSelector, LabelSelector, Object, ShardSelector};
 
 /// Which keys a watch covers.
@@ -147,6 +148,21 @@ pub(crate) struct Filter {
     /// Admits every object (no scope, no selectors): the verdict then
     /// needs no evaluation at all, the common case of "all" watchers.
     everything: bool,
+    /// Its one condition is one `field=value` term (a kubelet's node
+    /// watcher): a change routed to it by that field's value is judged
+    /// on the values the route read ([`Filter::verdict_routed`]).
+    one_exact: bool,
+}
+
+/// What a route read of a change to find its watchers: the routed
+/// `field`, its value in the object (`cur`) and in the previous one
+/// (`old`, `None` without one). A missing field reads as `""`, as
+/// selectors read it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Routed<'a> {
+    pub(crate) field: &'a str,
+    pub(crate) cur: &'a str,
+    pub(crate) old: Option<&'a str>,
 }
 
 impl Filter {
@@ -160,6 +176,10 @@ impl Filter {
             && labels.is_everything()
             && fields.is_everything()
             && shard.is_everything();
+        let one_exact = scope == KeyScope::All
+            && labels.is_everything()
+            && shard.is_everything()
+            && matches!(fields.terms(), [t] if t.operator() == FieldOperator::Equals);
         let (scope_kind, scope_key) = match scope {
             KeyScope::All => (ScopeKind::All, Box::default()),
             KeyScope::Exact(k) => (ScopeKind::Exact, k),
@@ -172,6 +192,7 @@ impl Filter {
             fields,
             shard,
             everything,
+            one_exact,
         }
     }
 
@@ -242,6 +263,38 @@ impl Filter {
     ) -> Option<Verdict> {
         let cur_passes = kind != ChangeKind::Deleted && self.admits(cur);
         let prev_passes = prev.is_some_and(|p| self.admits(p));
+        Verdict::of(cur_passes, prev_passes)
+    }
+
+    /// [`Filter::verdict`] for a watcher a route found by its field's
+    /// value, on the values that route read (`routed`): for a filter of
+    /// one `field=value` term, neither object is read again. The route's
+    /// field is this filter's term's: a watcher is filed under the field
+    /// its selector requires exactly.
+    #[inline]
+    pub(crate) fn verdict_routed(
+        &self,
+        kind: ChangeKind,
+        cur: &Object,
+        prev: Option<&Object>,
+        routed: Option<Routed<'_>>,
+    ) -> Option<Verdict> {
+        match (routed, &*self.fields.terms()) {
+            (Some(r), [t]) if self.one_exact => {
+                debug_assert_eq!(t.field(), r.field, "routed by another field");
+                let cur_passes = kind != ChangeKind::Deleted && r.cur == t.value();
+                let prev_passes = r.old.is_some_and(|o| o == t.value());
+                Verdict::of(cur_passes, prev_passes)
+            }
+            _ => self.verdict(kind, cur, prev),
+        }
+    }
+}
+
+impl Verdict {
+    /// Whether the object passes now and passed before, as a verdict.
+    #[inline]
+    fn of(cur_passes: bool, prev_passes: bool) -> Option<Verdict> {
         match (cur_passes, prev_passes) {
             (true, false) => Some(Verdict::Added),
             (true, true) => Some(Verdict::Modified),
@@ -269,6 +322,64 @@ mod tests {
             FieldSelector::default(),
             ShardSelector::default(),
         )
+    }
+
+    #[test]
+    fn a_routed_verdict_is_the_full_one() {
+        let filter = |fields: &str, labels: &str| {
+            Filter::new(
+                KeyScope::All,
+                labels.parse().unwrap(),
+                fields.parse().unwrap(),
+                ShardSelector::default(),
+            )
+        };
+        let filters = [
+            filter("spec.nodeName=n1", ""),
+            filter("spec.nodeName=", ""),
+            filter("spec.nodeName=n1,status.phase=Running", ""),
+            filter("spec.nodeName=n1", "app=web"),
+            filter("spec.nodeName!=n1", ""),
+        ];
+        assert!(filters[0].one_exact && filters[1].one_exact);
+        assert!(!filters[2].one_exact && !filters[3].one_exact && !filters[4].one_exact);
+        let on = |node: Option<&str>, phase: &str| {
+            let b = Object::builder("ns", "a")
+                .label("app", "web")
+                .field("status.phase", phase);
+            match node {
+                Some(n) => b.field("spec.nodeName", n),
+                None => b,
+            }
+            .build()
+        };
+        let mut objects = Vec::new();
+        for node in [Some("n1"), Some("n2"), Some(""), None] {
+            for phase in ["Running", "Pending"] {
+                objects.push(on(node, phase));
+            }
+        }
+        fn node(o: &Object) -> &str {
+            o.field("spec.nodeName").unwrap_or("")
+        }
+        for f in &filters {
+            for kind in [ChangeKind::Added, ChangeKind::Modified, ChangeKind::Deleted] {
+                for cur in &objects {
+                    for prev in objects.iter().map(Some).chain([None]) {
+                        let routed = Routed {
+                            field: "spec.nodeName",
+                            cur: node(cur),
+                            old: prev.map(node),
+                        };
+                        assert_eq!(
+                            f.verdict_routed(kind, cur, prev, Some(routed)),
+                            f.verdict(kind, cur, prev),
+                            "{f:?} {kind:?} {cur:?} {prev:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@
 //! half of the table (see `dispatch/`).
 
 use crate::Object;
+use crate::filter::Routed;
 use crate::selector::ShardKey;
 use crate::sync::Arc;
 use crate::watch::{Route, WatcherShared};
@@ -382,9 +383,9 @@ impl Routes {
         &self,
         object: &Object,
         prev: Option<&Object>,
-        mut f: impl FnMut(&Arc<WatcherShared>),
+        mut f: impl FnMut(&Arc<WatcherShared>, Option<Routed<'_>>),
     ) {
-        self.all.iter().for_each(&mut f);
+        self.all.iter().for_each(|w| f(w, None));
         let indexes = self.fields.iter().map(|f| &**f).zip(&self.by_value);
         let selected = self.selected.iter().map(|(f, m)| (&**f, m));
         for (field, map) in indexes.chain(selected) {
@@ -393,31 +394,30 @@ impl Routes {
             }
             // A missing field reads as "", as field selectors read it.
             let cur = object.field(field).unwrap_or("");
+            let old = prev.map(|p| p.field(field).unwrap_or(""));
+            let routed = Some(Routed { field, cur, old });
             let cur_key = map.key(cur);
             if let Some(b) = map.get(cur_key) {
-                b.iter().for_each(&mut f);
+                b.iter().for_each(|w| f(w, routed));
             }
-            if let Some(p) = prev {
-                let old = p.field(field).unwrap_or("");
-                // Compared by key: two values that share a key share a
-                // bucket, visited once.
-                if old != cur {
-                    let old_key = map.key(old);
-                    if old_key != cur_key {
-                        if let Some(b) = map.get(old_key) {
-                            b.iter().for_each(&mut f);
-                        }
+            // Compared by key: two values that share a key share a
+            // bucket, visited once.
+            if let Some(old) = old.filter(|&o| o != cur) {
+                let old_key = map.key(old);
+                if old_key != cur_key {
+                    if let Some(b) = map.get(old_key) {
+                        b.iter().for_each(|w| f(w, routed));
                     }
                 }
             }
         }
         for (key, table) in &self.sharded {
             let cur = key.hash(object);
-            table.for_each_holding(cur, None, |b| b.iter().for_each(&mut f));
+            table.for_each_holding(cur, None, |b| b.iter().for_each(|w| f(w, None)));
             if let Some(p) = prev {
                 let old = key.hash(p);
                 if old != cur {
-                    table.for_each_holding(old, Some(cur), |b| b.iter().for_each(&mut f));
+                    table.for_each_holding(old, Some(cur), |b| b.iter().for_each(|w| f(w, None)));
                 }
             }
         }
@@ -479,7 +479,7 @@ mod tests {
             let object = pod(&format!("6f1c2a4e-{u:04x}-4a1b-8c3d-0242ac120002"));
             let hash = ShardKey::Uid.hash(&object);
             let mut ids = Vec::new();
-            routes.for_each_candidate(&object, None, |w| ids.push(w.spec.id));
+            routes.for_each_candidate(&object, None, |w, _| ids.push(w.spec.id));
             offered += ids.len();
             let shard = ((u128::from(hash) * u128::from(n)) >> 64) as u64;
             let mut want = vec![shard];
@@ -495,7 +495,7 @@ mod tests {
             // A move to another uid reaches both sides once each.
             let moved = pod(&format!("moved-{u}"));
             let mut both = Vec::new();
-            routes.for_each_candidate(&moved, Some(&object), |w| both.push(w.spec.id));
+            routes.for_each_candidate(&moved, Some(&object), |w, _| both.push(w.spec.id));
             let mut dedup = both.clone();
             dedup.sort_unstable();
             dedup.dedup();

@@ -389,7 +389,7 @@ pub mod internals {
             prev: Option<&Object>,
             mut f: impl FnMut(u64),
         ) {
-            self.0.for_each_candidate(object, prev, |w| f(w.spec.id));
+            self.0.for_each_candidate(object, prev, |w, _| f(w.spec.id));
         }
     }
 }

@@ -676,11 +676,11 @@ impl Dispatcher {
                     let handle_pos = pos << 2;
                     // Followers admit every change and read it themselves.
                     deliveries += routes.followers().len() as u64;
-                    routes.for_each_candidate(object, prev, |w| {
+                    routes.for_each_candidate(object, prev, |w, routed| {
                         if !w.takes(pos) || w.is_ended() {
                             return;
                         }
-                        if let Some(v) = w.spec.filter.verdict(kind, object, prev) {
+                        if let Some(v) = w.spec.filter.verdict_routed(kind, object, prev, routed) {
                             deliveries += 1;
                             self.push(w, handle_pos | v as u64);
                         }
