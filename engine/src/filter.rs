@@ -279,7 +279,7 @@ impl Filter {
         prev: Option<&Object>,
         routed: Option<Routed<'_>>,
     ) -> Option<Verdict> {
-        match (routed, &*self.fields.terms()) {
+        match (routed, self.fields.terms()) {
             (Some(r), [t]) if self.one_exact => {
                 debug_assert_eq!(t.field(), r.field, "routed by another field");
                 let cur_passes = kind != ChangeKind::Deleted && r.cur == t.value();
