@@ -92,9 +92,10 @@ const INLINE: usize = 24;
 ///
 /// A B-tree search compares against about 20 of 200,000 entries, each
 /// another object's allocation: read through the object, each compare
-/// was a cache miss once the store outgrew the cache. A key of a pod in
-/// `default` (18 bytes) compares inline; longer keys read their objects
-/// only among those sharing 24 bytes (a ReplicaSet's pods).
+/// was a cache miss once the store outgrew the cache. The harness's keys
+/// (`default/pod-N`, at most 18 bytes) compare inline; a cluster's longer
+/// keys read their objects only among those sharing 24 bytes (often a
+/// ReplicaSet's pods in one namespace).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct KeyPrefix {
     head: [u64; INLINE / 8],
