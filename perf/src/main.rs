@@ -261,6 +261,12 @@ fn run() -> anyhow::Result<bool> {
                 .all(|&r| r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE),
             "--http-rate must list rates above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
         );
+        let mut sorted = args.http_rate.clone();
+        sorted.sort_by(f64::total_cmp);
+        anyhow::ensure!(
+            sorted.windows(2).all(|w| w[0] != w[1]),
+            "--http-rate lists a rate twice: each rate is a case of its own"
+        );
         profile.http_rates = args.http_rate.clone();
     }
     if let Some(c) = args.etcd_connections {

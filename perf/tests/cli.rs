@@ -87,6 +87,8 @@ fn http_rate_refuses_what_cannot_run() {
         assert!(!ok, "--http-rate {rate} was taken");
         assert!(err.contains("--http-rate must list"), "{rate}: {err}");
     }
+    let (ok, err) = harness(&["--http-rate=10000,50000,10000", "--scenarios", "nosuch"]);
+    assert!(!ok && err.contains("lists a rate twice"), "{err}");
     for rate in ["250", "1000000", "10000,50000"] {
         let flag = format!("--http-rate={rate}");
         let (ok, err) = harness(&[&flag, "--scenarios", "nosuch"]);

@@ -401,13 +401,15 @@ fn cases(p: &Profile) -> Vec<Plan> {
     out
 }
 
-/// A paced rate as a case label: thousands as `50k`, anything under a
-/// thousand exactly (`250`, not `0k`).
+/// A paced rate as a case label: whole thousands as `50k`, any other rate
+/// exactly (`250`, `1500`), so that two rates never share a label (the
+/// targets pair TLS and plain rows by it).
 fn rate_label(rate: f64) -> String {
-    if rate >= 1e3 {
-        format!("{:.0}k", rate / 1e3)
+    let k = rate / 1e3;
+    if k >= 1.0 && k.fract() == 0.0 {
+        format!("{k}k")
     } else {
-        format!("{rate:.0}")
+        format!("{rate}")
     }
 }
 
@@ -562,5 +564,8 @@ mod tests {
         assert_eq!(rate_label(999.0), "999");
         assert_eq!(rate_label(1_000.0), "1k");
         assert_eq!(rate_label(50_000.0), "50k");
+        // Rates that rounding would merge keep labels of their own.
+        assert_eq!(rate_label(1_400.0), "1400");
+        assert_eq!(rate_label(1_000.5), "1000.5");
     }
 }
