@@ -135,7 +135,8 @@ enum ScopeKind {
     Prefix,
 }
 
-/// A watcher's whole filter. Every watcher holds one (72 bytes).
+/// A watcher's whole filter. Every watcher holds one (72 bytes: the
+/// assertion below keeps it so).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Filter {
     /// The scope's key (empty for [`KeyScope::All`]); its kind is
@@ -153,6 +154,9 @@ pub(crate) struct Filter {
     /// on the values the route read ([`Filter::verdict_routed`]).
     one_exact: bool,
 }
+
+#[cfg(all(not(herald_loom), target_pointer_width = "64"))]
+const _: () = assert!(std::mem::size_of::<Filter>() == 72);
 
 /// What a route read of a change to find its watchers: the routed
 /// `field`, its value in the object (`cur`) and in the previous one
