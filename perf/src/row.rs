@@ -37,6 +37,10 @@ pub struct Row {
     pub p99_us: Option<f64>,
     /// 99.9th percentile (µs).
     pub p999_us: Option<f64>,
+    /// The 99th percentile over every round's samples together (µs): the
+    /// tail of the case rather than of one round, resting on as many
+    /// samples as all the rounds took.
+    pub pooled_p99_us: Option<f64>,
     /// Latency from the system's acknowledgement of a change (etcd: the
     /// put's return) to receive, median (µs), when the publisher stamps
     /// changes itself; a delivery before the acknowledgement counts as 0.
@@ -180,6 +184,7 @@ impl Row {
             row.note = "timed out".into();
         }
         row.metric = Some(metric);
+        row.pooled_p99_us = pooled(runs.iter().map(|(_, r)| &r.latency), 0.99);
         for m in Metric::ALL {
             let values: Vec<f64> = runs.iter().filter_map(|(r, _)| r.get(m)).collect();
             if let Some(s) = Spread::of(&values) {
@@ -278,6 +283,21 @@ pub struct Spread {
     pub max: f64,
     /// Rounds it was taken over.
     pub rounds: usize,
+}
+
+/// The `q` quantile (µs) over several runs' latency samples together
+/// (None without samples).
+fn pooled<'h>(runs: impl Iterator<Item = &'h hdrhistogram::Histogram<u64>>, q: f64) -> Option<f64> {
+    let mut all: Option<hdrhistogram::Histogram<u64>> = None;
+    for h in runs.filter(|h| !h.is_empty()) {
+        match &mut all {
+            None => all = Some(h.clone()),
+            // Same bounds and precision in every run: an add cannot fail;
+            // if it did, the pooled figure is not given.
+            Some(a) => a.add(h).ok()?,
+        }
+    }
+    all.map(|a| a.value_at_quantile(q) as f64 / 1e3)
 }
 
 impl Spread {

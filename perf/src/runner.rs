@@ -273,24 +273,23 @@ impl Runner<'_> {
                 sizes.resize(n, Ok(workload.changes.len()));
             }
         }
-        let mut runs: Vec<Vec<(Round, RunResult)>> = (0..n).map(|_| Vec::new()).collect();
+        let mut runs: Vec<Rounds> = (0..n).map(|_| Vec::new()).collect();
         let mut watchers = 0;
+        let shape = Plan {
+            scenario,
+            label,
+            systems,
+            opts,
+            run,
+        };
         for round in 0..self.profile.repeat.max(1) {
             for order in 0..n {
                 let i = (order + round) % n;
                 let Ok(changes) = sizes[i] else { continue };
-                let s = systems[i];
-                (self.on_start)(&format!(
-                    "{scenario} {label} {}: round {}/{}",
-                    s.name(),
-                    round + 1,
-                    self.profile.repeat
-                ));
                 let (spec, workload) = get(changes);
                 watchers = spec.filters.len();
-                match run(s, &spec, &workload, opts) {
-                    Ok(r) => {
-                        let timed = workload.changes.len() - spec.start;
+                match self.run_round(&shape, i, (round, order), &spec, &workload) {
+                    Ok((at, r)) => {
                         // A run that came out short (the sizing round ran
                         // slower than this one: warm-up, other load) has
                         // the next rounds grown to the aim at this run's
@@ -310,12 +309,117 @@ impl Runner<'_> {
                                 ((changes as f64 * factor).ceil() as usize).max(changes + 1);
                             sizes[i] = Ok(grown.min(cap));
                         }
-                        runs[i].push((Round::from_run(round, order, timed, &r), r));
+                        runs[i].push((at, r));
                     }
-                    Err(e) => sizes[i] = Err(format!("skipped: {e:#}")),
+                    Err(e) => sizes[i] = Err(e),
                 }
             }
         }
+        let short = grow.then_some(min_seconds);
+        self.push_rows(rows, &shape, rank, (&sizes, &runs), watchers, short);
+    }
+
+    /// Runs several fixed-size cases of one scenario round by round: each
+    /// round runs every case once (the cases' order rotating as the
+    /// systems' does within each), so a case and its baseline are measured
+    /// side by side in time, and a ratio between them can be taken per
+    /// round. Rows are pushed case by case, as [`Runner::case`] does.
+    ///
+    /// # Panics
+    /// If a case is not [`Size::Fixed`] (a grown case sizes itself in a
+    /// round of its own).
+    pub fn interleaved(&self, rows: &mut Vec<Row>, cases: &[Case<'_>]) {
+        let fixed: Vec<(&Spec, &Arc<Workload>)> = cases
+            .iter()
+            .map(|c| match c.size {
+                Size::Fixed(spec, workload) => (spec, workload),
+                Size::Grown { .. } => panic!("interleaved cases are fixed in size"),
+            })
+            .collect();
+        let mut sizes: Vec<Vec<Result<usize, String>>> = fixed
+            .iter()
+            .zip(cases)
+            .map(|((_, w), c)| vec![Ok(w.changes.len()); c.systems.len()])
+            .collect();
+        let mut runs: Vec<Vec<Rounds>> = cases
+            .iter()
+            .map(|c| (0..c.systems.len()).map(|_| Vec::new()).collect())
+            .collect();
+        for round in 0..self.profile.repeat.max(1) {
+            for k in 0..cases.len() {
+                let c = (k + round) % cases.len();
+                let case = &cases[c];
+                let (spec, workload) = fixed[c];
+                let shape = Plan::of(case);
+                let n = case.systems.len();
+                for order in 0..n {
+                    let i = (order + round) % n;
+                    if sizes[c][i].is_err() {
+                        continue;
+                    }
+                    match self.run_round(&shape, i, (round, order), spec, workload) {
+                        Ok(run) => runs[c][i].push(run),
+                        Err(e) => sizes[c][i] = Err(e),
+                    }
+                }
+            }
+        }
+        for (c, case) in cases.iter().enumerate() {
+            let watchers = fixed[c].0.filters.len();
+            let shape = Plan::of(case);
+            self.push_rows(
+                rows,
+                &shape,
+                case.rank,
+                (&sizes[c], &runs[c]),
+                watchers,
+                None,
+            );
+        }
+    }
+
+    /// Runs system `i` of a case once, as round `round` at place `order`.
+    fn run_round(
+        &self,
+        case: &Plan<'_>,
+        i: usize,
+        (round, order): (usize, usize),
+        spec: &Spec,
+        workload: &Arc<Workload>,
+    ) -> Result<(Round, RunResult), String> {
+        let s = case.systems[i];
+        (self.on_start)(&format!(
+            "{} {} {}: round {}/{}",
+            case.scenario,
+            case.label,
+            s.name(),
+            round + 1,
+            self.profile.repeat
+        ));
+        let r = (case.run)(s, spec, workload, case.opts).map_err(|e| format!("skipped: {e:#}"))?;
+        let timed = workload.changes.len() - spec.start;
+        Ok((Round::from_run(round, order, timed, &r), r))
+    }
+
+    /// Pushes a row per system of a case from its rounds: the median
+    /// round by the case's metric, Herald's advantage per round, and (a
+    /// flat-out case grown to `short` seconds) how many rounds fell short.
+    fn push_rows(
+        &self,
+        rows: &mut Vec<Row>,
+        case: &Plan<'_>,
+        rank: Metric,
+        (sizes, runs): (&[Result<usize, String>], &[Rounds]),
+        watchers: usize,
+        short: Option<f64>,
+    ) {
+        let Plan {
+            scenario,
+            label,
+            systems,
+            opts,
+            ..
+        } = *case;
         let metric = match opts.pace {
             Pace::Rate(_) => Metric::P99,
             Pace::FlatOut => rank,
@@ -343,7 +447,7 @@ impl Runner<'_> {
                             .collect();
                         row.ratio = Spread::of(&row.ratio_rounds);
                     }
-                    if grow {
+                    if let Some(min_seconds) = short {
                         row.short_rounds = row
                             .rounds
                             .iter()
@@ -354,6 +458,31 @@ impl Runner<'_> {
                 }
             };
             self.push(rows, row);
+        }
+    }
+}
+
+/// One system's rounds of a case, in the order they ran.
+type Rounds = Vec<(Round, RunResult)>;
+
+/// What running and reporting a case needs of it, its size aside.
+#[derive(Clone, Copy)]
+struct Plan<'a> {
+    scenario: &'static str,
+    label: &'a str,
+    systems: &'a [SystemKind],
+    opts: &'a RunOpts,
+    run: &'a RunFn<'a>,
+}
+
+impl<'a> Plan<'a> {
+    fn of(case: &Case<'a>) -> Plan<'a> {
+        Plan {
+            scenario: case.scenario,
+            label: case.label,
+            systems: case.systems,
+            opts: case.opts,
+            run: case.run,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::consume::{Pace, RunOpts, Stall};
 use crate::kind::SystemKind;
-use crate::report::{self, Headline, Target, median, spread, us};
-use crate::row::{Metric, Row};
+use crate::report::{self, Headline, Target, spread, us};
+use crate::row::{Metric, Row, Spread};
 use crate::runner::{Case, Runner, Size, all_match};
 use crate::scenario::Scenario;
 use crate::system::Spec;
@@ -25,6 +25,92 @@ const HEADLINE_CASES: [&str; 2] = ["baseline", "stalled-reconnecting"];
 
 /// Cases per rate.
 const CASES: usize = 6;
+
+/// Each rate's cases in the groups that run interleaved, each group's
+/// baseline first: the case, and its companion's behaviour (none for a
+/// baseline).
+const GROUPS: [&[(&str, Option<Companion>)]; 2] = [
+    &[
+        ("baseline", None),
+        ("draining-companion", Some(Companion::Draining)),
+        ("stalled-once", Some(Companion::Once)),
+        ("stalled-reconnecting", Some(Companion::Repeated)),
+    ],
+    &[
+        ("baseline-1000", None),
+        ("stalled-reconnecting-1000", Some(Companion::Repeated)),
+    ],
+];
+
+/// How a companion watcher misbehaves.
+#[derive(Debug, Clone, Copy)]
+enum Companion {
+    /// Falls behind for 50 ms in every 100 ms, and catches up.
+    Draining,
+    /// Stalls once, from 15% to 75% of the run.
+    Once,
+    /// Stalls for 400 ms in every 500 ms, again and again.
+    Repeated,
+}
+
+/// A p99 rests on the latest 1% of its samples, and every healthy watcher
+/// takes each change at about the same moment: below this many changes
+/// in that 1% it rests on a few moments (one of the 2-core machine's
+/// millisecond hiccups moves it), and the tax is not judged on it. The
+/// judged figure is the p99 over every round's samples together.
+const MIN_TAIL_CHANGES: usize = 100;
+
+/// The spec and run options of a case at `rate` with `healthy` watchers
+/// of everything and, unless a baseline, a companion that misbehaves.
+fn plan(
+    runner: &Runner<'_>,
+    rate: f64,
+    healthy: usize,
+    companion: Option<Companion>,
+) -> (Spec, RunOpts) {
+    let secs = runner.profile.tax_seconds;
+    let mut filters = vec![Filter::All; healthy];
+    let mut opts = RunOpts {
+        pace: Pace::Rate(rate),
+        sample_every: 1,
+        ..runner.opts()
+    };
+    if let Some(kind) = companion {
+        filters.push(Filter::All);
+        let w = healthy;
+        opts.companions.push(w);
+        let every = |period: u64, stalled: u64, times: f64| -> Vec<Stall> {
+            (0..times as u64)
+                .map(|k| Stall {
+                    watcher: w,
+                    from: Duration::from_millis(k * period),
+                    until: Duration::from_millis(k * period + stalled),
+                })
+                .collect()
+        };
+        opts.stalls = match kind {
+            Companion::Draining => every(100, 50, secs * 10.0),
+            Companion::Once => vec![Stall {
+                watcher: w,
+                from: Duration::from_secs_f64(secs * 0.15),
+                until: Duration::from_secs_f64(secs * 0.75),
+            }],
+            Companion::Repeated => every(500, 400, secs * 2.0),
+        };
+    }
+    let spec = Spec {
+        filters,
+        indexed: false,
+        // The reference's queue for a watcher of unknown rate (seeds:
+        // cacher.go, chanSize 10); the stall is longer than the queue
+        // holds at either rate.
+        queue: 10,
+        ring: 102_400,
+        start: 0,
+        preloaded: 0,
+    };
+    (spec, opts)
+}
 
 /// The scenario.
 #[derive(Debug)]
@@ -52,78 +138,40 @@ impl Scenario for SlowWatcherTax {
         p.tax_rates.len() * cases * SYSTEMS.len()
     }
 
+    /// Each rate's cases run in two groups, the few healthy watchers' and
+    /// the many's, each group's cases interleaved round by round with its
+    /// baseline, so a companion's cost is taken against the baseline run
+    /// beside it in time.
     fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
         let p = &runner.profile;
         let secs = p.tax_seconds;
-        let stall_from = Duration::from_secs_f64(secs * 0.15);
-        let stall_until = Duration::from_secs_f64(secs * 0.75);
+        let systems = self.systems(runner);
         for &rate in &p.tax_rates {
-            for (case, healthy, companion) in [
-                ("baseline", p.tax_watchers.0, None),
-                ("draining-companion", p.tax_watchers.0, Some("draining")),
-                ("stalled-once", p.tax_watchers.0, Some("once")),
-                ("stalled-reconnecting", p.tax_watchers.0, Some("repeated")),
-                ("baseline-1000", p.tax_watchers.1, None),
-                (
-                    "stalled-reconnecting-1000",
-                    p.tax_watchers.1,
-                    Some("repeated"),
-                ),
-            ]
-            .into_iter()
-            .filter(|(case, _, _)| !p.headline_only || HEADLINE_CASES.contains(case))
-            {
-                let changes = (rate * secs) as usize;
-                let workload = all_match(changes);
-                let mut filters = vec![Filter::All; healthy];
-                let mut opts = RunOpts {
-                    pace: Pace::Rate(rate),
-                    sample_every: 1,
-                    ..runner.opts()
-                };
-                if let Some(kind) = companion {
-                    filters.push(Filter::All);
-                    let w = healthy;
-                    opts.companions.push(w);
-                    opts.stalls = match kind {
-                        // Falls behind for 50 ms in every 100 ms, and catches up.
-                        "draining" => (0..(secs * 10.0) as u32)
-                            .map(|k| Stall {
-                                watcher: w,
-                                from: Duration::from_millis(u64::from(k) * 100),
-                                until: Duration::from_millis(u64::from(k) * 100 + 50),
-                            })
-                            .collect(),
-                        "once" => vec![Stall {
-                            watcher: w,
-                            from: stall_from,
-                            until: stall_until,
-                        }],
-                        // Stalls for good stretches again and again.
-                        _ => (0..(secs * 2.0) as u32)
-                            .map(|k| Stall {
-                                watcher: w,
-                                from: Duration::from_millis(u64::from(k) * 500),
-                                until: Duration::from_millis(u64::from(k) * 500 + 400),
-                            })
-                            .collect(),
-                    };
+            let workload = all_match((rate * secs) as usize);
+            for group in GROUPS {
+                let planned: Vec<(String, Spec, RunOpts)> = group
+                    .iter()
+                    .filter(|(case, _)| !p.headline_only || HEADLINE_CASES.contains(case))
+                    .map(|&(case, companion)| {
+                        let healthy = if case.ends_with("-1000") {
+                            p.tax_watchers.1
+                        } else {
+                            p.tax_watchers.0
+                        };
+                        let (spec, opts) = plan(runner, rate, healthy, companion);
+                        (format!("{case} @ {rate:.0}/s"), spec, opts)
+                    })
+                    .collect();
+                let cases: Vec<Case<'_>> = planned
+                    .iter()
+                    .map(|(label, spec, opts)| {
+                        let size = Size::Fixed(spec, &workload);
+                        Case::new(NAME, label, &systems, size, opts)
+                    })
+                    .collect();
+                if !cases.is_empty() {
+                    runner.interleaved(rows, &cases);
                 }
-                let spec = Spec {
-                    filters,
-                    indexed: false,
-                    // The reference's queue for a watcher of unknown rate
-                    // (seeds: cacher.go, chanSize 10); the stall is longer
-                    // than the queue holds at either rate.
-                    queue: 10,
-                    ring: 102_400,
-                    start: 0,
-                    preloaded: 0,
-                };
-                let label = format!("{case} @ {rate:.0}/s");
-                let systems = self.systems(runner);
-                let size = Size::Fixed(&spec, &workload);
-                runner.case(rows, Case::new(NAME, &label, &systems, size, &opts));
             }
         }
     }
@@ -132,6 +180,11 @@ impl Scenario for SlowWatcherTax {
         report::latency_table(NAME, rows)
     }
 
+    /// Judged on each companion case's p99 over all its rounds' samples
+    /// against its baseline's, the two run round by round beside each
+    /// other, over the cases whose pooled p99 rests on
+    /// [`MIN_TAIL_CHANGES`] changes or more; the others are listed. The
+    /// per-round ratios are given for their spread.
     fn targets(&self, rows: &[Row]) -> Vec<Target> {
         let tax: Vec<&Row> = rows
             .iter()
@@ -140,23 +193,49 @@ impl Scenario for SlowWatcherTax {
         if tax.is_empty() {
             return Vec::new();
         }
-        let mut worst = 0.0f64;
-        let mut ended = 0;
-        for r in &tax {
-            ended += r.ended;
-            if let Some(x) = of_baseline(&tax, r) {
-                worst = worst.max(x);
+        let ended: usize = tax.iter().map(|r| r.ended).sum();
+        let mut worst: Option<f64> = None;
+        let (mut judged, mut not_judged) = (Vec::new(), Vec::new());
+        for r in tax.iter().filter(|r| !r.case.starts_with("baseline")) {
+            let Some((pooled, rounds)) = of_baseline(&tax, r) else {
+                continue;
+            };
+            let line = format!(
+                "{} {pooled:.2}x (per round {})",
+                r.case,
+                report::range(rounds, |v| format!("{v:.2}x"))
+            );
+            let tail = tail_changes(r);
+            if tail >= MIN_TAIL_CHANGES {
+                worst = Some(worst.map_or(pooled, |w| w.max(pooled)));
+                judged.push(line);
+            } else {
+                not_judged.push(format!("{line}: its p99 rests on {tail} changes"));
             }
         }
+        let list = |v: &[String]| {
+            if v.is_empty() {
+                "none".into()
+            } else {
+                v.join("; ")
+            }
+        };
         vec![Target {
-            goal: "slow-watcher-tax: healthy p99 with a stalled companion within 1.1x of baseline; no healthy watcher ends".into(),
-            measured: format!("worst {worst:.2}x of baseline (medians); {ended} healthy ended"),
-            met: Some(worst <= 1.1 && ended == 0),
+            goal: format!(
+                "slow-watcher-tax: healthy p99 with a stalled companion within 1.1x of its baseline's, run round by round beside it (the p99 of all rounds' samples, where it rests on >= {MIN_TAIL_CHANGES} changes); no healthy watcher ends"
+            ),
+            measured: format!(
+                "worst {}; {ended} healthy ended; judged: {}; not judged: {}",
+                worst.map_or("-".into(), |w| format!("{w:.2}x")),
+                list(&judged),
+                list(&not_judged)
+            ),
+            met: worst.map(|w| w <= 1.1 && ended == 0),
         }]
     }
 
     /// stalled-reconnecting at the highest rate run: the healthy
-    /// watchers' p99, against its baseline's.
+    /// watchers' p99, against its baseline's round by round.
     fn headline(&self, rows: &[Row]) -> Option<Headline> {
         let tax: Vec<&Row> = rows
             .iter()
@@ -167,15 +246,22 @@ impl Scenario for SlowWatcherTax {
             .filter(|r| r.case.starts_with("stalled-reconnecting @ "))
             .max_by(|a, b| rate_of(a).total_cmp(&rate_of(b)))?;
         let x = of_baseline(&tax, h);
-        let measured = x.map_or("-".into(), |x| format!("{x:.2}x of baseline"));
+        let measured = x.map_or("-".into(), |(pooled, rounds)| {
+            format!(
+                "{pooled:.2}x; per round {}",
+                report::range(rounds, |v| format!("{v:.2}x"))
+            )
+        });
+        let judged = tail_changes(h) >= MIN_TAIL_CHANGES;
         report::headline_of(
             NAME,
             &report::case_rows(rows, NAME, &h.case),
             "herald",
             ("healthy p99", &|r| spread(r, Metric::P99, us)),
             (
-                format!("p99 <= 1.1x baseline ({measured}), none ended"),
-                x.map(|x| x <= 1.1 && h.ended == 0),
+                format!("p99 <= 1.1x the baseline beside it ({measured}), none ended"),
+                x.filter(|_| judged)
+                    .map(|(pooled, _)| pooled <= 1.1 && h.ended == 0),
             ),
         )
     }
@@ -189,9 +275,16 @@ fn rate_of(r: &Row) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// A Herald row's median p99 over its baseline's (the same rate and
-/// watcher count, no companion).
-fn of_baseline(tax: &[&Row], r: &Row) -> Option<f64> {
+/// The changes a row's pooled p99 rests on (the latest 1% of all its
+/// rounds' changes).
+fn tail_changes(r: &Row) -> usize {
+    r.rounds.iter().map(|x| x.changes).sum::<usize>() / 100
+}
+
+/// A Herald row's p99 over its baseline's (the same rate and watcher
+/// count, no companion): the pooled p99s' ratio, and the per-round ratios
+/// (each round against the baseline run in the same round).
+fn of_baseline(tax: &[&Row], r: &Row) -> Option<(f64, Option<Spread>)> {
     let (case, rate) = r.case.split_once(" @ ").unwrap_or((&r.case, ""));
     let base_case = if case.ends_with("-1000") {
         "baseline-1000"
@@ -201,5 +294,70 @@ fn of_baseline(tax: &[&Row], r: &Row) -> Option<f64> {
     let b = tax
         .iter()
         .find(|b| b.case == format!("{base_case} @ {rate}"))?;
-    Some(median(Some(r), Metric::P99)? / median(Some(b), Metric::P99)?)
+    let pooled = r.pooled_p99_us? / b.pooled_p99_us.filter(|v| *v > 0.0)?;
+    Some((pooled, report::per_round_ratio(r, b, |x| x.p99_us)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::row::Round;
+
+    /// Herald's row of `case` whose rounds ran `changes` changes each and
+    /// had these p99s (µs), round by round, and this p99 over all their
+    /// samples.
+    fn row(case: &str, changes: usize, p99s: &[f64], pooled: f64) -> Row {
+        Row {
+            scenario: NAME.into(),
+            case: case.into(),
+            system: "herald".into(),
+            pooled_p99_us: Some(pooled),
+            rounds: p99s
+                .iter()
+                .enumerate()
+                .map(|(i, &p99)| Round {
+                    round: i,
+                    changes,
+                    p99_us: Some(p99),
+                    ..Round::default()
+                })
+                .collect(),
+            ..Row::default()
+        }
+    }
+
+    #[test]
+    fn the_tax_is_the_pooled_p99_against_the_baseline_beside_it_where_enough_changes_carry_it() {
+        // One round's hiccup gives the companion case a 3x round and a
+        // 1.5x median; over all the rounds' samples the tails agree.
+        let noisy = [300.0, 900.0, 300.0, 300.0, 300.0];
+        let mut rows = vec![
+            row("baseline @ 1000/s", 3_000, &[300.0; 5], 310.0),
+            row("stalled-reconnecting @ 1000/s", 3_000, &noisy, 320.0),
+            // 15 changes in the pooled tail: listed, not judged.
+            row("baseline @ 100/s", 300, &[300.0; 5], 300.0),
+            row("stalled-once @ 100/s", 300, &[900.0; 5], 900.0),
+        ];
+        let t = &SlowWatcherTax.targets(&rows)[0];
+        assert_eq!(t.met, Some(true), "{}", t.measured);
+        assert!(t.measured.starts_with("worst 1.03x;"), "{}", t.measured);
+        assert!(
+            t.measured.contains(
+                "stalled-once @ 100/s 3.00x (per round 3.00x [3.00x-3.00x]): its p99 rests on 15 changes"
+            ),
+            "{}",
+            t.measured
+        );
+        // A tail that grew is a tax, whatever the rounds' medians say.
+        rows[1] = row("stalled-reconnecting @ 1000/s", 3_000, &[300.0; 5], 400.0);
+        let t = &SlowWatcherTax.targets(&rows)[0];
+        assert_eq!(t.met, Some(false), "{}", t.measured);
+        // So is a healthy watcher ended.
+        rows[1] = row("stalled-reconnecting @ 1000/s", 3_000, &noisy, 320.0);
+        rows[1].ended = 1;
+        assert_eq!(SlowWatcherTax.targets(&rows)[0].met, Some(false));
+        // Nothing judged: the target is not called met.
+        rows.drain(..2);
+        assert_eq!(SlowWatcherTax.targets(&rows)[0].met, None);
+    }
 }
