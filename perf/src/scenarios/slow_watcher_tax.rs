@@ -183,7 +183,7 @@ impl Scenario for SlowWatcherTax {
     /// Judged on each companion case's p99 over all its rounds' samples
     /// against its baseline's, the two run round by round beside each
     /// other, over the cases whose pooled p99 rests on
-    /// [`MIN_TAIL_CHANGES`] changes or more; the others are listed. The
+    /// 100 (`MIN_TAIL_CHANGES`) changes or more; the others are listed. The
     /// per-round ratios are given for their spread.
     fn targets(&self, rows: &[Row]) -> Vec<Target> {
         let tax: Vec<&Row> = rows
