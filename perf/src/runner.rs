@@ -275,7 +275,7 @@ impl Runner<'_> {
         }
         let mut runs: Vec<Rounds> = (0..n).map(|_| Vec::new()).collect();
         let mut watchers = 0;
-        let shape = Plan {
+        let plan = Plan {
             scenario,
             label,
             systems,
@@ -288,7 +288,7 @@ impl Runner<'_> {
                 let Ok(changes) = sizes[i] else { continue };
                 let (spec, workload) = get(changes);
                 watchers = spec.filters.len();
-                match self.run_round(&shape, i, (round, order), &spec, &workload) {
+                match self.run_round(&plan, i, (round, order), &spec, &workload) {
                     Ok((at, r)) => {
                         // A run that came out short (the sizing round ran
                         // slower than this one: warm-up, other load) has
@@ -316,7 +316,7 @@ impl Runner<'_> {
             }
         }
         let short = grow.then_some(min_seconds);
-        self.push_rows(rows, &shape, rank, (&sizes, &runs), watchers, short);
+        self.push_rows(rows, &plan, rank, (&sizes, &runs), watchers, short);
     }
 
     /// Runs several fixed-size cases of one scenario round by round: each
@@ -350,14 +350,14 @@ impl Runner<'_> {
                 let c = (k + round) % cases.len();
                 let case = &cases[c];
                 let (spec, workload) = fixed[c];
-                let shape = Plan::of(case);
+                let plan = Plan::of(case);
                 let n = case.systems.len();
                 for order in 0..n {
                     let i = (order + round) % n;
                     if sizes[c][i].is_err() {
                         continue;
                     }
-                    match self.run_round(&shape, i, (round, order), spec, workload) {
+                    match self.run_round(&plan, i, (round, order), spec, workload) {
                         Ok(run) => runs[c][i].push(run),
                         Err(e) => sizes[c][i] = Err(e),
                     }
@@ -366,10 +366,10 @@ impl Runner<'_> {
         }
         for (c, case) in cases.iter().enumerate() {
             let watchers = fixed[c].0.filters.len();
-            let shape = Plan::of(case);
+            let plan = Plan::of(case);
             self.push_rows(
                 rows,
-                &shape,
+                &plan,
                 case.rank,
                 (&sizes[c], &runs[c]),
                 watchers,
