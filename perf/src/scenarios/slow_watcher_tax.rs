@@ -23,12 +23,10 @@ const SYSTEMS: [SystemKind; 2] = [SystemKind::Herald, SystemKind::Reference];
 /// The cases a headline-only run makes (at each rate).
 const HEADLINE_CASES: [&str; 2] = ["baseline", "stalled-reconnecting"];
 
-/// Cases per rate.
-const CASES: usize = 6;
-
 /// Each rate's cases in the groups that run interleaved, each group's
 /// baseline first: the case, and its companion's behaviour (none for a
-/// baseline).
+/// baseline). The first group has the profile's few healthy watchers, the
+/// second its many (`tax_watchers`).
 const GROUPS: [&[(&str, Option<Companion>)]; 2] = [
     &[
         ("baseline", None),
@@ -133,7 +131,7 @@ impl Scenario for SlowWatcherTax {
         let cases = if p.headline_only {
             HEADLINE_CASES.len()
         } else {
-            CASES
+            GROUPS.iter().map(|g| g.len()).sum()
         };
         p.tax_rates.len() * cases * SYSTEMS.len()
     }
@@ -148,16 +146,12 @@ impl Scenario for SlowWatcherTax {
         let systems = self.systems(runner);
         for &rate in &p.tax_rates {
             let workload = all_match((rate * secs) as usize);
-            for group in GROUPS {
+            let healthy = [p.tax_watchers.0, p.tax_watchers.1];
+            for (group, healthy) in GROUPS.into_iter().zip(healthy) {
                 let planned: Vec<(String, Spec, RunOpts)> = group
                     .iter()
                     .filter(|(case, _)| !p.headline_only || HEADLINE_CASES.contains(case))
                     .map(|&(case, companion)| {
-                        let healthy = if case.ends_with("-1000") {
-                            p.tax_watchers.1
-                        } else {
-                            p.tax_watchers.0
-                        };
                         let (spec, opts) = plan(runner, rate, healthy, companion);
                         (format!("{case} @ {rate:.0}/s"), spec, opts)
                     })
