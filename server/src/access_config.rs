@@ -25,7 +25,7 @@ use herald_auth::token_file::TokenFile;
 use crate::access::{Access, Authorization};
 use crate::audit_log::AuditLog;
 use crate::delegate::{Delegate, DelegateTtls};
-use crate::guard::ServedLookup;
+use crate::bound::ServedLookup;
 use crate::rbac_follow::{RBAC_RESOURCES, RbacFollower};
 use crate::server::Server;
 

@@ -1,8 +1,7 @@
 //! The access middleware and what it looks up in the served resources:
 //! every request through [`Access::admit`](crate::access::Access) before
 //! it reaches a route (see the module `access`), audited on the way (see
-//! the module `audit_log`), and the objects a service-account token is
-//! bound to ([`ServedLookup`]).
+//! the module `audit_log`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,7 +16,6 @@ use axum::response::Response;
 use herald_auth::RequestInfo;
 use herald_auth::audit::event::{DECISION, REASON};
 use herald_auth::audit::{Event, ResponseStatus, Stage, new_id};
-use herald_auth::jwt::Lookup;
 
 use crate::access::{PeerCerts, Refusal, always_allowed};
 use crate::admit::Client;
@@ -290,30 +288,6 @@ async fn run(next: Next, req: Request, audited: Option<Audited>) -> Response {
         body
     };
     Response::from_parts(parts, body)
-}
-
-/// The objects a service-account token is bound to, looked up in what
-/// the server serves (a resource it does not serve cannot be checked).
-#[derive(Debug, Clone)]
-pub struct ServedLookup(pub Server);
-
-impl Lookup for ServedLookup {
-    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>> {
-        let served = self.0.snapshot();
-        let r = served.get(resource)?;
-        let key = if namespace.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{namespace}/{name}")
-        };
-        let got = r.engine.get(&key, herald::ReadAt::Any).ok()?;
-        Some(got.item.map(|item| {
-            serde_json::from_slice::<serde_json::Value>(item.object.payload())
-                .ok()
-                .and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned))
-                .unwrap_or_default()
-        }))
-    }
 }
 
 #[cfg(test)]

@@ -46,6 +46,7 @@ pub mod access;
 pub mod access_config;
 mod admit;
 pub mod audit_log;
+mod bound;
 pub mod compress;
 mod conn;
 mod counts;
@@ -70,7 +71,7 @@ mod watch;
 
 pub use access::{Access, Authorization};
 pub use access_config::AccessConfig;
-pub use guard::ServedLookup;
+pub use bound::ServedLookup;
 pub use rbac_follow::{RBAC_RESOURCES, RbacFollower};
 pub use resource::{Resource, SourceHealth};
 pub use server::{Server, ServerConfig};
