@@ -105,11 +105,17 @@ impl Authenticator {
             Some(Err(e)) => refused = Some(Refused::Certificate(e.to_string())),
             Some(Ok(None)) | None => {}
         }
-        if let Some(token) = credentials.authorization.and_then(bearer) {
-            return match self.token(token) {
-                Ok(user) => Ok(user.authenticated()),
-                Err(e) => Err(Refused::Token(e)),
-            };
+        match credentials.authorization.and_then(bearer) {
+            Some(Ok(token)) => {
+                return match self.token(token) {
+                    Ok(user) => Ok(user.authenticated()),
+                    Err(e) => Err(Refused::Token(e)),
+                };
+            }
+            // Bytes no token of any authenticator can be: presented, so
+            // refused (the apiserver's 401), never anonymous.
+            Some(Err(_)) => return Err(Refused::Token("a bearer token that is not UTF-8".into())),
+            None => {}
         }
         match refused {
             Some(r) => Err(r),
@@ -135,14 +141,18 @@ impl Authenticator {
 }
 
 /// The token of an `Authorization: Bearer <token>` header, as the
-/// apiserver reads it: the scheme case-insensitive, the value trimmed,
-/// an empty token none.
-pub fn bearer(header: &[u8]) -> Option<&str> {
-    let header = std::str::from_utf8(header).ok()?.trim();
-    let mut parts = header.splitn(3, ' ');
+/// apiserver reads it (`bearertoken.go`, on the header's bytes): the
+/// value trimmed, split at the first two spaces, the scheme
+/// case-insensitive; not a bearer header, or an empty token, is none. A
+/// token whose bytes are not UTF-8 is `Some(Err)`: presented, and no
+/// authenticator's.
+pub fn bearer(header: &[u8]) -> Option<Result<&str, std::str::Utf8Error>> {
+    let header = header.trim_ascii();
+    let mut parts = header.splitn(3, |b| *b == b' ');
     let scheme = parts.next()?;
     let token = parts.next()?;
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty())
+        .then(|| std::str::from_utf8(token))
 }
 
 #[cfg(test)]
@@ -190,6 +200,24 @@ mod tests {
             chain(false).authenticate(Credentials::default()),
             Err(Refused::Anonymous)
         );
+    }
+
+    #[test]
+    fn a_bearer_token_that_is_not_utf8_is_refused_not_anonymous() {
+        let a = chain(true);
+        let header: &[u8] = b"Bearer \xff\xfe";
+        let refused = a.authenticate(Credentials {
+            certificate: None,
+            authorization: Some(header),
+        });
+        assert!(matches!(refused, Err(Refused::Token(_))), "{refused:?}");
+        // A scheme that is not UTF-8 is no bearer header: no credentials.
+        let other: &[u8] = b"\xffearer t1";
+        let got = a.authenticate(Credentials {
+            certificate: None,
+            authorization: Some(other),
+        });
+        assert_eq!(got.unwrap().name, ANONYMOUS);
     }
 
     #[test]

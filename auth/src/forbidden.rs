@@ -84,7 +84,11 @@ mod tests {
     }
 
     fn refused(method: &str, path: &str, query: &str) -> (String, serde_json::Value) {
-        let e = forbidden(&alice(), &RequestInfo::new(method, path, Some(query)), "");
+        let e = forbidden(
+            &alice(),
+            &RequestInfo::new(method, path, &herald_kube::Query::parse(Some(query))),
+            "",
+        );
         assert_eq!((e.code, e.reason), (403, "Forbidden"));
         let details = e.to_status()["details"].clone();
         (e.message, details)
@@ -125,7 +129,7 @@ mod tests {
 
     #[test]
     fn the_generated_part_is_escaped_and_the_reason_follows() {
-        let info = RequestInfo::new("GET", "/a<b>&c", None);
+        let info = RequestInfo::new("GET", "/a<b>&c", &herald_kube::Query::parse(None));
         let e = forbidden(&alice(), &info, "RBAC: <x>");
         assert_eq!(
             e.message,

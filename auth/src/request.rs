@@ -14,6 +14,9 @@
 //! - `/api/v1/namespaces/ns` is the object `ns` of `namespaces` in the
 //!   namespace `ns`; its `status` and `finalize` are its subresources.
 
+use herald_kube::Query;
+use herald_kube::params::ListAttributes;
+
 /// A request's attributes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RequestInfo {
@@ -37,12 +40,17 @@ pub struct RequestInfo {
     /// The object's name, if one is named (in the path, or by a field
     /// selector `metadata.name=`).
     pub name: String,
+    /// Whether the path names a collection (a list or watch of it; a
+    /// `name` came from its field selector), not one object.
+    pub collection: bool,
 }
 
 impl RequestInfo {
-    /// The attributes of a request with `method`, `path` (decoded) and
-    /// raw `query` (without `?`).
-    pub fn new(method: &str, path: &str, query: Option<&str>) -> RequestInfo {
+    /// The attributes of a request with `method`, `path` (percent-decoded
+    /// whole, as Go's `URL.Path`) and `query` (parsed once, as Go's
+    /// `URL.Query()`: the same [`Query`] the request is then served
+    /// from).
+    pub fn new(method: &str, path: &str, query: &Query) -> RequestInfo {
         let non_resource = || RequestInfo {
             is_resource: false,
             path: path.to_owned(),
@@ -101,10 +109,11 @@ impl RequestInfo {
             info.name = rest[1].to_owned();
         }
         info.resource = rest[0].to_owned();
+        info.collection = info.name.is_empty();
         if info.name.is_empty() && info.verb == "get" {
-            let (watch, name) = list_options(query.unwrap_or(""));
-            info.verb = if watch { "watch" } else { "list" }.to_owned();
-            if let Some(name) = name.filter(|n| valid_path_segment(n)) {
+            let asked = ListAttributes::of(query);
+            info.verb = if asked.watch { "watch" } else { "list" }.to_owned();
+            if let Some(name) = asked.name {
                 info.name = name;
             }
         }
@@ -125,165 +134,12 @@ impl RequestInfo {
     }
 }
 
-/// From a list's query: whether it is a watch, and the name its field
-/// selector requires, as the apiserver's parameter decoding reads them.
-/// A query that does not decode (a `watch` that is not a boolean, a
-/// field selector that does not parse) names nothing, and is a watch if
-/// its first `watch` value is other than `false` or `0`.
-fn list_options(query: &str) -> (bool, Option<String>) {
-    let mut watch_values = Vec::new();
-    let mut selector = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let (Some(k), Some(v)) = (unescape_query(k), unescape_query(v)) else {
-            continue;
-        };
-        match k.as_str() {
-            "watch" => watch_values.push(v),
-            "fieldSelector" if selector.is_none() => selector = Some(v),
-            _ => {}
-        }
-    }
-    let first_watch = watch_values.first().map(String::as_str);
-    let parsed_watch = match first_watch {
-        None | Some("") => Some(false),
-        Some(v) => go_parse_bool(v),
-    };
-    let name = selector.as_deref().map(required_name);
-    match (parsed_watch, name) {
-        (Some(watch), None) => (watch, None),
-        (Some(watch), Some(Ok(name))) => (watch, name),
-        _ => {
-            let watch = first_watch
-                .is_some_and(|v| !matches!(v.to_ascii_lowercase().as_str(), "false" | "0"));
-            (watch, None)
-        }
-    }
-}
-
-/// Go's `strconv.ParseBool`.
-fn go_parse_bool(v: &str) -> Option<bool> {
-    match v {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// The name a field selector requires (`metadata.name=N` or `==N`
-/// among its terms), `Ok(None)` if it requires none, or `Err` if it does
-/// not parse.
-fn required_name(selector: &str) -> Result<Option<String>, ()> {
-    let mut name = None;
-    for term in split_unescaped(selector, ',') {
-        let term = term.trim();
-        if term.is_empty() {
-            continue;
-        }
-        let (field, op, value) = if let Some(at) = find_unescaped(term, "!=") {
-            (&term[..at], "!=", &term[at + 2..])
-        } else if let Some(at) = find_unescaped(term, "==") {
-            (&term[..at], "==", &term[at + 2..])
-        } else if let Some(at) = find_unescaped(term, "=") {
-            (&term[..at], "=", &term[at + 1..])
-        } else {
-            return Err(());
-        };
-        let value = unescape_selector(value)?;
-        if field.trim() == "metadata.name" && op != "!=" && name.is_none() {
-            name = Some(value);
-        }
-    }
-    Ok(name)
-}
-
-/// `s` split at each `sep` not escaped by a backslash.
-fn split_unescaped(s: &str, sep: char) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut start, mut escaped) = (0, false);
-    for (i, c) in s.char_indices() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if c == sep {
-            out.push(&s[start..i]);
-            start = i + 1;
-        }
-    }
-    out.push(&s[start..]);
-    out
-}
-
-/// Where `pat` first occurs in `s` outside a backslash escape.
-fn find_unescaped(s: &str, pat: &str) -> Option<usize> {
-    let mut escaped = false;
-    for (i, c) in s.char_indices() {
-        if escaped {
-            escaped = false;
-        } else if c == '\\' {
-            escaped = true;
-        } else if s[i..].starts_with(pat) {
-            return Some(i);
-        }
-    }
-    None
-}
-
-/// A field selector value with its escapes (`\\`, `\,`, `\=`) resolved;
-/// any other escape is an error, as the apiserver's `UnescapeValue`.
-fn unescape_selector(v: &str) -> Result<String, ()> {
-    let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars();
-    while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some(e @ ('\\' | ',' | '=')) => out.push(e),
-                _ => return Err(()),
-            }
-        } else if c == ',' || c == '=' {
-            return Err(());
-        } else {
-            out.push(c);
-        }
-    }
-    Ok(out)
-}
-
-/// A query component with `+` as space and `%XX` decoded, or `None` if
-/// it is not valid UTF-8 or a `%` escape is malformed (Go drops such
-/// pairs).
-fn unescape_query(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s.get(i + 1..i + 3)?;
-                out.push(u8::from_str_radix(hex, 16).ok()?);
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8(out).ok()
-}
-
-/// The apiserver's `IsValidPathSegmentName`: not `.` or `..`, no `/`
-/// and no `%`.
-fn valid_path_segment(name: &str) -> bool {
-    name != "." && name != ".." && !name.contains('/') && !name.contains('%')
-}
-
 #[cfg(test)]
 mod tests {
     use super::RequestInfo;
 
     fn info(method: &str, path: &str, query: &str) -> RequestInfo {
-        RequestInfo::new(method, path, Some(query))
+        RequestInfo::new(method, path, &herald_kube::Query::parse(Some(query)))
     }
 
     #[test]
@@ -297,8 +153,11 @@ mod tests {
         assert_eq!(info("GET", "/api/v1/pods", "watch=1").verb, "watch");
         assert_eq!(info("GET", "/api/v1/pods", "watch=true").verb, "watch");
         assert_eq!(info("GET", "/api/v1/pods", "watch=false").verb, "list");
-        // Not a boolean: the apiserver's fallback calls it a watch.
+        // Not a boolean: the apiserver's conversion calls it a watch, the
+        // empty value too.
         assert_eq!(info("GET", "/api/v1/pods", "watch=yes").verb, "watch");
+        assert_eq!(info("GET", "/api/v1/pods", "watch=").verb, "watch");
+        assert_eq!(info("GET", "/api/v1/pods", "watch=FALSE").verb, "list");
         assert_eq!(info("GET", "/api/v1/pods", "watch=0").verb, "list");
         let w = info("GET", "/api/v1/watch/namespaces/ns/pods", "");
         assert_eq!((w.verb.as_str(), w.namespace.as_str()), ("watch", "ns"));

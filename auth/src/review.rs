@@ -206,7 +206,11 @@ mod tests {
             groups: vec!["devs".into()],
             extra: BTreeMap::from([("k".into(), vec!["v".into()])]),
         };
-        let info = RequestInfo::new("GET", "/api/v1/namespaces/a/pods/p", None);
+        let info = RequestInfo::new(
+            "GET",
+            "/api/v1/namespaces/a/pods/p",
+            &herald_kube::Query::parse(None),
+        );
         let r = access_review(&alice, &info);
         assert_eq!(
             r["spec"],
@@ -214,7 +218,10 @@ mod tests {
                    "resourceAttributes": {"namespace": "a", "verb": "get", "group": "",
                    "version": "v1", "resource": "pods", "subresource": "", "name": "p"}})
         );
-        let r = access_review(&alice, &RequestInfo::new("GET", "/healthz", None));
+        let r = access_review(
+            &alice,
+            &RequestInfo::new("GET", "/healthz", &herald_kube::Query::parse(None)),
+        );
         assert_eq!(
             r["spec"]["nonResourceAttributes"],
             json!({"path": "/healthz", "verb": "get"})

@@ -16,8 +16,11 @@
 //! - [`ApiError`]: a `metav1.Status` failure (code, reason, message,
 //!   details, retry hint), and which of Herald's errors is which
 //!   ([`end_error`] for the end of a watch);
+//! - [`query`]: a request's query string, parsed once as the apiserver's
+//!   Go reads it, for everything that decides on or serves the request;
 //! - [`params`]: the list and watch options (`metav1.ListOptions`) parsed
-//!   and checked from a query's pairs;
+//!   and checked from a [`Query`], and what the apiserver's `RequestInfo`
+//!   reads from it ([`params::ListAttributes`]);
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
 //! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
@@ -46,6 +49,7 @@ mod info;
 pub mod negotiate;
 pub mod params;
 pub mod proto;
+pub mod query;
 pub mod quote;
 mod read;
 mod status;
@@ -57,5 +61,6 @@ pub use crypt::{CryptError, Keyring};
 pub use decode::{DecodeError, Decoder};
 pub use errors::end_error;
 pub use info::{POD_FIELDS, ResourceInfo};
+pub use query::Query;
 pub use status::ApiError;
 pub use undecodable::{Undecodable, UndecodableReport};

@@ -191,12 +191,12 @@ impl Access {
             (Err(refused @ Refused::Token(_)), Some(delegate)) => {
                 let token = authorization.and_then(herald_auth::authn::bearer);
                 match token {
-                    Some(token) => delegate
+                    Some(Ok(token)) => delegate
                         .authenticate(token)
                         .await
                         .map(User::authenticated)
                         .map_err(|_| refuse(&refused))?,
-                    None => return Err(refuse(&refused)),
+                    Some(Err(_)) | None => return Err(refuse(&refused)),
                 }
             }
             (Err(refused), _) => return Err(refuse(&refused)),

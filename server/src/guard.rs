@@ -8,9 +8,10 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::HeaderValue;
+use axum::extract::{FromRequestParts, Request, State};
 use axum::http::header::{AUTHORIZATION, USER_AGENT};
+use axum::http::uri::PathAndQuery;
+use axum::http::{HeaderValue, Uri};
 use axum::middleware::Next;
 use axum::response::Response;
 use herald_auth::RequestInfo;
@@ -20,31 +21,38 @@ use herald_auth::audit::{Event, ResponseStatus, Stage, new_id};
 use crate::access::{PeerCerts, Refusal, always_allowed};
 use crate::admit::Client;
 use crate::audit_log::{AuditLog, Completes};
-use crate::server::Server;
+use crate::parsed::Parsed;
+use crate::server::{Caller, Server};
 use crate::status;
 
-/// Authenticates, authorizes and audits, or answers 401, 403 or 429
-/// itself.
+/// The edge: reads the request once ([`Parsed`]), authenticates,
+/// authorizes and audits it (or answers 400, 401, 403 or 429 itself),
+/// then serves it: a resource request from what was decided on (the
+/// module `resources`), any other through the routes, matched on the
+/// decoded path that was decided on.
 pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: Next) -> Response {
+    let parsed = match Parsed::read(req.method(), req.uri()) {
+        Ok(p) => Arc::new(p),
+        Err(e) => {
+            server.metrics().access_refused("malformed_request");
+            return status::response(e);
+        }
+    };
     let access = server.access().cloned();
     let audit = server.audit().cloned();
-    if access.is_none() && audit.is_none() {
-        return next.run(req).await;
-    }
-    let info = RequestInfo::new(
-        req.method().as_str(),
-        &decoded(req.uri().path()),
-        req.uri().query(),
-    );
+    let info = parsed.info.clone();
     // The event, if the policy logs this request at all (decided once
     // the user is known).
     let pending = audit.map(|log| Pending::new(log, &req, SystemTime::now()));
-    let Some(access) = access.filter(|_| !always_allowed(req.uri().path())) else {
-        let event = pending.and_then(|p| p.decided(None, info, None));
-        return run(next, req, event).await;
-    };
+    let always = always_allowed(&parsed.path);
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
     let authorization = req.headers().get(AUTHORIZATION).cloned();
+    route_decoded(&mut req, &parsed);
+    req.extensions_mut().insert(parsed);
+    let Some(access) = access.filter(|_| !always) else {
+        let event = pending.and_then(|p| p.decided(None, info, None));
+        return run(&server, next, req, event).await;
+    };
     // The grant keeps what was asked; the audit event, a copy.
     let asked = pending.as_ref().map(|_| info.clone());
     let admitted = access
@@ -64,7 +72,7 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
             // once it has authenticated.
             req.headers_mut().remove(AUTHORIZATION);
             req.extensions_mut().insert(Arc::new(grant));
-            run(next, req, event).await
+            run(&server, next, req, event).await
         }
         Err(refused) => {
             let Refusal {
@@ -100,23 +108,39 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
     }
 }
 
-/// `path` with each segment percent-decoded, as the router decodes the
-/// segments it serves (`/namespaces/%61/pods` is namespace `a`), so that
-/// a request is authorized for what it will be served. A segment that
-/// does not decode to UTF-8 without a `/` leaves the path as it came
-/// (the router refuses it: nothing is served).
-fn decoded(path: &str) -> std::borrow::Cow<'_, str> {
-    if !path.contains('%') {
-        return path.into();
+/// The request's URI, for the routes behind the edge, with the decoded
+/// path authorization saw (its query as it came: the routes read the
+/// parsed one).
+fn route_decoded(req: &mut Request, parsed: &Parsed) {
+    let path = parsed.routed_path();
+    if path == req.uri().path() {
+        return;
     }
-    let mut out = Vec::new();
-    for segment in path.split('/') {
-        match percent_encoding::percent_decode_str(segment).decode_utf8() {
-            Ok(s) if !s.contains('/') => out.push(s),
-            _ => return path.into(),
-        }
+    let pq = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    // Not a URI once re-encoded: nothing is routed to it.
+    parts.path_and_query = Some(pq.parse().unwrap_or(PathAndQuery::from_static("/-")));
+    if let Ok(uri) = Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
     }
-    out.join("/").into()
+}
+
+/// Serves an admitted request: a resource request from its [`Parsed`]
+/// (what was decided on), any other through the routes.
+async fn serve(server: &Server, next: Next, req: Request) -> Response {
+    let Some(parsed) = req.extensions().get::<Arc<Parsed>>().cloned() else {
+        return next.run(req).await;
+    };
+    if !parsed.info.is_resource {
+        return next.run(req).await;
+    }
+    let method = req.method().clone();
+    let (mut parts, _body) = req.into_parts();
+    let Ok(caller) = Caller::from_request_parts(&mut parts, &()).await;
+    crate::resources::serve(server, &method, &parsed, caller).await
 }
 
 /// A request's audit event before the policy has decided on it.
@@ -259,13 +283,13 @@ impl Audited {
     }
 }
 
-/// Runs the request; with an event, writes its stages as the response
+/// Serves the request; with an event, writes its stages as the response
 /// starts and completes, and names it in the `Audit-Id` header.
-async fn run(next: Next, req: Request, audited: Option<Audited>) -> Response {
+async fn run(server: &Server, next: Next, req: Request, audited: Option<Audited>) -> Response {
     let Some(mut a) = audited else {
-        return next.run(req).await;
+        return serve(server, next, req).await;
     };
-    let response = next.run(req).await;
+    let response = serve(server, next, req).await;
     let status = response
         .extensions()
         .get::<ResponseStatus>()
@@ -288,27 +312,4 @@ async fn run(next: Next, req: Request, audited: Option<Audited>) -> Response {
         body
     };
     Response::from_parts(parts, body)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::decoded;
-
-    #[test]
-    fn paths_are_decoded_segment_by_segment_as_the_router_decodes_them() {
-        assert_eq!(decoded("/api/v1/pods"), "/api/v1/pods");
-        assert_eq!(
-            decoded("/api/v1/namespaces/%61/pods/w%65b-0"),
-            "/api/v1/namespaces/a/pods/web-0"
-        );
-        // A slash or invalid UTF-8 once decoded: as it came.
-        assert_eq!(
-            decoded("/api/v1/namespaces/a%2F..%2Fb/pods"),
-            "/api/v1/namespaces/a%2F..%2Fb/pods"
-        );
-        assert_eq!(
-            decoded("/api/v1/namespaces/%ff/pods"),
-            "/api/v1/namespaces/%ff/pods"
-        );
-    }
 }

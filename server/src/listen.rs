@@ -256,6 +256,12 @@ impl Conn {
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(Duration::from_secs(30))
+            // A request head as large as Go's server takes
+            // (`http.DefaultMaxHeaderBytes` and its 4 KiB of slack), so
+            // that a credential the apiserver would read and refuse (401)
+            // is read and refused here too, not cut off with a 431. The
+            // buffer grows to it only for a head that large.
+            .max_buf_size(MAX_HEAD_BYTES)
             .serve_connection(hyper_util::rt::TokioIo::new(io), service);
         tokio::pin!(conn);
         tokio::select! {
@@ -271,6 +277,10 @@ impl Conn {
         }
     }
 }
+
+/// The largest request head read (Go's `DefaultMaxHeaderBytes`, 1 MiB,
+/// plus the 4 KiB its server allows past it).
+const MAX_HEAD_BYTES: usize = (1 << 20) + 4096;
 
 /// Whether an accept error ends the server (the listener itself is
 /// broken) rather than one connection.

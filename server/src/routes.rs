@@ -1,27 +1,31 @@
-//! The routes: LIST, WATCH and GET of each served resource under the
-//! apiserver's paths (`/api/v1/...` for the core group,
-//! `/apis/<group>/<version>/...` for the others), discovery, health,
-//! readiness and metrics.
+//! The routes: the edge (the module `guard`) in front of every request,
+//! serving resource requests itself (the module `resources`: LIST, WATCH
+//! and GET under the apiserver's paths, `/api/v1/...` for the core group,
+//! `/apis/<group>/<version>/...` for the others), and behind it the other
+//! paths, matched on the decoded path: discovery, health, readiness,
+//! metrics and the open watches.
 
-use axum::Router;
+use std::sync::Arc;
+
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{self, any};
+use axum::routing::any;
+use axum::{Extension, Router};
 use herald::Lifecycle;
 use herald_kube::ApiError;
+use herald_kube::query::Pair;
 
 use crate::discovery;
-use crate::names;
-use crate::server::{Caller, Pairs, Server, json_response, nosniff};
+use crate::parsed::Parsed;
+use crate::server::{Server, json_response, nosniff};
 use crate::status;
-use crate::target::Target;
 
 impl Server {
     /// The routes, ready for `axum::serve`.
     pub fn router(&self) -> Router {
-        Router::new()
+        let paths = Router::new()
             .route("/version", any(version))
             .route("/version/", any(version))
             .route("/api", any(api))
@@ -39,51 +43,20 @@ impl Server {
             .route("/readyz", any(readyz))
             .route("/metrics", any(metrics))
             .route("/debug/herald/watches", any(debug_watches))
-            .route(
-                "/api/v1/{plural}",
-                routing::get(cluster_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/{plural}/{name}",
-                routing::get(cluster_object).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/{plural}",
-                routing::get(namespaced_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/api/v1/namespaces/{ns}/{plural}/{name}",
-                routing::get(namespaced_object).fallback(method_not_allowed),
-            )
-            .route(
-                "/apis/{group}/{version}/{plural}",
-                routing::get(group_cluster_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/apis/{group}/{version}/{plural}/{name}",
-                routing::get(group_cluster_object).fallback(method_not_allowed),
-            )
-            .route(
-                "/apis/{group}/{version}/namespaces/{ns}/{plural}",
-                routing::get(group_namespaced_collection).fallback(method_not_allowed),
-            )
-            .route(
-                "/apis/{group}/{version}/namespaces/{ns}/{plural}/{name}",
-                routing::get(group_namespaced_object).fallback(method_not_allowed),
-            )
             .fallback(fallback)
+            .with_state(self.clone());
+        // The edge runs before any route is matched: it reads the request
+        // once (see the module `parsed`), decides on it, serves a resource
+        // request itself and hands the rest to `paths`, matched on the
+        // decoded path authorization saw.
+        Router::new()
+            .fallback_service(paths)
             .layer(axum::middleware::from_fn_with_state(
                 self.clone(),
                 crate::guard::guard,
             ))
             .layer(axum::middleware::map_response(nosniff))
-            .with_state(self.clone())
     }
-}
-
-/// 405: the server only reads.
-async fn method_not_allowed(method: Method) -> Response {
-    status::response(ApiError::method_not_allowed(method.as_str()))
 }
 
 /// A path's segments, percent-decoded; a segment that is not UTF-8 once
@@ -102,94 +75,6 @@ fn segments<T>(p: Segments<T>) -> Result<T, ApiError> {
         };
         ApiError::bad_request(format!("{what}: {text}"))
     })
-}
-
-async fn cluster_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<String>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok(plural) => s.collection(None, &Target::core(plural), q, caller).await,
-        Err(e) => status::response(e),
-    }
-}
-
-async fn namespaced_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((ns, plural)) => {
-            s.collection(Some(ns), &Target::core(plural), q, caller)
-                .await
-        }
-        Err(e) => status::response(e),
-    }
-}
-
-async fn cluster_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String)>,
-    q: Pairs,
-) -> Response {
-    let (plural, name) = match segments(path) {
-        Ok(p) => p,
-        Err(e) => return status::response(e),
-    };
-    cluster_object_of(s, caller, Target::core(plural), name, q).await
-}
-
-async fn cluster_object_of(
-    s: Server,
-    caller: Caller,
-    target: Target,
-    name: String,
-    q: Pairs,
-) -> Response {
-    let plural = &target.plural;
-    // Namespaces are implicit (no Namespace objects are served): every
-    // name is an active one, so that a client that checks the namespace
-    // of a missing object (kubectl does) reports the object missing.
-    if target.group.is_empty() && plural == "namespaces" && !s.serves("namespaces") {
-        if let Err(e) = names::namespace(&name) {
-            return status::response(e);
-        }
-        let ns = serde_json::json!({
-            "kind": "Namespace",
-            "apiVersion": "v1",
-            "metadata": {"name": name},
-            "spec": {"finalizers": ["kubernetes"]},
-            "status": {"phase": "Active"},
-        });
-        return json_response(StatusCode::OK, serde_json::to_vec(&ns).unwrap_or_default());
-    }
-    // A namespaced resource has no cluster-scoped objects.
-    match s.resource(&target, false) {
-        Ok(r) if r.info.namespaced => {
-            status::response(ApiError::no_route(&format!("{}/{name}", target.path())))
-        }
-        _ => s.object(None, &target, &name, q, caller).await,
-    }
-}
-
-async fn namespaced_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((ns, plural, name)) => {
-            s.object(Some(ns), &Target::core(plural), &name, q, caller)
-                .await
-        }
-        Err(e) => status::response(e),
-    }
 }
 
 async fn version() -> Response {
@@ -243,104 +128,6 @@ async fn group_resources(State(s): State<Server>, path: Segments<(String, String
         StatusCode::OK,
         discovery::api_resources(&group, &version, served()),
     )
-}
-
-async fn group_cluster_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((group, version, plural)) => {
-            s.collection(
-                None,
-                &Target {
-                    group,
-                    version,
-                    plural,
-                },
-                q,
-                caller,
-            )
-            .await
-        }
-        Err(e) => status::response(e),
-    }
-}
-
-async fn group_namespaced_collection(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((group, version, ns, plural)) => {
-            s.collection(
-                Some(ns),
-                &Target {
-                    group,
-                    version,
-                    plural,
-                },
-                q,
-                caller,
-            )
-            .await
-        }
-        Err(e) => status::response(e),
-    }
-}
-
-async fn group_cluster_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((group, version, plural, name)) => {
-            cluster_object_of(
-                s,
-                caller,
-                Target {
-                    group,
-                    version,
-                    plural,
-                },
-                name,
-                q,
-            )
-            .await
-        }
-        Err(e) => status::response(e),
-    }
-}
-
-async fn group_namespaced_object(
-    State(s): State<Server>,
-    caller: Caller,
-    path: Segments<(String, String, String, String, String)>,
-    q: Pairs,
-) -> Response {
-    match segments(path) {
-        Ok((group, version, ns, plural, name)) => {
-            s.object(
-                Some(ns),
-                &Target {
-                    group,
-                    version,
-                    plural,
-                },
-                &name,
-                q,
-                caller,
-            )
-            .await
-        }
-        Err(e) => status::response(e),
-    }
 }
 
 async fn healthz(State(s): State<Server>) -> Response {
@@ -423,20 +210,14 @@ async fn metrics(State(s): State<Server>) -> Response {
 
 /// The open watches, furthest behind first (see the module
 /// `open_watches`): `?limit=N` of them (500 unless asked, at most 10,000).
-async fn debug_watches(State(s): State<Server>, q: Pairs) -> Response {
+async fn debug_watches(
+    State(s): State<Server>,
+    Extension(parsed): Extension<Arc<Parsed>>,
+) -> Response {
     const MAX: usize = 10_000;
     let mut limit = 500;
-    let pairs = match q {
-        Ok(axum::extract::Query(p)) => p,
-        Err(e) => {
-            return status::response(ApiError::bad_request(format!(
-                "malformed query: {}",
-                e.body_text()
-            )));
-        }
-    };
-    for (k, v) in pairs {
-        match (k.as_str(), v.parse::<usize>()) {
+    for Pair { key, value: v, .. } in parsed.query.pairs() {
+        match (key.as_str(), v.parse::<usize>()) {
             ("limit", Ok(n)) if (1..=MAX).contains(&n) => limit = n,
             ("limit", _) => {
                 return status::response(ApiError::bad_request(format!(

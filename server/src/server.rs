@@ -7,8 +7,7 @@ use arc_swap::ArcSwap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{FromRequestParts, Query};
+use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +16,7 @@ use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequ
 use herald_kube::encode::{ListBody, ObjectJson, object_json};
 use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
 use herald_kube::params::Options;
-use herald_kube::{ApiError, proto, table};
+use herald_kube::{ApiError, Query, proto, table};
 use prometheus_client::registry::Registry;
 
 use crate::access::{Access, Grant, Revocation};
@@ -27,7 +26,6 @@ use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
 use crate::media::{YAML, envelope, yaml};
 use crate::metrics::AuditSlot;
-use crate::names;
 use crate::open_watches::{Asked, OpenWatches};
 use crate::resource::{Resource, ResourceMap};
 use crate::shutdown::Termination;
@@ -166,13 +164,6 @@ impl std::fmt::Debug for Inner {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) type Pairs = Result<Query<Vec<(String, String)>>, QueryRejection>;
-
-fn pairs(q: Pairs) -> Result<Vec<(String, String)>, ApiError> {
-    q.map(|Query(p)| p)
-        .map_err(|e| ApiError::bad_request(format!("malformed query: {}", e.body_text())))
 }
 
 fn table_response(body: Vec<u8>) -> Response {
@@ -340,11 +331,6 @@ impl Server {
         }
     }
 
-    /// Whether a resource of this group-qualified name is served.
-    pub(crate) fn serves(&self, qualified: &str) -> bool {
-        self.inner.resources.load().contains_key(qualified)
-    }
-
     /// The server's settings.
     pub(crate) fn config(&self) -> &ServerConfig {
         &self.inner.config
@@ -370,95 +356,93 @@ impl Server {
         min.saturating_add(spread)
     }
 
+    /// A LIST or WATCH of `resource`'s collection (in `ns`, or every
+    /// namespace), with the options of `query`; `watch` as the request
+    /// was decided (see the module `resources`).
     pub(crate) async fn collection(
         &self,
-        ns: Option<String>,
-        target: &Target,
-        q: Pairs,
+        resource: &Resource,
+        ns: Option<&str>,
+        query: &Query,
+        watch: bool,
         caller: Caller,
     ) -> Response {
-        if let Some(Err(e)) = ns.as_deref().map(names::namespace) {
-            return status::response(e);
-        }
-        let resource = match self.resource(target, ns.is_some()) {
-            Ok(r) => r,
-            Err(e) => return status::response(e),
-        };
-        let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
+        let verb = if watch { "watch" } else { "list" };
+        let options = match options_for(resource, query, watch) {
             Ok(o) => o,
-            Err(e) => return self.answer(&resource, "list", Err(e)),
+            Err(e) => return self.answer(resource, verb, Err(e)),
         };
-        let caller = match caller.negotiated(&resource, options.watch) {
+        let caller = match caller.negotiated(resource, watch) {
             Ok(c) => c,
-            Err(e) => {
-                return self.answer(
-                    &resource,
-                    if options.watch { "watch" } else { "list" },
-                    Err(e),
-                );
-            }
+            Err(e) => return self.answer(resource, verb, Err(e)),
         };
-        let scope = ns.as_deref().map_or(KeyScope::All, KeyScope::prefix);
-        if options.watch {
-            let r = self.watch(&resource, scope, options, caller).await;
-            self.answer(&resource, "watch", r)
+        let scope = ns.map_or(KeyScope::All, KeyScope::prefix);
+        let r = if watch {
+            self.watch(resource, scope, options, caller).await
         } else {
-            let r = self.list(&resource, scope, options, caller).await;
-            self.answer(&resource, "list", r)
-        }
+            self.list(resource, scope, options, caller).await
+        };
+        self.answer(resource, verb, r)
     }
 
+    /// A GET of `resource`'s object `name` (in `ns`), at the version
+    /// `query` asks for.
     pub(crate) async fn object(
         &self,
-        ns: Option<String>,
-        target: &Target,
+        resource: &Resource,
+        ns: Option<&str>,
         name: &str,
-        q: Pairs,
+        query: &Query,
         caller: Caller,
     ) -> Response {
-        let checked = ns
-            .as_deref()
-            .map_or(Ok(()), names::namespace)
-            .and_then(|()| names::object_name(name));
-        if let Err(e) = checked {
-            return status::response(e);
-        }
-        let resource = match self.resource(target, ns.is_some()) {
-            Ok(r) => r,
-            Err(e) => return status::response(e),
+        let r = match Options::parse_get(query)
+            .and_then(|o| Ok((o, caller.negotiated(resource, false)?)))
+        {
+            Ok((options, caller)) => self.get(resource, ns, name, options, caller).await,
+            Err(e) => Err(e),
         };
-        let options = match pairs(q).and_then(|p| options_for(&resource, &p)) {
-            Ok(o) => o,
-            Err(e) => return self.answer(&resource, "get", Err(e)),
-        };
-        let caller = match caller.negotiated(&resource, options.watch) {
-            Ok(c) => c,
-            Err(e) => return self.answer(&resource, "get", Err(e)),
-        };
-        if options.watch {
-            // The legacy single-object watch: the collection, narrowed to
-            // the one name.
-            let key = resource.info.key(ns.as_deref(), name);
-            let by_name = format!("metadata.name={name}")
-                .parse::<FieldSelector>()
-                .map_err(|e| ApiError::bad_request(format!("invalid name {name:?}: {e}")));
-            let r = match by_name {
-                Ok(fields) => {
-                    let options = Options {
-                        fields: Some(fields),
-                        ..options
-                    };
-                    self.watch(&resource, KeyScope::exact(&key), options, caller)
-                        .await
+        self.answer(resource, "get", r)
+    }
+
+    /// The legacy single-object watch (`/watch/.../{name}`): the
+    /// collection narrowed to the one key, its field selector required to
+    /// name the object if it names one (the apiserver's `ListResource`:
+    /// `fieldSelector metadata.name doesn't match requested name`).
+    pub(crate) async fn object_watch(
+        &self,
+        resource: &Resource,
+        ns: Option<&str>,
+        name: &str,
+        query: &Query,
+        caller: Caller,
+    ) -> Response {
+        let r = async {
+            let mut options = options_for(resource, query, true)?;
+            let caller = caller.negotiated(resource, true)?;
+            match &options.fields {
+                Some(f) if !f.is_everything() => {
+                    if f.requires_exact("metadata.name") != Some(name) {
+                        return Err(ApiError::bad_request(
+                            "fieldSelector metadata.name doesn't match requested name",
+                        ));
+                    }
                 }
-                Err(e) => Err(e),
-            };
-            return self.answer(&resource, "watch", r);
+                _ => {
+                    options.fields = Some(
+                        format!("metadata.name={}", escape_field_value(name))
+                            .parse::<FieldSelector>()
+                            .map_err(|e| {
+                                ApiError::bad_request(format!("invalid name {name:?}: {e}"))
+                            })?,
+                    );
+                }
+            }
+            let key = resource.info.key(ns, name);
+            self.watch(resource, KeyScope::exact(&key), options, caller)
+                .await
         }
-        let r = self
-            .get(&resource, ns.as_deref(), name, options, caller)
-            .await;
-        self.answer(&resource, "get", r)
+        .await;
+        self.answer(resource, "watch", r)
     }
 
     fn answer(
@@ -744,10 +728,22 @@ impl Server {
     }
 }
 
+/// A field selector value with `\\`, `,` and `=` escaped.
+fn escape_field_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        if matches!(c, '\\' | ',' | '=') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The request's options for `resource`, its field selector checked
 /// against the fields the resource's objects carry.
-fn options_for(resource: &Resource, pairs: &[(String, String)]) -> Result<Options, ApiError> {
-    let o = Options::parse(pairs)?;
+fn options_for(resource: &Resource, query: &Query, watch: bool) -> Result<Options, ApiError> {
+    let o = Options::parse(query, watch)?;
     if let Some(fields) = &o.fields {
         for term in fields.terms() {
             if !resource.info.selectable(term.field()) {

@@ -9,14 +9,6 @@ pub(crate) struct Target {
 }
 
 impl Target {
-    pub(crate) fn core(plural: String) -> Target {
-        Target {
-            group: String::new(),
-            version: "v1".into(),
-            plural,
-        }
-    }
-
     /// `plural` or `plural.group`, as the server keys its resources.
     pub(crate) fn qualified(&self) -> String {
         if self.group.is_empty() {

@@ -14,6 +14,8 @@ mod fixture;
 mod hostile;
 #[path = "access/limits.rs"]
 mod limits;
+#[path = "access/one_parse.rs"]
+mod one_parse;
 #[path = "support/proc.rs"]
 mod proc;
 mod support;

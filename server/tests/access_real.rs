@@ -17,6 +17,8 @@
 
 #[path = "access_real/cluster.rs"]
 mod cluster;
+#[path = "access_real/generated.rs"]
+mod generated;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -148,6 +150,7 @@ fn herald_decides_as_the_apiserver_does() {
     kubectl_as_each_identity(&c);
     client_go_as_each_identity(&c);
     audit_events_are_the_apiservers(&c);
+    generated::herald_never_answers_more(&c);
 }
 
 /// client-go with a kubeconfig of each identity (anonymous too): typed

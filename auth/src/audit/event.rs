@@ -225,7 +225,11 @@ mod tests {
             level: Level::Metadata,
             audit_id: "a4c6d7e2-0000-4000-8000-000000000001".into(),
             request_uri: "/api/v1/namespaces/a/pods?limit=500".into(),
-            info: RequestInfo::new("GET", "/api/v1/namespaces/a/pods", Some("limit=500")),
+            info: RequestInfo::new(
+                "GET",
+                "/api/v1/namespaces/a/pods",
+                &herald_kube::Query::parse(Some("limit=500")),
+            ),
             user: Some(User {
                 name: "bob".into(),
                 groups: vec!["devs".into(), "system:authenticated".into()],

@@ -368,8 +368,9 @@ rules:
         let p = Policy::parse(POLICY).unwrap();
         let proxy = user("system:kube-proxy", &["system:authenticated"]);
         let alice = user("alice", &["auditors"]);
-        let get = |path: &str| RequestInfo::new("GET", path, None);
-        let watch = |path: &str| RequestInfo::new("GET", path, Some("watch=1"));
+        let get = |path: &str| RequestInfo::new("GET", path, &herald_kube::Query::parse(None));
+        let watch =
+            |path: &str| RequestInfo::new("GET", path, &herald_kube::Query::parse(Some("watch=1")));
         let level = |u: Option<&User>, i: &RequestInfo| p.decide(u, i).level;
         assert_eq!(level(Some(&proxy), &watch("/api/v1/services")), Level::None);
         // Not a watch: the catch-all.

@@ -11,7 +11,7 @@ fn user(name: &str, groups: &[&str]) -> User {
 }
 
 fn req(path: &str, query: &str) -> RequestInfo {
-    RequestInfo::new("GET", path, Some(query))
+    RequestInfo::new("GET", path, &herald_kube::Query::parse(Some(query)))
 }
 
 fn bytes(v: serde_json::Value) -> Vec<u8> {

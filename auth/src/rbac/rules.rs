@@ -68,7 +68,7 @@ mod tests {
     }
 
     fn req(path: &str, query: &str) -> RequestInfo {
-        RequestInfo::new("GET", path, Some(query))
+        RequestInfo::new("GET", path, &herald_kube::Query::parse(Some(query)))
     }
 
     #[test]

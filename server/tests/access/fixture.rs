@@ -243,6 +243,21 @@ impl Cluster {
         (code, body)
     }
 
+    /// A HEAD as `token`: (status, head).
+    pub(crate) fn raw_head(&self, path: &str, token: &str) -> (u16, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let _ = write!(
+            s,
+            "HEAD {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+        );
+        let mut out = Vec::new();
+        let _ = s.read_to_end(&mut out);
+        let out = String::from_utf8_lossy(&out).to_string();
+        let code = out.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0);
+        (code, out)
+    }
+
     /// A GET with `headers` (raw bytes): (status, head). A connection the
     /// server closed without an answer is status 0.
     pub(crate) fn raw_get(&self, path: &str, headers: &[u8]) -> (u16, String) {

@@ -525,8 +525,37 @@ impl Cluster {
         path: &str,
         headers: &[&str],
     ) -> (u16, String) {
+        self.curl_method(base, ca, who, "GET", path, headers)
+    }
+
+    /// `method` of `path` sent as it is (no dot-segment folding, no
+    /// globbing), with `headers`; a response still streaming after 3 s
+    /// (a watch) is cut there, its code and what came kept.
+    fn curl_method(
+        &self,
+        base: &str,
+        ca: &Path,
+        who: &Who,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+    ) -> (u16, String) {
         let out = Command::new("curl")
-            .args(["-s", "--max-time", "5", "-w", "\n%{http_code}", "--cacert"])
+            .args([
+                "-s",
+                "--path-as-is",
+                "-g",
+                "--max-time",
+                "5",
+                "-w",
+                "\n%{http_code}",
+            ])
+            .args(if method == "HEAD" {
+                vec!["-I"]
+            } else {
+                vec!["-X", method]
+            })
+            .arg("--cacert")
             .arg(ca)
             .args(who.curl_args(&self.dir))
             .args(headers.iter().flat_map(|h| ["-H", h]))
@@ -560,6 +589,36 @@ impl Cluster {
                 self.url(server),
                 &self.dir.join("tls.crt"),
                 who,
+                path,
+                headers,
+            ),
+        }
+    }
+
+    /// `method` of `path` (sent as it is) as `who` on `server`
+    /// (`apiserver`, `herald`, `delegating`) with more `headers`.
+    pub fn send(
+        &self,
+        server: &str,
+        who: &Who,
+        method: &str,
+        path: &str,
+        headers: &[&str],
+    ) -> (u16, String) {
+        match server {
+            "apiserver" => self.curl_method(
+                &self.apiserver.url(),
+                &self.apiserver.ca(),
+                who,
+                method,
+                path,
+                headers,
+            ),
+            _ => self.curl_method(
+                self.url(server),
+                &self.dir.join("tls.crt"),
+                who,
+                method,
                 path,
                 headers,
             ),
