@@ -268,16 +268,13 @@ impl Root {
     }
 
     /// Go's `isValid` of the root over `intermediates` intermediates, its
-    /// EKUs (`checkChainForKeyUsage` walks the root too), and, unless
-    /// `child` (the certificate it signed) is the root itself, that it
-    /// may sign.
-    fn check(
-        &self,
-        child: &[u8],
-        intermediates: usize,
-        now: UnixTime,
-    ) -> Result<(), webpki::Error> {
-        if !self.can_sign && child != self.der {
+    /// EKUs (`checkChainForKeyUsage` walks the root too), and that it may
+    /// sign, unless `leaf` is the root itself (Go's chain of one, when
+    /// the pool contains the client's certificate: no signature
+    /// checked).
+    fn check(&self, leaf: &[u8], intermediates: usize, now: UnixTime) -> Result<(), webpki::Error> {
+        let pinned = intermediates == 0 && leaf == self.der;
+        if !self.can_sign && !pinned {
             return Err(webpki::Error::EndEntityUsedAsCa);
         }
         let at = |secs: i64| UnixTime::since_unix_epoch(Duration::from_secs(secs.max(0) as u64));
@@ -328,10 +325,7 @@ fn go_rules(
         .and_then(|i| roots.get(i))
         .ok_or(webpki::Error::UnknownIssuer)?;
     let intermediates: Vec<_> = path.intermediate_certificates().collect();
-    let top = intermediates
-        .last()
-        .map_or(path.end_entity().der(), |c| c.der());
-    root.check(&top, intermediates.len(), now)?;
+    root.check(&path.end_entity().der(), intermediates.len(), now)?;
     let certs = std::iter::once(path.end_entity().der())
         .chain(intermediates.iter().map(|c| c.der()))
         .collect::<Vec<_>>();
