@@ -1,0 +1,3 @@
+module herald/testkit/x509-verify
+
+go 1.26
