@@ -35,10 +35,12 @@
 //! | 1 | `request`, `rbac/model`, `rbac/rules` | what a request asks; RBAC objects and rule matching |
 //! | 2 | `rbac/index`, `forbidden`, `token_file`, `keys`, `jwt`, `x509`, `review` | the decision; the 403; each credential; the reviews delegated to the apiserver and their cache |
 //! | 3 | `authn`, `tls`, `audit/policy`, `audit/event` | the authenticator chain; TLS serving and the client CA; the audit policy and its events |
+//! | 3 | `impersonate/` | `Impersonate-*` headers: the apiserver's constrained and legacy modes, each an authorization of the requester |
 
 pub mod audit;
 pub mod authn;
 pub mod forbidden;
+pub mod impersonate;
 pub mod jwt;
 pub mod keys;
 pub mod rbac;
