@@ -24,10 +24,15 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use axum::http::HeaderMap;
+use axum::http::header::AUTHORIZATION;
+use herald_auth::impersonate::{Impersonated, Mode, Wanted, impersonate};
+use herald_auth::rbac::Decision;
 use herald_auth::tls::ServingTls;
 use herald_auth::x509::CertError;
 use herald_auth::{Authenticator, Credentials, Refused, RequestInfo, User, forbidden};
@@ -44,6 +49,8 @@ pub struct Access {
     /// Reviews the tokens `authn` does not take, if delegation is on.
     delegate: Option<Arc<Delegate>>,
     authz: Authorization,
+    /// The impersonation mode that last allowed each requester.
+    modes: Mutex<HashMap<String, Mode>>,
 }
 
 /// How requests are authorized.
@@ -71,6 +78,7 @@ impl Access {
             authn,
             delegate,
             authz,
+            modes: Mutex::default(),
         }
     }
 
@@ -126,7 +134,10 @@ impl PeerCerts {
 /// RBAC snapshot changes.
 #[derive(Debug)]
 pub(crate) struct Grant {
+    /// The user it is served as (the impersonated one, if any).
     user: User,
+    /// Who asked, when it impersonates `user`.
+    impersonator: Option<User>,
     info: RequestInfo,
     rbac: Option<Arc<RbacFollower>>,
     /// The authorizer's reason (`RBAC: allowed by ...`).
@@ -142,6 +153,11 @@ impl Grant {
     /// The authorizer's reason for allowing it.
     pub(crate) fn reason(&self) -> &str {
         &self.reason
+    }
+
+    /// Who asked, when the request impersonates [`Grant::user`].
+    pub(crate) fn impersonator(&self) -> Option<&User> {
+        self.impersonator.as_ref()
     }
 }
 
@@ -167,9 +183,10 @@ impl Access {
     pub(crate) async fn admit(
         &self,
         peer: Option<&PeerCerts>,
-        authorization: Option<&[u8]>,
+        headers: &HeaderMap,
         info: RequestInfo,
     ) -> Result<Grant, Box<Refusal>> {
+        let authorization = headers.get(AUTHORIZATION).map(|v| v.as_bytes());
         let certificate = peer
             .filter(|p| !p.chain.is_empty())
             .map(PeerCerts::identity);
@@ -201,19 +218,12 @@ impl Access {
             }
             (Err(refused), _) => return Err(refuse(&refused)),
         };
+        let (user, impersonator) = self.impersonation(headers, user, &info).await?;
         let (rbac, decision) = match &self.authz {
             Authorization::AlwaysAllow => (None, None),
             Authorization::Rbac(follower) => {
                 let Some(snapshot) = follower.snapshot() else {
-                    return Err(Box::new(Refusal {
-                        label: "authorizer_not_ready",
-                        answer: ApiError::not_ready(
-                            "the authorizer has not yet read the cluster's RBAC objects",
-                            Duration::from_secs(1),
-                        ),
-                        user: Some(user),
-                        reason: String::new(),
-                    }));
+                    return Err(not_ready(user));
                 };
                 let decision = snapshot.authorize(&user, &info);
                 (Some(follower.clone()), Some(decision))
@@ -244,11 +254,103 @@ impl Access {
         };
         Ok(Grant {
             user,
+            impersonator,
             info,
             rbac,
             reason,
         })
     }
+
+    /// The user `requester` asks to be served as (`Impersonate-*`
+    /// headers), decided as the apiserver decides it (see
+    /// `herald_auth::impersonate`), with the requester (the impersonator)
+    /// beside it; the requester itself when nothing is asked.
+    async fn impersonation(
+        &self,
+        headers: &HeaderMap,
+        requester: User,
+        info: &RequestInfo,
+    ) -> Result<(User, Option<User>), Box<Refusal>> {
+        let asked = headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes()));
+        let wanted = match Wanted::from_headers(asked) {
+            Ok(None) => return Ok((requester, None)),
+            Ok(Some(w)) => w,
+            Err(answer) => {
+                return Err(Box::new(Refusal {
+                    label: "impersonation_malformed",
+                    answer,
+                    user: Some(requester),
+                    reason: String::new(),
+                }));
+            }
+        };
+        let first = self
+            .modes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&requester.name)
+            .copied();
+        let decided = match &self.authz {
+            Authorization::AlwaysAllow => {
+                let allow = |_: User, _: RequestInfo| {
+                    std::future::ready(Ok(Decision {
+                        allowed: true,
+                        reason: String::new(),
+                    }))
+                };
+                impersonate(&wanted, &requester, info, first, allow).await
+            }
+            Authorization::Rbac(follower) => {
+                let Some(snapshot) = follower.snapshot() else {
+                    return Err(not_ready(requester));
+                };
+                let rbac = |u: User, a: RequestInfo| std::future::ready(Ok(snapshot.authorize(&u, &a)));
+                impersonate(&wanted, &requester, info, first, rbac).await
+            }
+            Authorization::Webhook(delegate) => {
+                let review = |u: User, a: RequestInfo| {
+                    let delegate = delegate.clone();
+                    async move { delegate.authorize(&u, &a).await }
+                };
+                impersonate(&wanted, &requester, info, first, review).await
+            }
+        };
+        match decided {
+            Ok(Impersonated { user, mode, .. }) => {
+                let mut modes = self.modes.lock().unwrap_or_else(|e| e.into_inner());
+                // Bounded: a cache of hints, rebuilt as requesters return.
+                if modes.len() >= MODES_REMEMBERED {
+                    modes.clear();
+                }
+                modes.insert(requester.name.clone(), mode);
+                Ok((user, Some(requester)))
+            }
+            Err(refused) => Err(Box::new(Refusal {
+                label: "impersonation_forbidden",
+                answer: refused.error,
+                user: Some(requester),
+                reason: refused.reason,
+            })),
+        }
+    }
+}
+
+/// How many requesters' last impersonation mode are remembered (the
+/// apiserver's cache tries it first, which decides which refusal a later
+/// failure names).
+const MODES_REMEMBERED: usize = 10_000;
+
+/// The 429 of a request that came before the RBAC snapshot.
+fn not_ready(user: User) -> Box<Refusal> {
+    Box::new(Refusal {
+        label: "authorizer_not_ready",
+        answer: ApiError::not_ready(
+            "the authorizer has not yet read the cluster's RBAC objects",
+            Duration::from_secs(1),
+        ),
+        user: Some(user),
+        reason: String::new(),
+    })
 }
 
 /// A watch's re-decision: wakes its body when the RBAC snapshot changes;

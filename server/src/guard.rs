@@ -46,7 +46,6 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
     let pending = audit.map(|log| Pending::new(log, &req, SystemTime::now()));
     let always = always_allowed(&parsed.path);
     let peer = req.extensions().get::<Arc<PeerCerts>>().cloned();
-    let authorization = req.headers().get(AUTHORIZATION).cloned();
     route_decoded(&mut req, &parsed);
     req.extensions_mut().insert(parsed);
     let Some(access) = access.filter(|_| !always) else {
@@ -55,22 +54,26 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
     };
     // The grant keeps what was asked; the audit event, a copy.
     let asked = pending.as_ref().map(|_| info.clone());
-    let admitted = access
-        .admit(
-            peer.as_deref(),
-            authorization.as_ref().map(|v| v.as_bytes()),
-            info,
-        )
-        .await;
+    let admitted = access.admit(peer.as_deref(), req.headers(), info).await;
     match admitted {
         Ok(grant) => {
             let event = pending.zip(asked).and_then(|(p, info)| {
                 let decision = Some(("allow", grant.reason().to_owned()));
-                p.decided(Some(grant.user().clone()), info, decision)
+                // The requester, as the apiserver's audit filter (outside
+                // its impersonation filter) saw it; whom it impersonates
+                // beside it, from the first stage after RequestReceived.
+                let requester = grant.impersonator().unwrap_or(grant.user());
+                let mut a = p.decided(Some(requester.clone()), info, decision)?;
+                if grant.impersonator().is_some() {
+                    a.event.impersonated_user = Some(grant.user().clone());
+                }
+                Some(a)
             });
             // The credential goes no further, as the apiserver deletes it
-            // once it has authenticated.
+            // once it has authenticated; nor do the impersonation
+            // headers, once decided on.
             req.headers_mut().remove(AUTHORIZATION);
+            strip_impersonation(req.headers_mut());
             req.extensions_mut().insert(Arc::new(grant));
             run(&server, next, req, event).await
         }
@@ -105,6 +108,19 @@ pub(crate) async fn guard(State(server): State<Server>, mut req: Request, next: 
             }
             status::response(answer)
         }
+    }
+}
+
+/// Removes the `Impersonate-*` headers, as the apiserver's filter does
+/// once it has decided on them.
+fn strip_impersonation(headers: &mut axum::http::HeaderMap) {
+    let names: Vec<_> = headers
+        .keys()
+        .filter(|n| n.as_str().starts_with("impersonate-"))
+        .cloned()
+        .collect();
+    for name in names {
+        headers.remove(name);
     }
 }
 
@@ -241,6 +257,7 @@ impl Pending {
             request_uri: self.request_uri,
             info,
             user,
+            impersonated_user: None,
             source_ips: self.source_ips,
             user_agent: self.user_agent,
             response_status: None,

@@ -105,6 +105,8 @@ pub struct Event {
     pub info: RequestInfo,
     /// Who asked (`None`: credentials refused, or access control off).
     pub user: Option<User>,
+    /// Whom it impersonates, once that is allowed (`impersonatedUser`).
+    pub impersonated_user: Option<User>,
     /// The client's address.
     pub source_ips: Vec<String>,
     /// The client's `User-Agent`.
@@ -130,6 +132,8 @@ struct Line<'a> {
     request_uri: &'a str,
     verb: &'a str,
     user: UserInfo<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    impersonated_user: Option<UserInfo<'a>>,
     #[serde(rename = "sourceIPs", skip_serializing_if = "<[String]>::is_empty")]
     source_ips: &'a [String],
     #[serde(skip_serializing_if = "str::is_empty")]
@@ -166,6 +170,12 @@ impl Event {
                 groups: user.map_or(&[], |u| &u.groups),
                 extra: user.map_or(&none, |u| &u.extra),
             },
+            impersonated_user: self.impersonated_user.as_ref().map(|u| UserInfo {
+                username: &u.name,
+                uid: &u.uid,
+                groups: &u.groups,
+                extra: &u.extra,
+            }),
             source_ips: &self.source_ips,
             user_agent: &self.user_agent,
             object_ref: i.is_resource.then_some(ObjectRef {
@@ -222,6 +232,7 @@ mod tests {
     fn an_event_is_the_apiservers_line() {
         let t = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_795_000_000, 5_000);
         let mut e = Event {
+            impersonated_user: None,
             level: Level::Metadata,
             audit_id: "a4c6d7e2-0000-4000-8000-000000000001".into(),
             request_uri: "/api/v1/namespaces/a/pods?limit=500".into(),
