@@ -24,8 +24,8 @@ use herald_auth::token_file::TokenFile;
 
 use crate::access::{Access, Authorization};
 use crate::audit_log::AuditLog;
-use crate::delegate::{Delegate, DelegateTtls};
 use crate::bound::ServedLookup;
+use crate::delegate::{Delegate, DelegateTtls};
 use crate::rbac_follow::{RBAC_RESOURCES, RbacFollower};
 use crate::server::Server;
 
