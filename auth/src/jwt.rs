@@ -35,13 +35,18 @@ pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 /// The leeway of the time claims.
 const LEEWAY: u64 = 60;
 
-/// Objects a token may be bound to, looked up where the server serves
-/// them.
+mod object;
+
+pub use object::Object;
+
+/// The objects a token names (its ServiceAccount, and the Pod, Secret or
+/// Node it is bound to), looked up where the server serves them.
 pub trait Lookup: Send + Sync {
-    /// The UID of `resource` (`serviceaccounts`, `pods`, `secrets`,
-    /// `nodes`) `namespace/name`: `None` if the server cannot tell (it
-    /// does not serve that resource), `Some(None)` if there is none.
-    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>>;
+    /// `resource` (`serviceaccounts`, `pods`, `secrets`, `nodes`)
+    /// `namespace/name` (`name` for a cluster-scoped one): `None` if the
+    /// server cannot tell (it does not serve that resource), `Some(None)`
+    /// if there is none.
+    fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<Object>>;
 }
 
 /// A [`Lookup`] that can tell nothing.
@@ -49,7 +54,7 @@ pub trait Lookup: Send + Sync {
 pub struct NoLookup;
 
 impl Lookup for NoLookup {
-    fn uid(&self, _: &str, _: &str, _: &str) -> Option<Option<String>> {
+    fn get(&self, _: &str, _: &str, _: &str) -> Option<Option<Object>> {
         None
     }
 }
@@ -229,7 +234,7 @@ fn check(
     name: &str,
     uid: &str,
 ) -> Result<(), JwtError> {
-    match lookup.uid(resource, ns, name) {
+    match lookup.get(resource, ns, name).map(|o| o.map(|o| o.uid)) {
         None => Ok(()),
         Some(None) => Err(JwtError(format!("{resource} {ns}/{name} not found"))),
         Some(Some(found)) if !uid.is_empty() && found != uid => Err(JwtError(format!(

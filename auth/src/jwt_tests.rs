@@ -54,7 +54,7 @@ fn bound(ns: &str, sa: &str) -> Value {
 struct Objects(HashMap<(&'static str, &'static str), &'static str>);
 
 impl Lookup for Objects {
-    fn uid(&self, resource: &str, ns: &str, name: &str) -> Option<Option<String>> {
+    fn get(&self, resource: &str, ns: &str, name: &str) -> Option<Option<Object>> {
         if resource == "nodes" {
             return None;
         }
@@ -63,7 +63,10 @@ impl Lookup for Objects {
             self.0
                 .iter()
                 .find(|((r, n), _)| format!("{r}/{n}") == key)
-                .map(|(_, u)| (*u).to_owned()),
+                .map(|(_, u)| Object {
+                    uid: (*u).to_owned(),
+                    ..Object::default()
+                }),
         )
     }
 }
@@ -199,4 +202,28 @@ fn bound_objects_must_exist_with_their_uids() {
             .0
             .contains("not found")
     );
+}
+
+#[test]
+fn deletion_timestamps_read_as_rfc3339() {
+    let o = Object::from_json(&json!({
+        "metadata": {"uid": "u", "deletionTimestamp": "2027-01-15T08:00:00Z", "labels": {"a": "b"}},
+        "data": {"token": "dG9rZW4="},
+    }));
+    assert_eq!(o.uid, "u");
+    assert_eq!(o.deletion, Some(1_800_000_000));
+    for (t, want) in [
+        ("1969-12-31T23:00:00Z", Some(-3600)),
+        ("2024-02-29T12:30:15.123+05:30", Some(1_709_190_015)),
+        ("2023-02-29T12:30:15Z", None),
+        ("2024-02-29 12:30:15Z", None),
+        ("2024-02-29T12:30:15", None),
+        ("2024-02-29T12:30:15.Z", None),
+    ] {
+        assert_eq!(object::unix_seconds(t), want, "{t}");
+    }
+    let odd = json!({"metadata": {"deletionTimestamp": "yesterday"}});
+    assert_eq!(Object::from_json(&odd).deletion, Some(i64::MIN));
+    assert_eq!(o.labels["a"], "b");
+    assert_eq!(o.token.as_deref(), Some(&b"token"[..]));
 }
