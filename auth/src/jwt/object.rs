@@ -62,7 +62,7 @@ pub(crate) fn unix_seconds(s: &str) -> Option<i64> {
         })
     };
     let sep = |at: usize, c: u8| b.get(at).is_some_and(|x| *x == c);
-    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T')) || !(sep(13, b':') && sep(16, b':')) {
+    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
         return None;
     }
     let (year, month, day) = (num(0, 4)?, num(5, 2)?, num(8, 2)?);
