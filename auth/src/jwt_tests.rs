@@ -306,7 +306,7 @@ fn a_legacy_token_must_be_its_secrets_token() {
             "Token does not match server's copy (secret ns/bot-token)"
         );
     }
-    // Without the Secret (legacy.go:115).
+    // Without the Secret (legacy.go:116).
     let c = Cluster::default().with("serviceaccounts/ns/bot", obj("sa-uid"));
     assert_eq!(
         refusal(&t, &token, &c),
@@ -319,7 +319,7 @@ fn a_legacy_token_of_a_secret_being_deleted_is_refused_at_once() {
     let s = signer();
     let t = both_issuers(&s);
     let (token, mut cluster) = legacy_setup(&s);
-    // Any deletionTimestamp, even one just set (legacy.go:119): no grace.
+    // Any deletionTimestamp, even one just set (legacy.go:121): no grace.
     cluster
         .objects
         .get_mut("secrets/ns/bot-token")
@@ -354,7 +354,7 @@ fn a_legacy_token_marked_invalid_is_refused() {
         ),
         "{reason}"
     );
-    // An empty value is no mark (legacy.go:150).
+    // An empty value is no mark (legacy.go:149).
     let secret = cluster.objects.get_mut("secrets/ns/bot-token").unwrap();
     secret
         .labels
@@ -367,7 +367,7 @@ fn a_legacy_tokens_service_account_must_not_be_deleted_or_being_deleted() {
     let s = signer();
     let t = both_issuers(&s);
     let (token, mut cluster) = legacy_setup(&s);
-    // Being deleted, however recently (legacy.go:135): no grace.
+    // Being deleted, however recently (legacy.go:136): no grace.
     cluster
         .objects
         .insert("serviceaccounts/ns/bot".into(), deleted("sa-uid", 0));
@@ -434,7 +434,7 @@ fn bound_objects_being_deleted_longer_than_the_grace_are_refused() {
         let token = s.sign(json!({"alg": "ES256"}), claims);
         assert!(t.authenticate_at(&token, &cluster, NOW).unwrap().is_some());
         // Within a minute of its deletionTimestamp (jwt.DefaultLeeway,
-        // claims.go:240): still good.
+        // claims.go:191): still good.
         cluster.objects.insert(key.into(), deleted(uid, 60));
         assert!(
             t.authenticate_at(&token, &cluster, NOW).unwrap().is_some(),
@@ -461,7 +461,7 @@ fn bound_objects_being_deleted_longer_than_the_grace_are_refused() {
 fn bound_objects_must_exist_with_exactly_the_uids_claimed() {
     let s = signer();
     let t = tokens(&s);
-    // A missing or empty UID claim is no wildcard (claims.go:255 ...).
+    // A missing or empty UID claim is no wildcard (claims.go:206, 222, 240, 272).
     for (what, at, key) in [
         ("pod", "serviceaccount", "serviceaccounts/ns/bot"),
         ("pod", "pod", "pods/ns/web-0"),
@@ -495,7 +495,7 @@ fn bound_objects_must_exist_with_exactly_the_uids_claimed() {
             format!("service account token has been invalidated: {named} not found"),
         );
     }
-    // The deleted bound objects (claims.go:283, 303, 332).
+    // The deleted bound objects (claims.go:217, 235, 267).
     for (what, key, named) in [
         ("pod", "pods/ns/web-0", "pod ns/web-0"),
         ("secret", "secrets/ns/s", "secret ns/s"),
@@ -668,7 +668,7 @@ fn deletion_timestamps_read_as_rfc3339() {
 fn a_legacy_tokens_subject_must_split_as_the_apiserver_splits_it() {
     let s = signer();
     let t = both_issuers(&s);
-    // legacy.go:106 (serviceaccount.SplitUsername): a namespace with a
+    // legacy.go:109 (serviceaccount.SplitUsername): a namespace with a
     // colon, or names that are not DNS names, make no subject.
     for (ns, sa) in [("a:b", "bot"), ("NS", "bot"), ("ns", "Bot"), ("ns", "-bot")] {
         let mut claims = legacy_claims();
