@@ -1,22 +1,50 @@
-//! Service-account tokens (JWTs), checked as the apiserver's
-//! `jwtTokenAuthenticator` checks them (`pkg/serviceaccount/jwt.go`,
-//! `claims.go`, `legacy.go`):
+//! Service-account tokens (JWTs), checked as the kube-apiserver (v1.37,
+//! its default flags and feature gates) checks them with its two
+//! `jwtTokenAuthenticator`s, one per issuer kind (`pkg/serviceaccount/`
+//! `jwt.go`, `claims.go`, `legacy.go`):
 //!
 //! 1. a token that is not a JWT, or whose issuer is not one of ours, is
 //!    not ours: the next authenticator tries it;
 //! 2. its signature must verify with one of the keys (those of its `kid`
 //!    if it names one): RS256 with an RSA key, ES256/ES384 with P-256 and
 //!    P-384 keys;
-//! 3. its audiences must meet the server's (a token without `aud` is a
+//! 3. its claims must have the JSON types go-jose reads them as (`exp`,
+//!    `nbf`, `iat` numbers, `aud` a string or strings, ...; `null` is
+//!    absent);
+//! 4. its audiences must meet the server's (a token without `aud` is a
 //!    legacy token, for the server's own audiences);
-//! 4. `exp`, `nbf` and `iat`, where present, hold within a minute's
+//! 5. `exp`, `nbf` and `iat`, where present, hold within a minute's
 //!    leeway;
-//! 5. the service account, and the pod, secret or node the token is
-//!    bound to, must exist with the UIDs it names, where the server can
-//!    look them up ([`Lookup`]: it serves that resource);
-//! 6. the user is `system:serviceaccount:<ns>:<name>`, in
+//! 6. its issuer decides which claims it is read by: the legacy issuer's
+//!    tokens by their `kubernetes.io/serviceaccount/*` claims
+//!    (checked in `legacy.rs`: their Secret must still hold this very
+//!    token, not be being deleted nor labelled
+//!    `kubernetes.io/legacy-token-invalid-since`; their ServiceAccount
+//!    must exist with their UID and not be being deleted); any other's by
+//!    its `kubernetes.io` claims (its ServiceAccount, and the Pod, Secret
+//!    or Node it is bound to, must exist with exactly the UIDs it names,
+//!    and not have been being deleted for over a minute; a
+//!    webhook-configuration-bound token is refused, its feature gate being
+//!    off);
+//! 7. the user is `system:serviceaccount:<ns>:<name>`, in
 //!    `system:serviceaccounts` and `system:serviceaccounts:<ns>`, with
 //!    its pod and node in its extra values.
+//!
+//! Differences from the apiserver:
+//!
+//! - objects are looked up in what the server serves ([`Lookup`]); where
+//!   it does not serve a resource it cannot tell, and the checks of that
+//!   object are skipped (the apiserver reads its informers, and the
+//!   apiserver itself for an object they lack). An object created in the
+//!   apiserver but not yet in the server's cache is not found;
+//! - legacy tokens' `exp`, `nbf` and `iat` are checked too (the
+//!   apiserver's legacy validator reads but does not check them), and a
+//!   bound token's `sub` must name its service account (the apiserver
+//!   does not read it): stricter, for tokens the apiserver never mints;
+//! - a legacy token's Secret is not labelled
+//!   `kubernetes.io/legacy-token-last-used` (the server does not write);
+//! - go-jose refuses a payload with a duplicate key; here the last one
+//!   counts.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -27,7 +55,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::keys::{KeyKind, PublicKey};
-use crate::user::{CREDENTIAL_ID, User};
+use crate::user::User;
 
 /// The legacy tokens' issuer.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
@@ -35,13 +63,22 @@ pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 /// The leeway of the time claims.
 const LEEWAY: u64 = 60;
 
-/// Objects a token may be bound to, looked up where the server serves
-/// them.
+mod bound;
+mod claims;
+mod legacy;
+mod object;
+
+pub use legacy::INVALID_SINCE_LABEL;
+pub use object::Object;
+
+/// The objects a token names (its ServiceAccount, and the Pod, Secret or
+/// Node it is bound to), looked up where the server serves them.
 pub trait Lookup: Send + Sync {
-    /// The UID of `resource` (`serviceaccounts`, `pods`, `secrets`,
-    /// `nodes`) `namespace/name`: `None` if the server cannot tell (it
-    /// does not serve that resource), `Some(None)` if there is none.
-    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>>;
+    /// `resource` (`serviceaccounts`, `pods`, `secrets`, `nodes`)
+    /// `namespace/name` (`name` for a cluster-scoped one): `None` if the
+    /// server cannot tell (it does not serve that resource), `Some(None)`
+    /// if there is none.
+    fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<Object>>;
 }
 
 /// A [`Lookup`] that can tell nothing.
@@ -49,7 +86,7 @@ pub trait Lookup: Send + Sync {
 pub struct NoLookup;
 
 impl Lookup for NoLookup {
-    fn uid(&self, _: &str, _: &str, _: &str) -> Option<Option<String>> {
+    fn get(&self, _: &str, _: &str, _: &str) -> Option<Option<Object>> {
         None
     }
 }
@@ -81,13 +118,6 @@ struct Header {
     alg: String,
     #[serde(default)]
     kid: String,
-}
-
-fn claim_str<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    path.iter()
-        .try_fold(v, |v, k| v.get(k))
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 impl ServiceAccountTokens {
@@ -122,14 +152,14 @@ impl ServiceAccountTokens {
         let [header, payload, sig] = parts[..] else {
             return Ok(None);
         };
-        let Some(claims) = URL_SAFE_NO_PAD
+        let Some(Value::Object(claims)) = URL_SAFE_NO_PAD
             .decode(payload)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         else {
             return Ok(None);
         };
-        let issuer = claim_str(&claims, &["iss"]);
+        let issuer = claims.get("iss").and_then(Value::as_str).unwrap_or("");
         if !self.issuers.iter().any(|i| i == issuer) {
             return Ok(None);
         }
@@ -143,43 +173,36 @@ impl ServiceAccountTokens {
             return Ok(None);
         };
         self.verify(&header, &token[..parts[0].len() + 1 + parts[1].len()], &sig)?;
-        let audiences: Vec<&str> = match claims.get("aud") {
-            Some(Value::String(a)) => vec![a.as_str()],
-            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        let legacy = audiences.is_empty();
-        if !legacy
-            && !audiences
+        let public = claims::Public::read(&claims)?;
+        if !public.aud.is_empty()
+            && !public
+                .aud
                 .iter()
                 .any(|a| self.audiences.iter().any(|b| b == a))
         {
             return Err(JwtError(format!(
-                "token audiences {audiences:?} is invalid for the target audiences {:?}",
-                self.audiences
+                "token audiences {:?} is invalid for the target audiences {:?}",
+                public.aud, self.audiences
             )));
         }
-        let time = |k: &str| {
-            claims
-                .get(k)
-                .and_then(Value::as_f64)
-                .map(|t| t.max(0.0) as u64)
-        };
-        if time("exp").is_some_and(|exp| now > exp + LEEWAY) {
-            return Err(JwtError("service account token has expired".into()));
-        }
-        if time("nbf").is_some_and(|nbf| now + LEEWAY < nbf) {
+        // go-jose's ValidateWithLeeway, in its order.
+        let now = now as f64;
+        let leeway = LEEWAY as f64;
+        if public.nbf.is_some_and(|nbf| now + leeway < nbf) {
             return Err(JwtError("service account token is not valid yet".into()));
         }
-        if time("iat").is_some_and(|iat| now + LEEWAY < iat) {
+        if public.exp.is_some_and(|exp| now - leeway > exp) {
+            return Err(JwtError("service account token has expired".into()));
+        }
+        if public.iat.is_some_and(|iat| now + leeway < iat) {
             return Err(JwtError(
                 "service account token is issued in the future".into(),
             ));
         }
-        let user = if issuer == LEGACY_ISSUER || claims.get("kubernetes.io").is_none() {
-            legacy_user(&claims, lookup)?
+        let user = if issuer == LEGACY_ISSUER {
+            legacy::validate(token, &public, &claims, lookup)?
         } else {
-            bound_user(&claims, lookup)?
+            bound::validate(&public, &claims, lookup, now as u64)?
         };
         Ok(Some(user))
     }
@@ -220,25 +243,6 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// Checks that `resource` `ns/name` exists with `uid` (an empty `uid`:
-/// any), where the server can tell.
-fn check(
-    lookup: &dyn Lookup,
-    resource: &str,
-    ns: &str,
-    name: &str,
-    uid: &str,
-) -> Result<(), JwtError> {
-    match lookup.uid(resource, ns, name) {
-        None => Ok(()),
-        Some(None) => Err(JwtError(format!("{resource} {ns}/{name} not found"))),
-        Some(Some(found)) if !uid.is_empty() && found != uid => Err(JwtError(format!(
-            "{resource} UID ({found}) does not match claim ({uid})"
-        ))),
-        Some(Some(_)) => Ok(()),
-    }
-}
-
 fn sa_user(ns: &str, name: &str, uid: &str) -> User {
     User {
         name: format!("system:serviceaccount:{ns}:{name}"),
@@ -249,86 +253,6 @@ fn sa_user(ns: &str, name: &str, uid: &str) -> User {
         ],
         ..User::default()
     }
-}
-
-/// The user of a bound token (`kubernetes.io` claims).
-fn bound_user(claims: &Value, lookup: &dyn Lookup) -> Result<User, JwtError> {
-    let ns = claim_str(claims, &["kubernetes.io", "namespace"]);
-    let sa = claim_str(claims, &["kubernetes.io", "serviceaccount", "name"]);
-    let sa_uid = claim_str(claims, &["kubernetes.io", "serviceaccount", "uid"]);
-    if ns.is_empty() || sa.is_empty() {
-        return Err(JwtError("service account claims are missing".into()));
-    }
-    let sub = claim_str(claims, &["sub"]);
-    if sub != format!("system:serviceaccount:{ns}:{sa}") {
-        return Err(JwtError("sub claim is invalid".into()));
-    }
-    check(lookup, "serviceaccounts", ns, sa, sa_uid)?;
-    let mut user = sa_user(ns, sa, sa_uid);
-    let pod = claim_str(claims, &["kubernetes.io", "pod", "name"]);
-    if !pod.is_empty() {
-        let uid = claim_str(claims, &["kubernetes.io", "pod", "uid"]);
-        check(lookup, "pods", ns, pod, uid)?;
-        user.extra.insert(
-            "authentication.kubernetes.io/pod-name".into(),
-            vec![pod.into()],
-        );
-        user.extra.insert(
-            "authentication.kubernetes.io/pod-uid".into(),
-            vec![uid.into()],
-        );
-    }
-    let secret = claim_str(claims, &["kubernetes.io", "secret", "name"]);
-    if !secret.is_empty() {
-        let uid = claim_str(claims, &["kubernetes.io", "secret", "uid"]);
-        check(lookup, "secrets", ns, secret, uid)?;
-    }
-    let node = claim_str(claims, &["kubernetes.io", "node", "name"]);
-    if !node.is_empty() {
-        let uid = claim_str(claims, &["kubernetes.io", "node", "uid"]);
-        if pod.is_empty() {
-            check(lookup, "nodes", "", node, uid)?;
-        }
-        user.extra.insert(
-            "authentication.kubernetes.io/node-name".into(),
-            vec![node.into()],
-        );
-        user.extra.insert(
-            "authentication.kubernetes.io/node-uid".into(),
-            vec![uid.into()],
-        );
-    }
-    let jti = claim_str(claims, &["jti"]);
-    if !jti.is_empty() {
-        user.extra
-            .insert(CREDENTIAL_ID.into(), vec![format!("JTI={jti}")]);
-    }
-    Ok(user)
-}
-
-/// The user of a legacy token (`kubernetes.io/serviceaccount/*` claims).
-fn legacy_user(claims: &Value, lookup: &dyn Lookup) -> Result<User, JwtError> {
-    let field = |k: &str| claim_str(claims, &[k]);
-    let ns = field("kubernetes.io/serviceaccount/namespace");
-    let sa = field("kubernetes.io/serviceaccount/service-account.name");
-    let uid = field("kubernetes.io/serviceaccount/service-account.uid");
-    let secret = field("kubernetes.io/serviceaccount/secret.name");
-    for (value, what) in [
-        (ns, "namespace"),
-        (sa, "serviceAccountName"),
-        (uid, "serviceAccountUID"),
-        (secret, "secretName"),
-    ] {
-        if value.is_empty() {
-            return Err(JwtError(format!("{what} claim is missing")));
-        }
-    }
-    if field("sub") != format!("system:serviceaccount:{ns}:{sa}") {
-        return Err(JwtError("sub claim is invalid".into()));
-    }
-    check(lookup, "serviceaccounts", ns, sa, uid)?;
-    check(lookup, "secrets", ns, secret, "")?;
-    Ok(sa_user(ns, sa, uid))
 }
 
 #[cfg(test)]

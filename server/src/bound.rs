@@ -1,18 +1,24 @@
-//! The objects a service-account token is bound to (its ServiceAccount,
-//! and the Pod, Secret or Node it names), looked up in what the server
+//! The objects a service-account token names (its ServiceAccount, and
+//! the Pod, Secret or Node it is bound to), looked up in what the server
 //! serves, for `herald_auth::jwt`'s checks.
+//!
+//! The apiserver's getter reads its informers' caches and, for an object
+//! they lack, the apiserver itself; this reads the served engines'
+//! cached objects only. A resource the server does not serve cannot be
+//! looked up: its checks are skipped (a difference from the apiserver,
+//! listed in `herald_auth::jwt`).
 
-use herald_auth::jwt::Lookup;
+use herald_auth::jwt::{Lookup, Object};
 
 use crate::server::Server;
 
-/// The objects a service-account token is bound to, looked up in what
-/// the server serves (a resource it does not serve cannot be checked).
+/// The objects a service-account token names, looked up in what the
+/// server serves (a resource it does not serve cannot be checked).
 #[derive(Debug, Clone)]
 pub struct ServedLookup(pub Server);
 
 impl Lookup for ServedLookup {
-    fn uid(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<String>> {
+    fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<Object>> {
         let served = self.0.snapshot();
         let r = served.get(resource)?;
         let key = if namespace.is_empty() {
@@ -23,8 +29,7 @@ impl Lookup for ServedLookup {
         let got = r.engine.get(&key, herald::ReadAt::Any).ok()?;
         Some(got.item.map(|item| {
             serde_json::from_slice::<serde_json::Value>(item.object.payload())
-                .ok()
-                .and_then(|v| v["metadata"]["uid"].as_str().map(str::to_owned))
+                .map(|v| Object::from_json(&v))
                 .unwrap_or_default()
         }))
     }
