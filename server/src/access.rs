@@ -22,9 +22,9 @@
 //! latency plus a rebuild. Nothing on a delivery's path decides
 //! anything.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -304,7 +304,8 @@ impl Access {
                 let Some(snapshot) = follower.snapshot() else {
                     return Err(not_ready(requester));
                 };
-                let rbac = |u: User, a: RequestInfo| std::future::ready(Ok(snapshot.authorize(&u, &a)));
+                let rbac =
+                    |u: User, a: RequestInfo| std::future::ready(Ok(snapshot.authorize(&u, &a)));
                 impersonate(&wanted, &requester, info, first, rbac).await
             }
             Authorization::Webhook(delegate) => {

@@ -19,6 +19,8 @@
 mod cluster;
 #[path = "access_real/generated.rs"]
 mod generated;
+#[path = "access_real/tokens.rs"]
+mod tokens;
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -151,6 +153,7 @@ fn herald_decides_as_the_apiserver_does() {
     client_go_as_each_identity(&c);
     audit_events_are_the_apiservers(&c);
     generated::herald_never_answers_more(&c);
+    tokens::service_account_token_lifecycle(&c);
 }
 
 /// client-go with a kubeconfig of each identity (anonymous too): typed
