@@ -60,49 +60,17 @@ use crate::user::User;
 /// The legacy tokens' issuer.
 pub const LEGACY_ISSUER: &str = "kubernetes/serviceaccount";
 
-/// The leeway of the time claims.
-const LEEWAY: u64 = 60;
-
 mod bound;
 mod claims;
 mod legacy;
+mod lookup;
 mod object;
 
 pub use legacy::INVALID_SINCE_LABEL;
+pub use lookup::{JwtError, Lookup, NoLookup};
 pub use object::Object;
 
-/// The objects a token names (its ServiceAccount, and the Pod, Secret or
-/// Node it is bound to), looked up where the server serves them.
-pub trait Lookup: Send + Sync {
-    /// `resource` (`serviceaccounts`, `pods`, `secrets`, `nodes`)
-    /// `namespace/name` (`name` for a cluster-scoped one): `None` if the
-    /// server cannot tell (it does not serve that resource), `Some(None)`
-    /// if there is none.
-    fn get(&self, resource: &str, namespace: &str, name: &str) -> Option<Option<Object>>;
-}
-
-/// A [`Lookup`] that can tell nothing.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoLookup;
-
-impl Lookup for NoLookup {
-    fn get(&self, _: &str, _: &str, _: &str) -> Option<Option<Object>> {
-        None
-    }
-}
-
-/// Why a token of ours was refused (the client sees a 401; the server
-/// logs and counts this).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JwtError(pub String);
-
-impl std::fmt::Display for JwtError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for JwtError {}
+use lookup::LEEWAY;
 
 /// The service-account token authenticator.
 #[derive(Debug, Clone)]
@@ -241,18 +209,6 @@ fn now() -> u64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
-}
-
-fn sa_user(ns: &str, name: &str, uid: &str) -> User {
-    User {
-        name: format!("system:serviceaccount:{ns}:{name}"),
-        uid: uid.to_owned(),
-        groups: vec![
-            "system:serviceaccounts".to_owned(),
-            format!("system:serviceaccounts:{ns}"),
-        ],
-        ..User::default()
-    }
 }
 
 #[cfg(test)]

@@ -129,7 +129,7 @@ fn decodes(query: &Query) -> bool {
 /// its first `!=`, `==` or `=`, its value unescaped; the first
 /// `metadata.name` term (verbatim, untrimmed) that is not `!=`. `Err` if
 /// Go's parser refuses the selector.
-pub fn go_required_name(selector: &str) -> Result<Option<String>, ()> {
+fn go_required_name(selector: &str) -> Result<Option<String>, ()> {
     let mut terms = Vec::new();
     let (mut start, mut escaped) = (0, false);
     for (i, c) in selector.char_indices() {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use herald_kube::ApiError;
 use herald_kube::quote::go_quote;
 
-use super::Wanted;
+use super::model::Wanted;
 
 const USER: &str = "impersonate-user";
 const UID: &str = "impersonate-uid";

@@ -7,8 +7,8 @@ use std::future::Future;
 use herald_kube::ApiError;
 use herald_kube::quote::go_quote;
 
+use super::model::{Impersonated, Mode, Refusal, Wanted};
 use super::names::{self, NODES};
-use super::{Impersonated, Mode, Refusal, Wanted};
 use crate::forbidden::forbidden;
 use crate::rbac::Decision;
 use crate::request::RequestInfo;

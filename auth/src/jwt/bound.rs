@@ -6,7 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::claims::{self, Public};
-use super::{JwtError, LEEWAY, Lookup, Object, sa_user};
+use super::lookup::{JwtError, LEEWAY, Lookup, sa_user};
+use super::object::Object;
 use crate::user::{CREDENTIAL_ID, User};
 
 /// A `ref` claim: a bound object's name and UID.

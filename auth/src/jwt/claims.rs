@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use super::JwtError;
+use super::lookup::JwtError;
 
 /// The JSON type of `v`, as Go's `json.UnmarshalTypeError` names it.
 fn kind(v: &Value) -> &'static str {

@@ -7,7 +7,8 @@
 use serde_json::{Map, Value};
 
 use super::claims::{self, Public};
-use super::{JwtError, Lookup, Object, sa_user};
+use super::lookup::{JwtError, Lookup, sa_user};
+use super::object::Object;
 use crate::user::User;
 
 /// The label that marks a legacy token invalid (`InvalidSinceLabelKey`).

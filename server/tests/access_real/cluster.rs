@@ -77,6 +77,10 @@ pub struct Cluster {
     /// TokenReviews, decisions to SubjectAccessReviews.
     delegating: Child,
     delegating_url: String,
+    /// Herald on the apiserver (`--kubeconfig`), deciding itself as the
+    /// one on etcd does (its token file, keys and RBAC).
+    upstream_rbac: Child,
+    upstream_rbac_url: String,
     bot_token: String,
 }
 
@@ -223,6 +227,8 @@ impl Cluster {
             herald_url: String::new(),
             delegating: Command::new("true").spawn().unwrap(),
             delegating_url: String::new(),
+            upstream_rbac: Command::new("true").spawn().unwrap(),
+            upstream_rbac_url: String::new(),
             bot_token: String::new(),
         };
         c.objects();
@@ -263,6 +269,10 @@ impl Cluster {
         ]
         .map(str::to_owned);
         (c.delegating, c.delegating_url) = c.spawn_herald("delegating", &delegating);
+        let mut upstream_rbac = vec!["--kubeconfig".to_owned(), d("upstream.kubeconfig")];
+        // The token file, the keys and the issuer; no audit log of its own.
+        upstream_rbac.extend(own[2..8].iter().cloned());
+        (c.upstream_rbac, c.upstream_rbac_url) = c.spawn_herald("upstream-rbac", &upstream_rbac);
         c
     }
 
@@ -388,7 +398,11 @@ impl Cluster {
         let log_path = self.dir.join(format!("{name}.log"));
         let log = std::fs::File::create(&log_path).unwrap();
         let d = |f: &str| self.dir.join(f).display().to_string();
-        let child = Command::new(env!("CARGO_BIN_EXE_herald-server"))
+        // `HERALD_SERVER`: another build under test (an older one, to see
+        // the suite fail on what it guards against).
+        let bin = std::env::var("HERALD_SERVER")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_herald-server").to_owned());
+        let child = Command::new(bin)
             .args(args)
             .args(["--resources", "all"])
             .args(["--listen", &format!("127.0.0.1:{port}")])
@@ -639,12 +653,18 @@ impl Cluster {
         self.get_with(server, who, path, &[])
     }
 
-    /// A Herald's URL (`herald` or `delegating`).
+    /// A Herald's URL (`herald`, `delegating` or `upstream-rbac`).
     pub fn url(&self, server: &str) -> &str {
         match server {
             "delegating" => &self.delegating_url,
+            "upstream-rbac" => &self.upstream_rbac_url,
             _ => &self.herald_url,
         }
+    }
+
+    /// The cluster's directory (certificates, keys, logs).
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// A watch on Herald read to its end on a thread: its lines and when
@@ -749,7 +769,11 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for child in [&mut self.herald, &mut self.delegating] {
+        for child in [
+            &mut self.herald,
+            &mut self.delegating,
+            &mut self.upstream_rbac,
+        ] {
             let _ = child.kill();
             let _ = child.wait();
         }
