@@ -99,9 +99,13 @@ impl ResourceInfo {
         self
     }
 
-    /// Whether a field selector may name `field`.
+    /// Whether a field selector may name `field`: `metadata.name`,
+    /// `metadata.namespace` (but on a cluster-scoped custom resource, as
+    /// the apiserver's `crConverter.ConvertFieldLabel` refuses it there),
+    /// and the resource's own fields.
     pub fn selectable(&self, field: &str) -> bool {
-        matches!(field, herald::FIELD_NAME | herald::FIELD_NAMESPACE)
+        field == herald::FIELD_NAME
+            || (field == herald::FIELD_NAMESPACE && (self.namespaced || self.typed))
             || self.fields.iter().any(|f| f == field)
     }
 
@@ -244,5 +248,9 @@ mod tests {
         }
         assert!(!pods.selectable("spec.fooBar"));
         assert!(!ResourceInfo::secrets().selectable("spec.nodeName"));
+        let mut cluster_custom = ResourceInfo::secrets();
+        (cluster_custom.namespaced, cluster_custom.typed) = (false, false);
+        assert!(cluster_custom.selectable("metadata.name"));
+        assert!(!cluster_custom.selectable("metadata.namespace"));
     }
 }

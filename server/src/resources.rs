@@ -9,8 +9,10 @@
 //!   `watch`: the collection's watch, or with a name from a `/watch/`
 //!   path, the legacy watch of that one object;
 //! - a subresource (`status`, `log`, `scale`), `proxy`, or any other
-//!   verb: Herald serves none (404; a method other than GET: 405, the
-//!   apiserver's answer to `HEAD` on these paths too);
+//!   verb: Herald serves none (404); on a path that names something, a
+//!   method other than GET is a 405 (the apiserver's answer to `HEAD` on
+//!   a built-in resource's paths too; `HEAD` of a custom resource is
+//!   served as a GET, as its handler serves it);
 //! - the scope as the resource has it: a namespaced resource's objects
 //!   under `namespaces/{ns}/`, a cluster-scoped one's without, and the
 //!   namespace object `namespaces/{name}` itself (for which `RequestInfo`
@@ -35,9 +37,6 @@ pub(crate) async fn serve(
     caller: Caller,
 ) -> Response {
     let info = &parsed.info;
-    if method != Method::GET {
-        return status::response(ApiError::method_not_allowed(method.as_str()));
-    }
     let target = Target {
         group: info.api_group.clone(),
         version: info.api_version.clone(),
@@ -57,12 +56,19 @@ pub(crate) async fn serve(
     }
     // Where the path names the namespace object itself
     // (`.../namespaces/{name}`, no resource after it).
-    let prefix = if grouped { 3 } else { 2 };
+    // (After `/api/v1` or `/apis/{group}/{version}`, and a `/watch`.)
+    let mut prefix = if grouped { 3 } else { 2 };
+    if parts.get(prefix) == Some(&"watch") {
+        prefix += 1;
+    }
     let namespace_object =
         info.resource == "namespaces" && parts.len() == prefix + 2 && parts[prefix] == "namespaces";
     let resource = match server.resource(&target, false) {
         Ok(r) => r,
         Err(_) if namespace_object && target.group.is_empty() && info.verb == "get" => {
+            if method != Method::GET {
+                return status::response(ApiError::method_not_allowed(method.as_str()));
+            }
             return implicit_namespace(&info.name);
         }
         Err(e) => return status::response(e),
@@ -84,6 +90,13 @@ pub(crate) async fn serve(
     });
     if let Err(e) = checked {
         return status::response(e);
+    }
+    // A path that names something: the method. The apiserver's custom
+    // resource handler serves HEAD as GET (hyper sends no body); its
+    // built-in routes have no HEAD, and nothing here writes.
+    let head_as_get = method == Method::HEAD && !resource.info.typed;
+    if method != Method::GET && !head_as_get {
+        return status::response(ApiError::method_not_allowed(method.as_str()));
     }
     let query = &parsed.query;
     match (info.verb.as_str(), info.collection) {
