@@ -656,7 +656,7 @@ fn deletion_timestamps_read_as_rfc3339() {
         ("2024-02-29T12:30:15", None),
         ("2024-02-29T12:30:15.Z", None),
     ] {
-        assert_eq!(object::unix_seconds(t), want, "{t}");
+        assert_eq!(herald_kube::table::unix_seconds(t), want, "{t}");
     }
     let odd = json!({"metadata": {"deletionTimestamp": "yesterday"}});
     assert_eq!(Object::from_json(&odd).deletion, Some(i64::MIN));

@@ -50,13 +50,13 @@ pub(crate) async fn serve(
     if parts.iter().any(|p| p.is_empty())
         || (grouped && info.api_group.is_empty())
         || !info.subresource.is_empty()
-        || !matches!(info.verb.as_str(), "get" | "list" | "watch")
+        || info.verb == "proxy"
     {
         return not_found();
     }
-    // Where the path names the namespace object itself
-    // (`.../namespaces/{name}`, no resource after it).
-    // (After `/api/v1` or `/apis/{group}/{version}`, and a `/watch`.)
+    // Where the path names the namespace object itself: `namespaces/{name}`
+    // and nothing after it, past `/api/v1` or `/apis/{group}/{version}`
+    // (and a `/watch`).
     let mut prefix = if grouped { 3 } else { 2 };
     if parts.get(prefix) == Some(&"watch") {
         prefix += 1;
@@ -65,10 +65,10 @@ pub(crate) async fn serve(
         info.resource == "namespaces" && parts.len() == prefix + 2 && parts[prefix] == "namespaces";
     let resource = match server.resource(&target, false) {
         Ok(r) => r,
+        Err(_) if namespace_object && target.group.is_empty() && method != Method::GET => {
+            return status::response(ApiError::method_not_allowed(method.as_str()));
+        }
         Err(_) if namespace_object && target.group.is_empty() && info.verb == "get" => {
-            if method != Method::GET {
-                return status::response(ApiError::method_not_allowed(method.as_str()));
-            }
             return implicit_namespace(&info.name);
         }
         Err(e) => return status::response(e),
@@ -91,9 +91,9 @@ pub(crate) async fn serve(
     if let Err(e) = checked {
         return status::response(e);
     }
-    // A path that names something: the method. The apiserver's custom
-    // resource handler serves HEAD as GET (hyper sends no body); its
-    // built-in routes have no HEAD, and nothing here writes.
+    // A path that names something: the method. Nothing here writes
+    // (405); the apiserver's custom resource handler serves HEAD as GET
+    // (hyper sends no body), its built-in routes have no HEAD.
     let head_as_get = method == Method::HEAD && !resource.info.typed;
     if method != Method::GET && !head_as_get {
         return status::response(ApiError::method_not_allowed(method.as_str()));

@@ -45,7 +45,7 @@ mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
-pub use time::micro_time;
+pub use time::{micro_time, unix_seconds};
 
 use cells::{BuiltIn, Row, column};
 

@@ -103,6 +103,8 @@ pub(crate) struct Expect {
     codes: Vec<u16>,
     needle: String,
     status: bool,
+    /// The answer to a `HEAD`: its head only, whatever it declares.
+    head: bool,
 }
 
 impl Expect {
@@ -117,6 +119,7 @@ impl Expect {
             codes: codes.to_vec(),
             needle: needle.to_owned(),
             status: true,
+            head: false,
         }
     }
 
@@ -126,6 +129,7 @@ impl Expect {
             codes: vec![200],
             needle: needle.to_owned(),
             status: false,
+            head: false,
         }
     }
 
@@ -137,6 +141,16 @@ impl Expect {
             codes: codes.to_vec(),
             needle: String::new(),
             status: false,
+            head: false,
+        }
+    }
+
+    /// The answer to a `HEAD`: one of `codes`, with no body (its
+    /// `Content-Type` is the one a GET would have had).
+    pub(crate) fn head(codes: &[u16]) -> Expect {
+        Expect {
+            head: true,
+            ..Expect::codes(codes)
         }
     }
 
@@ -162,7 +176,10 @@ impl Expect {
                 r.code
             ));
         }
-        if r.code >= 300 && (self.status || content_type.starts_with("application/json")) {
+        if r.code >= 300
+            && !self.head
+            && (self.status || content_type.starts_with("application/json"))
+        {
             let v = r
                 .json()
                 .ok_or_else(|| format!("not a Status object: {}", r.brief()))?;
