@@ -13,7 +13,7 @@ pub(crate) type Nanos = i128;
 const SECOND: i128 = 1_000_000_000;
 
 /// The Unix seconds of an RFC 3339 time, as Go's `time.Parse` reads it
-/// ([`parse`]), its fraction dropped (floored): a `metav1.Time` holds
+/// (the printers' parser), its fraction dropped (floored): a `metav1.Time` holds
 /// whole seconds.
 pub fn unix_seconds(t: &str) -> Option<i64> {
     parse(t).and_then(|n| i64::try_from(n.div_euclid(SECOND)).ok())
