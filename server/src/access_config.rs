@@ -191,6 +191,22 @@ impl AccessConfig {
         } else {
             None
         };
+        if service_accounts.is_some() {
+            let served = server.snapshot();
+            let unchecked: Vec<&str> = ["serviceaccounts", "secrets", "pods", "nodes"]
+                .into_iter()
+                .filter(|r| !served.contains_key(*r))
+                .collect();
+            if !unchecked.is_empty() {
+                eprintln!(
+                    "herald-server: service-account tokens: {} not served, so the objects a token \
+                     names there cannot be checked (the apiserver refuses a token whose Secret, \
+                     Pod, Node or ServiceAccount is gone): serve them (--resources all) or \
+                     delegate authentication (--delegate-authentication)",
+                    unchecked.join(", ")
+                );
+            }
+        }
         let authn = Authenticator::new(
             tokens,
             service_accounts,
