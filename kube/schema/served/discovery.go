@@ -130,11 +130,8 @@ func discover(ctx context.Context, c *cluster) ([]Resource, error) {
 	return out, nil
 }
 
-// checkKeys compares the key prefixes with the keys the apiserver wrote
-// while starting: each key must be under one resource's prefix, and each
-// resource with a key must have the prefix it is under.
-func checkKeys(ctx context.Context, c *cluster, root string, resources []Resource) error {
-	// etcd's JSON gateway: every key under the root, without values.
+// etcdKeys lists every key under root (etcd's JSON gateway, no values).
+func etcdKeys(ctx context.Context, c *cluster, root string) ([]string, error) {
 	end := []byte(root)
 	end[len(end)-1]++
 	req, _ := json.Marshal(map[string]any{
@@ -144,27 +141,42 @@ func checkKeys(ctx context.Context, c *cluster, root string, resources []Resourc
 	})
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.etcdURL+"/v3/kv/range", bytes.NewReader(req))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(hreq)
 	if err != nil {
-		return fmt.Errorf("etcd range: %w", err)
+		return nil, fmt.Errorf("etcd range: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return nil, fmt.Errorf("etcd range: %d %s", resp.StatusCode, b)
+	}
 	var got struct {
 		Kvs []struct {
 			Key []byte `json:"key"`
 		} `json:"kvs"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("etcd range: %d %s", resp.StatusCode, b)
-	}
 	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
-		return fmt.Errorf("etcd range: %w", err)
+		return nil, fmt.Errorf("etcd range: %w", err)
 	}
-	if len(got.Kvs) == 0 {
-		return fmt.Errorf("etcd has no key under %s: the apiserver wrote nothing?", root)
+	var keys []string
+	for _, kv := range got.Kvs {
+		keys = append(keys, string(kv.Key))
+	}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("etcd has no key under %s: the apiserver wrote nothing?", root)
+	}
+	return keys, nil
+}
+
+// checkKeys compares the key prefixes with the keys the apiserver wrote
+// (while starting, and seed's objects): each key must be under one
+// resource's prefix.
+func checkKeys(ctx context.Context, c *cluster, root string, resources []Resource) error {
+	keys, err := etcdKeys(ctx, c, root)
+	if err != nil {
+		return err
 	}
 	prefixes := map[string]bool{}
 	for _, r := range resources {
@@ -174,8 +186,8 @@ func checkKeys(ctx context.Context, c *cluster, root string, resources []Resourc
 	}
 	seen := map[string]bool{}
 	var bad []string
-	for _, kv := range got.Kvs {
-		key := strings.TrimPrefix(string(kv.Key), root)
+	for _, key := range keys {
+		key = strings.TrimPrefix(key, root)
 		// The longest prefix the key is under (services/specs, not services).
 		best := ""
 		for p := range prefixes {
@@ -205,6 +217,6 @@ func checkKeys(ctx context.Context, c *cluster, root string, resources []Resourc
 		under = append(under, p)
 	}
 	sort.Strings(under)
-	logf("etcd keys checked: %d keys under %d prefixes (%s)", len(got.Kvs), len(seen), strings.Join(under, " "))
+	logf("etcd keys checked: %d keys under %d prefixes (%s)", len(keys), len(seen), strings.Join(under, " "))
 	return nil
 }

@@ -21,7 +21,8 @@
 //     a list, the field selector conversion's 400 refusing it;
 //   - the etcd key prefix of a stored resource, from the apiserver's own
 //     storage factories (storage.go), checked against the keys the
-//     apiserver wrote while starting.
+//     apiserver wrote while starting and those of objects created of the
+//     resources whose prefix is not their name (seed.go).
 //
 // The output is sorted (group, version, resource) and stable. It exits
 // non-zero on any failure, after ending its processes and removing its
@@ -143,10 +144,14 @@ func run(apiserverBin, etcdBin, schemaPath string) error {
 			r.KeyPrefix = keys.prefix(r.Group, r.Resource)
 		}
 	}
-	if err := checkKeys(ctx, c, keys.root, resources); err != nil {
+	if err := probe(ctx, c, schema, resources); err != nil {
 		return err
 	}
-	if err := probe(ctx, c, schema, resources); err != nil {
+	// After every read: the seeds add a CRD's group.
+	if err := checkSeeds(ctx, c, keys.root, resources); err != nil {
+		return err
+	}
+	if err := checkKeys(ctx, c, keys.root, resources); err != nil {
 		return err
 	}
 	if ctx.Err() != nil {
