@@ -89,6 +89,8 @@ func waitReady(ctx context.Context, p *proc, client *http.Client, url string, li
 		select {
 		case <-p.done:
 			return fmt.Errorf("%s exited while starting:\n%s", p.name, p.tail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s: interrupted while starting", p.name)
 		default:
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
