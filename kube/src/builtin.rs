@@ -1,11 +1,21 @@
-//! The built-in resources a cluster keeps, as the apiserver serves and
-//! stores them: group, version, names, scope, and the etcd key prefix the
-//! apiserver's storage uses (`/registry/<resource>/` with its exceptions:
-//! nodes under `minions`, services under `services/specs`, endpoints under
-//! `services/endpoints`, ingresses under `ingress`, CRDs under their
-//! group).
+//! The built-in resources Herald serves, as the apiserver serves and
+//! stores them: group, version, names, scope, short names, categories,
+//! selectable fields, deprecation, `storageVersionHash`, and the etcd key
+//! prefix the apiserver's storage uses (`/registry/<resource>/` with its
+//! exceptions: nodes under `minions`, services under `services/specs`,
+//! ingresses under `ingress`, CRDs and APIServices under their group).
+//!
+//! None of it is listed here: it is read from what kube-apiserver v1.37.2
+//! serves ([`crate::served`], generated from it). A built-in resource is
+//! one it serves at its group's preferred version, lists and watches,
+//! stores in etcd at that same version (so the stored objects are served
+//! as they are), and whose kind Herald's protobuf schema knows. The
+//! others it serves (virtual resources such as `componentstatuses` or
+//! `tokenreviews`, non-preferred versions) Herald does not: see
+//! [`unserved`].
 
 use crate::info::ResourceInfo;
+use crate::served::{Served, served};
 
 /// A built-in resource and where the apiserver stores it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,400 +26,45 @@ pub struct Builtin {
     pub prefix: String,
 }
 
-/// (group, version, plural, kind, namespaced, short names, key under
-/// `/registry/`, selectable fields besides the name and the namespace).
-type Row = (
-    &'static str,
-    &'static str,
-    &'static str,
-    &'static str,
-    bool,
-    &'static [&'static str],
-    &'static str,
-    &'static [&'static str],
-);
-
-const TABLE: &[Row] = &[
-    (
-        "",
-        "v1",
-        "pods",
-        "Pod",
-        true,
-        &["po"],
-        "pods",
-        &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-    ),
-    (
-        "",
-        "v1",
-        "nodes",
-        "Node",
-        false,
-        &["no"],
-        "minions",
-        &["spec.unschedulable"],
-    ),
-    (
-        "",
-        "v1",
-        "namespaces",
-        "Namespace",
-        false,
-        &["ns"],
-        "namespaces",
-        &["status.phase"],
-    ),
-    (
-        "",
-        "v1",
-        "configmaps",
-        "ConfigMap",
-        true,
-        &["cm"],
-        "configmaps",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "secrets",
-        "Secret",
-        true,
-        &[],
-        "secrets",
-        &["type"],
-    ),
-    (
-        "",
-        "v1",
-        "serviceaccounts",
-        "ServiceAccount",
-        true,
-        &["sa"],
-        "serviceaccounts",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "services",
-        "Service",
-        true,
-        &["svc"],
-        "services/specs",
-        &["spec.clusterIP", "spec.type"],
-    ),
-    (
-        "",
-        "v1",
-        "endpoints",
-        "Endpoints",
-        true,
-        &["ep"],
-        "services/endpoints",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "events",
-        "Event",
-        true,
-        &["ev"],
-        "events",
-        &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumes",
-        "PersistentVolume",
-        false,
-        &["pv"],
-        "persistentvolumes",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "PersistentVolumeClaim",
-        true,
-        &["pvc"],
-        "persistentvolumeclaims",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "resourcequotas",
-        "ResourceQuota",
-        true,
-        &["quota"],
-        "resourcequotas",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "limitranges",
-        "LimitRange",
-        true,
-        &["limits"],
-        "limitranges",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "podtemplates",
-        "PodTemplate",
-        true,
-        &[],
-        "podtemplates",
-        &[],
-    ),
-    (
-        "",
-        "v1",
-        "replicationcontrollers",
-        "ReplicationController",
-        true,
-        &["rc"],
-        "controllers",
-        &["status.replicas"],
-    ),
-    (
-        "apps",
-        "v1",
-        "deployments",
-        "Deployment",
-        true,
-        &["deploy"],
-        "deployments",
-        &[],
-    ),
-    (
-        "apps",
-        "v1",
-        "replicasets",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        "replicasets",
-        &[],
-    ),
-    (
-        "apps",
-        "v1",
-        "daemonsets",
-        "DaemonSet",
-        true,
-        &["ds"],
-        "daemonsets",
-        &[],
-    ),
-    (
-        "apps",
-        "v1",
-        "statefulsets",
-        "StatefulSet",
-        true,
-        &["sts"],
-        "statefulsets",
-        &[],
-    ),
-    (
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "ControllerRevision",
-        true,
-        &[],
-        "controllerrevisions",
-        &[],
-    ),
-    (
-        "batch",
-        "v1",
-        "jobs",
-        "Job",
-        true,
-        &[],
-        "jobs",
-        &["status.successful"],
-    ),
-    (
-        "batch",
-        "v1",
-        "cronjobs",
-        "CronJob",
-        true,
-        &["cj"],
-        "cronjobs",
-        &[],
-    ),
-    (
-        "discovery.k8s.io",
-        "v1",
-        "endpointslices",
-        "EndpointSlice",
-        true,
-        &[],
-        "endpointslices",
-        &[],
-    ),
-    (
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "Lease",
-        true,
-        &[],
-        "leases",
-        &[],
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "v1",
-        "roles",
-        "Role",
-        true,
-        &[],
-        "roles",
-        &[],
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "RoleBinding",
-        true,
-        &[],
-        "rolebindings",
-        &[],
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "ClusterRole",
-        false,
-        &[],
-        "clusterroles",
-        &[],
-    ),
-    (
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "ClusterRoleBinding",
-        false,
-        &[],
-        "clusterrolebindings",
-        &[],
-    ),
-    (
-        "networking.k8s.io",
-        "v1",
-        "ingresses",
-        "Ingress",
-        true,
-        &["ing"],
-        "ingress",
-        &[],
-    ),
-    (
-        "networking.k8s.io",
-        "v1",
-        "networkpolicies",
-        "NetworkPolicy",
-        true,
-        &["netpol"],
-        "networkpolicies",
-        &[],
-    ),
-    (
-        "networking.k8s.io",
-        "v1",
-        "ingressclasses",
-        "IngressClass",
-        false,
-        &[],
-        "ingressclasses",
-        &[],
-    ),
-    (
-        "policy",
-        "v1",
-        "poddisruptionbudgets",
-        "PodDisruptionBudget",
-        true,
-        &["pdb"],
-        "poddisruptionbudgets",
-        &[],
-    ),
-    (
-        "scheduling.k8s.io",
-        "v1",
-        "priorityclasses",
-        "PriorityClass",
-        false,
-        &["pc"],
-        "priorityclasses",
-        &[],
-    ),
-    (
-        "storage.k8s.io",
-        "v1",
-        "storageclasses",
-        "StorageClass",
-        false,
-        &["sc"],
-        "storageclasses",
-        &[],
-    ),
-    (
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        false,
-        &["crd", "crds"],
-        "apiextensions.k8s.io/customresourcedefinitions",
-        &[],
-    ),
-];
-
 /// The apiserver's default etcd root.
 pub const REGISTRY: &str = "/registry/";
 
 /// Every built-in resource Herald serves, under the etcd root `registry`
 /// (the apiserver's `--etcd-prefix`, `/registry` by default).
 pub fn builtins(registry: &str) -> Vec<Builtin> {
-    TABLE.iter().map(|row| builtin_of(row, registry)).collect()
+    served()
+        .iter()
+        .filter(|s| why_not(s).is_none())
+        .map(|s| builtin_of(s, registry))
+        .collect()
+}
+
+/// The listable resources the apiserver serves that Herald does not, each
+/// with why.
+pub fn unserved() -> Vec<(&'static Served, &'static str)> {
+    served()
+        .iter()
+        .filter(|s| s.can("list"))
+        .filter_map(|s| why_not(s).map(|why| (s, why)))
+        .collect()
+}
+
+/// Why Herald does not serve `s` as a built-in resource, or `None` if it
+/// does.
+fn why_not(s: &Served) -> Option<&'static str> {
+    if !(s.can("list") && s.can("watch")) {
+        Some("not listed and watched")
+    } else if s.key_prefix.is_none() {
+        Some("not stored in etcd: the apiserver computes it")
+    } else if !s.preferred {
+        Some("not its group's preferred version: Herald serves one version of a built-in resource")
+    } else if !s.stored_as_served() && !crate::read::converts_storage(&s.group, &s.kind) {
+        Some("stored at another version, which Herald would have to convert")
+    } else if !crate::proto::knows(&s.api_version(), &s.kind) {
+        Some("its kind is not in Herald's protobuf schema")
+    } else {
+        None
+    }
 }
 
 /// The built-in resource a name means: `pods`, `deployments.apps`,
@@ -417,12 +72,13 @@ pub fn builtins(registry: &str) -> Vec<Builtin> {
 /// (`deploy`); `None` for a name no built-in resource has, or one that
 /// several groups share without a group.
 pub fn builtin(name: &str, registry: &str) -> Option<Builtin> {
-    let matches: Vec<&Row> = TABLE
+    let matches: Vec<&Served> = served()
         .iter()
-        .filter(|(group, _, plural, _, _, short, _, _)| {
-            name == *plural
-                || short.contains(&name)
-                || (!group.is_empty() && name == format!("{plural}.{group}"))
+        .filter(|s| why_not(s).is_none())
+        .filter(|s| {
+            name == s.resource
+                || s.short_names.iter().any(|n| n == name)
+                || (!s.group.is_empty() && name == format!("{}.{}", s.resource, s.group))
         })
         .collect();
     match matches.as_slice() {
@@ -435,9 +91,14 @@ pub fn builtin(name: &str, registry: &str) -> Option<Builtin> {
 /// the object lacks it, for the fields the apiserver names apart from
 /// their path or prints from a Go zero value (its `GetAttrs` /
 /// `ToSelectableFields`); every other field is its own path, unset when
-/// missing.
+/// missing. An empty path is a label the apiserver's conversion accepts
+/// but its objects' field set never holds (a pod's `status.podIPs`): it
+/// reads as `""`, as a missing field does.
 pub fn field_source(info: &ResourceInfo, name: &str) -> (String, Option<&'static str>) {
     let (path, default) = match (info.group.as_str(), info.plural.as_str(), name) {
+        // `spec.host`: old v1 clients' name, converted to `spec.nodeName`.
+        ("", "pods", "spec.host") => ("spec.nodeName", None),
+        ("", "pods", "status.podIPs") => ("", None),
         ("", "pods", "spec.hostNetwork") => (name, Some("false")),
         ("", "nodes", "spec.unschedulable") => (name, Some("false")),
         ("", "events", "source") => ("source.component", None),
@@ -448,35 +109,26 @@ pub fn field_source(info: &ResourceInfo, name: &str) -> (String, Option<&'static
     (path.to_owned(), default)
 }
 
-/// The categories the apiserver puts a built-in resource in.
-fn categories(group: &str, plural: &str) -> &'static [&'static str] {
-    match (group, plural) {
-        ("", "pods" | "services" | "replicationcontrollers")
-        | ("apps", "deployments" | "daemonsets" | "replicasets" | "statefulsets")
-        | ("batch", "jobs" | "cronjobs") => &["all"],
-        ("apiextensions.k8s.io", _) => &["api-extensions"],
-        _ => &[],
-    }
-}
-
-fn builtin_of(row: &Row, registry: &str) -> Builtin {
-    let (group, version, plural, kind, namespaced, short, key, fields) = *row;
-    let mut info = ResourceInfo::namespaced(plural, &kind.to_lowercase(), kind, short)
-        .in_group(group, version)
-        .with_fields(fields);
-    info.categories = categories(group, plural)
+fn builtin_of(s: &Served, registry: &str) -> Builtin {
+    let own: Vec<&str> = s
+        .field_labels
         .iter()
-        .map(|c| (*c).to_owned())
+        .map(String::as_str)
+        .filter(|f| *f != herald::FIELD_NAME && *f != herald::FIELD_NAMESPACE)
         .collect();
-    if (group, plural) == ("", "endpoints") {
-        info.deprecation = Some(
-            "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".into(),
-        );
-    }
-    if !namespaced {
+    let mut info = ResourceInfo::namespaced(&s.resource, &s.singular_name, &s.kind, &[])
+        .in_group(&s.group, &s.version)
+        .with_fields(&own);
+    info.short_names = s.short_names.clone();
+    info.categories = s.categories.clone();
+    info.deprecation = s.deprecation.clone();
+    info.storage_version_hash = s.storage_version_hash.clone();
+    info.namespace_selectable = Some(s.field_labels.iter().any(|f| f == herald::FIELD_NAMESPACE));
+    if !s.namespaced {
         info = info.cluster_scoped();
     }
     let root = registry.trim_end_matches('/');
+    let key = s.key_prefix.as_deref().unwrap_or(&s.resource);
     Builtin {
         info,
         prefix: format!("{root}/{key}/"),
@@ -519,6 +171,59 @@ mod tests {
         assert_eq!(b("widgets"), None);
         assert_eq!(builtin("pods", "/other").unwrap().prefix, "/other/pods/");
         assert!(!builtin("nodes", REGISTRY).unwrap().info.namespaced);
+    }
+
+    #[test]
+    fn every_listable_resource_the_apiserver_stores_is_served() {
+        // Absent from the hand-written list this replaced.
+        for name in [
+            "certificatesigningrequests",
+            "csidrivers",
+            "csinodes",
+            "apiservices",
+            "validatingwebhookconfigurations",
+            "runtimeclasses",
+            "flowschemas",
+            "horizontalpodautoscalers",
+        ] {
+            let b = builtin(name, REGISTRY).unwrap_or_else(|| panic!("{name} is not served"));
+            assert!(b.info.storage_version_hash.is_some(), "{name}");
+        }
+        // What is left out is left out for a reason that holds.
+        for (s, why) in unserved() {
+            assert!(
+                s.key_prefix.is_none()
+                    || !s.preferred
+                    || !s.can("watch")
+                    || (!s.stored_as_served() && !crate::read::converts_storage(&s.group, &s.kind)),
+                "{}.{} {}: {why}",
+                s.resource,
+                s.group,
+                s.version
+            );
+        }
+    }
+
+    #[test]
+    fn short_names_and_fields_are_the_apiservers() {
+        let info = |n: &str| builtin(n, REGISTRY).unwrap().info;
+        assert_eq!(info("pods").short_names, ["po"]);
+        assert_eq!(info("crd").short_names, ["crd", "crds"]);
+        assert!(info("pods").fields.iter().any(|f| f == "spec.nodeName"));
+        assert!(
+            info("events")
+                .fields
+                .iter()
+                .any(|f| f == "involvedObject.uid")
+        );
+        assert!(info("pods").categories.iter().any(|c| c == "all"));
+        assert!(info("endpoints").deprecation.is_some());
+        // The apiserver's conversions refuse these.
+        assert!(info("pods").selectable("spec.host"));
+        assert!(!info("nodes").selectable("metadata.namespace"));
+        assert!(!info("csr").selectable("metadata.namespace"));
+        assert!(info("pv").selectable("metadata.namespace"));
+        assert!(info("pods").selectable("metadata.namespace"));
     }
 
     #[test]

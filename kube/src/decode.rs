@@ -143,8 +143,12 @@ impl Decoder {
     /// a Job's `status.successful` is `status.succeeded`), `default` when
     /// the path is missing (the apiserver prints Go's zero value: a
     /// node's `spec.unschedulable` is `false` when unset).
+    /// An empty `path` is never there: the field reads as `default`.
     pub fn field_as(mut self, name: &str, path: &str, default: Option<&str>) -> Decoder {
-        let steps = path.split('.').map(str::to_owned).collect();
+        let steps = match path {
+            "" => Vec::new(),
+            _ => path.split('.').map(str::to_owned).collect(),
+        };
         self.fields
             .push((name.to_owned(), steps, default.map(str::to_owned)));
         self
@@ -387,6 +391,18 @@ mod tests {
 
     fn decoder() -> Decoder {
         Decoder::new().field("spec.nodeName").field("status.phase")
+    }
+
+    #[test]
+    fn a_field_with_no_path_reads_as_its_default() {
+        let v = br#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns"},"status":{"podIPs":[{"ip":"1.2.3.4"}]}}"#;
+        let o = Decoder::new()
+            .field_as("status.podIPs", "", None)
+            .field_as("spec.hostNetwork", "", Some("false"))
+            .decode(b"ns/a", v, 7.into())
+            .unwrap();
+        assert_eq!(o.field("status.podIPs"), None);
+        assert_eq!(o.field("spec.hostNetwork"), Some("false"));
     }
 
     #[test]

@@ -39,6 +39,16 @@ pub struct ResourceInfo {
     /// supported`, as the apiserver refuses one it cannot select on: an
     /// object without the field would never match, silently.
     pub fields: Vec<String>,
+    /// Whether a field selector may name `metadata.namespace`, where the
+    /// apiserver's conversion says (it refuses it on some cluster-scoped
+    /// built-in kinds: nodes, namespaces, certificate signing requests);
+    /// `None`: on namespaced resources and built-in kinds, not on
+    /// cluster-scoped custom resources (`crConverter.ConvertFieldLabel`).
+    pub namespace_selectable: Option<bool>,
+    /// Discovery's `storageVersionHash`: the apiserver's hash of the
+    /// group, version and kind it stores objects at (clients key caches
+    /// on it); `None` where Herald does not know it.
+    pub storage_version_hash: Option<String>,
 }
 
 impl ResourceInfo {
@@ -57,6 +67,8 @@ impl ResourceInfo {
             categories: Vec::new(),
             deprecation: None,
             fields: Vec::new(),
+            namespace_selectable: None,
+            storage_version_hash: None,
         }
     }
 
@@ -100,12 +112,15 @@ impl ResourceInfo {
     }
 
     /// Whether a field selector may name `field`: `metadata.name`,
-    /// `metadata.namespace` (but on a cluster-scoped custom resource, as
-    /// the apiserver's `crConverter.ConvertFieldLabel` refuses it there),
-    /// and the resource's own fields.
+    /// `metadata.namespace` where the apiserver takes it
+    /// ([`namespace_selectable`](Self::namespace_selectable)), and the
+    /// resource's own fields.
     pub fn selectable(&self, field: &str) -> bool {
         field == herald::FIELD_NAME
-            || (field == herald::FIELD_NAMESPACE && (self.namespaced || self.typed))
+            || (field == herald::FIELD_NAMESPACE
+                && self
+                    .namespace_selectable
+                    .unwrap_or(self.namespaced || self.typed))
             || self.fields.iter().any(|f| f == field)
     }
 

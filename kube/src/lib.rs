@@ -8,7 +8,11 @@
 //!   one), as the apiserver serves it (the `read` module's conversions);
 //! - [`proto`]: the apiserver's protobuf, read and written, with a schema
 //!   generated from the real `k8s.io/api` types;
-//! - [`builtin`]: the built-in resources and their etcd keys;
+//! - [`served`]: what kube-apiserver v1.37.2 serves (generated from it):
+//!   resources, discovery's fields, etcd keys, field labels, table
+//!   columns;
+//! - [`builtin`]: the built-in resources Herald serves, read from
+//!   [`served`], and their etcd keys;
 //! - [`ResourceInfo`]: a resource's names (group, version, plural, kind,
 //!   list kind), scope, key and selectable fields, as discovery and paths
 //!   spell them;
@@ -52,6 +56,7 @@ pub mod proto;
 pub mod query;
 pub mod quote;
 mod read;
+pub mod served;
 mod status;
 pub mod table;
 mod undecodable;

@@ -68,6 +68,11 @@ pub fn custom_of(crd: &Value, registry: &str) -> Result<Custom, String> {
         info.list_kind = list_kind.to_owned();
     }
     info.typed = false;
+    // The apiserver's hash of the storage version, as its discovery of
+    // custom resources gives it.
+    info.storage_version_hash = Some(herald_kube::served::storage_version_hash(
+        &group, &version, &kind,
+    ));
     info.categories = names["categories"]
         .as_array()
         .map(|a| {

@@ -6,7 +6,7 @@ use herald_kube::ResourceInfo;
 use serde_json::{Value, json};
 
 /// The Kubernetes minor version the served API follows.
-pub const KUBERNETES_MINOR: &str = "32";
+pub const KUBERNETES_MINOR: &str = "37";
 
 fn bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
@@ -129,10 +129,16 @@ pub fn api_resources<'a>(
                 "namespaced": r.namespaced,
                 "kind": r.kind,
                 "verbs": ["get", "list", "watch"],
-                "shortNames": r.short_names,
             });
+            // `omitempty`, as `metav1.APIResource` has them.
+            if !r.short_names.is_empty() {
+                v["shortNames"] = json!(r.short_names);
+            }
             if !r.categories.is_empty() {
                 v["categories"] = json!(r.categories);
+            }
+            if let Some(hash) = &r.storage_version_hash {
+                v["storageVersionHash"] = json!(hash);
             }
             v
         })

@@ -627,6 +627,14 @@ async fn run(
                 b.prefix
             );
         }
+        // What the apiserver lists too and Herald does not serve, and why.
+        for (s, why) in herald_kube::builtin::unserved() {
+            let name = match s.group.as_str() {
+                "" => s.resource.clone(),
+                g => format!("{}.{g}", s.resource),
+            };
+            println!("# not served: {name}	{}	{why}", s.api_version());
+        }
         return Ok(());
     }
     if args.kubeconfig.is_some() || args.in_cluster || args.context.is_some() {

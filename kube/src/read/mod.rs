@@ -98,6 +98,14 @@ const META: &[&str] = &[
 /// A top-level object's fields, in Go's order.
 const OBJECT: &[&str] = &["kind", "apiVersion", "metadata", "spec", "status"];
 
+/// Whether objects of `group`'s `kind` stored at an older version than
+/// the one served are converted here (CRDs stored as `v1beta1`), so the
+/// resource can be served although its storage version is not its
+/// served one.
+pub(crate) fn converts_storage(group: &str, kind: &str) -> bool {
+    (group, kind) == ("apiextensions.k8s.io", "CustomResourceDefinition")
+}
+
 /// Turns a stored object (decoded to JSON, `kind` and `apiVersion` set)
 /// into what the apiserver serves for it.
 pub(crate) fn as_served(doc: &mut Map<String, Value>) {
