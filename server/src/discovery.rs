@@ -158,7 +158,27 @@ pub fn api_resources<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::priority;
+    use super::{api_resources, priority};
+    use herald_kube::builtin::{REGISTRY, builtin};
+
+    #[test]
+    fn resources_carry_the_apiservers_hash_and_omit_empty_short_names() {
+        let infos: Vec<_> = ["pods", "secrets", "csr"]
+            .iter()
+            .map(|n| builtin(n, REGISTRY).unwrap().info)
+            .collect();
+        let core: serde_json::Value =
+            serde_json::from_slice(&api_resources("", "v1", infos.iter())).unwrap();
+        let pods = &core["resources"][0];
+        assert_eq!(pods["storageVersionHash"], "xPOwRZ+Yhw8=");
+        assert_eq!(pods["shortNames"], serde_json::json!(["po"]));
+        assert_eq!(pods["categories"], serde_json::json!(["all"]));
+        assert!(core["resources"][1].get("shortNames").is_none());
+        let certs: serde_json::Value =
+            serde_json::from_slice(&api_resources("certificates.k8s.io", "v1", infos.iter()))
+                .unwrap();
+        assert_eq!(certs["resources"][0]["storageVersionHash"], "95fRKMXA+00=");
+    }
 
     #[test]
     fn versions_rank_as_kubernetes_ranks_them() {
