@@ -160,7 +160,7 @@ func pathPattern(p string) string {
 	p = indexRE.ReplaceAllString(p, "[*]")
 	if m := topFieldRE.FindStringSubmatch(p); m != nil && m[1] != "" {
 		switch m[2] {
-		case "metadata", "spec", "status", "kind", "apiVersion", "object", "type":
+		case "metadata", "spec", "status", "kind", "apiVersion":
 		default:
 			return m[1] + ".<top-level field>"
 		}
@@ -365,6 +365,13 @@ func watchEvents(body []byte) ([]interface{}, error) {
 		}
 		if ev["type"] == "BOOKMARK" {
 			continue
+		}
+		// The apiserver's own writes (its lease renewals in kube-system,
+		// every 10 s) fall in a one-second watch or not by timing.
+		if obj, ok := ev["object"].(map[string]interface{}); ok {
+			if md, ok := obj["metadata"].(map[string]interface{}); ok && md["namespace"] == "kube-system" {
+				continue
+			}
 		}
 		out = append(out, ev)
 	}
