@@ -40,7 +40,7 @@ type genScale struct {
 }
 
 var genScales = map[string]genScale{
-	"default": {Name: "default", PerKind: 3, Labels: 5, Fields: 5, RVs: 5, Gets: 3, PageWalks: 1},
+	"default": {Name: "default", PerKind: 3, Labels: 8, Fields: 8, RVs: 6, Gets: 3, PageWalks: 2},
 	"long":    {Name: "long", PerKind: 6, Labels: 100, Fields: 100, RVs: 100, Gets: 6, AllEncodings: true, PageWalks: 3},
 }
 
@@ -631,11 +631,22 @@ func genFinish(t *testing.T, report *genReport, resources, objects int, took tim
 				}
 			}
 			fmt.Fprintf(&b, "\n== %s: %d pattern(s)\n", class, n)
+			if class == "missing-resource" {
+				b.WriteString("  (listed by the apiserver's discovery, not by Herald's; no request is sent for them)\n")
+			}
 		}
 		res := g.Resources
 		more := ""
 		if len(res) > 6 {
 			res, more = res[:6], fmt.Sprintf(", +%d", len(g.Resources)-6)
+		}
+		if g.Class == "missing-resource" {
+			tag := "[UNKNOWN]"
+			if g.Known != "" {
+				tag = "[known]"
+			}
+			fmt.Fprintf(&b, "  %s %s\n", tag, g.Pattern)
+			continue
 		}
 		if g.Known != "" {
 			fmt.Fprintf(&b, "  [known] %s  (%d times; %s%s)\n      why: %s\n      e.g. %s\n", g.Pattern, g.Count, strings.Join(res, " "), more, g.Known, g.Example)
