@@ -237,6 +237,34 @@ func continueSansRV(tok string) string {
 	return string(out)
 }
 
+// encOf is the encoding of a media type (for error bodies, which come in
+// the encoding asked for when the server can).
+func encOf(ct string) string {
+	switch mediaType(ct) {
+	case "application/yaml":
+		return encYAML
+	case protoType:
+		return encProto
+	}
+	return encJSON
+}
+
+// decodeStatus decodes a Status in whichever encoding it came in.
+func decodeStatus(r genResp, s *apiStatus) error {
+	v, err := decodeAnswer(encOf(r.ctype), r.body)
+	if err != nil {
+		return err
+	}
+	b, _ := json.Marshal(v)
+	if err := json.Unmarshal(b, s); err != nil {
+		return err
+	}
+	if s.Kind == "" && encOf(r.ctype) == encProto {
+		s.Kind = "Status" // protobuf carries the kind in its envelope
+	}
+	return nil
+}
+
 // decodeAnswer decodes an answer body into a JSON value for its encoding.
 func decodeAnswer(enc string, body []byte) (interface{}, error) {
 	switch enc {
@@ -275,9 +303,13 @@ func compareAnswers(q genReq, a, h genResp) []genFinding {
 			Detail: fmt.Sprintf("herald %d %.200s | apiserver %d %.200s", h.code, h.body, a.code, a.body)}}
 	}
 	if a.code >= 300 {
+		if mediaType(a.ctype) != mediaType(h.ctype) {
+			return []genFinding{{Class: "content-type", Pattern: fmt.Sprintf("%s %d: apiserver %s, herald %s", what, a.code, mediaType(a.ctype), mediaType(h.ctype)),
+				Detail: fmt.Sprintf("herald %.200q | apiserver %.200q", h.body, a.body)}}
+		}
 		var as, hs apiStatus
-		aerr := json.Unmarshal(a.body, &as)
-		herr := json.Unmarshal(h.body, &hs)
+		aerr := decodeStatus(a, &as)
+		herr := decodeStatus(h, &hs)
 		if aerr == nil && (herr != nil || hs.Kind != "Status") && as.Kind == "Status" {
 			return []genFinding{{Class: "error", Pattern: fmt.Sprintf("%s %d: Herald's body is no Status", what, a.code), Detail: fmt.Sprintf("herald %.200s", h.body)}}
 		}
@@ -291,8 +323,8 @@ func compareAnswers(q genReq, a, h genResp) []genFinding {
 				Detail: fmt.Sprintf("herald %q | apiserver %q", hs.Message, as.Message)})
 		}
 		if fs == nil && !bytes.Equal(a.body, h.body) {
-			av, _ := decodeJSON(a.body)
-			hv, _ := decodeJSON(h.body)
+			av, _ := decodeAnswer(encOf(a.ctype), a.body)
+			hv, _ := decodeAnswer(encOf(h.ctype), h.body)
 			for _, d := range diffJSON(hv, av, 5) {
 				fs = append(fs, genFinding{Class: "error", Pattern: fmt.Sprintf("%s %d: Status %s", what, a.code, pathPattern(d.Path)), Detail: d.String()})
 			}
@@ -331,6 +363,10 @@ func compareAnswers(q genReq, a, h genResp) []genFinding {
 		p := pathPattern(d.Path)
 		if q.Kind == "get" && strings.HasPrefix(p, ".items") {
 			p = "(get)" + p
+		}
+		if p == ".items[*]" {
+			// An item on one side only: which request matters.
+			p += " in " + what
 		}
 		if seen[p] {
 			continue

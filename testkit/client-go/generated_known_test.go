@@ -25,12 +25,13 @@ var knownGeneratedList = []knownDiff{
 	{"bytes", `^(list|get|page) table: `, "", "the Table rows' objects: metadata.resourceVersion written after creationTimestamp (as in JSON)"},
 	{"bytes", `^(list|get|page) yaml: `, "", "Herald's YAML quotes managedFields' keys (\"f:metadata\":) where the apiserver's does not (f:metadata:)"},
 	{"bytes", `^(list|get|page) protobuf: `, "", "Herald's protobuf ListMeta omits the empty selfLink and continue strings the apiserver encodes (and the object's metadata order)"},
+	{"content-type", `\[(yaml|protobuf)\] [45][0-9][0-9]: apiserver (application/yaml|application/vnd\.kubernetes\.protobuf), herald application/json$`, "", "an error asked for in YAML or protobuf: the apiserver writes its Status in that encoding, Herald in JSON"},
 	{"status", `\[pom\]: apiserver 200, herald 406$`, "", "Herald does not serve as=PartialObjectMetadata / PartialObjectMetadataList (406)"},
 	{"error", `\[protobuf\] 406(: reason , herald NotAcceptable| : message)$`, `^gen\.herald\.dev/`, "protobuf of a custom resource: the apiserver's 406 Status has no reason and an empty message; Herald's has NotAcceptable and lists the media types"},
 
 	// Options.
 	{"error", `^(list|page) .*labelSelector.* 400 BadRequest: message$`, "", "Herald's label selector parser words its errors itself (byte offsets, expectations) where the apiserver's says e.g. \"unable to parse requirement: found '', expected: ',' or ')'\""},
-	{"status", `^list labelSelector \[json\]: apiserver 200, herald 400$`, "", "a label selector with an empty set (app in ()) or another shape the apiserver takes: Herald refuses it (400)"},
+	{"status", `^list labelSelector \[\w+\]: apiserver 200, herald 400$`, "", "a label selector with an empty set (app in ()) or another shape the apiserver takes: Herald refuses it (400)"},
 	{"error", `^list .*fieldSelector.* 400 BadRequest: message$`, "", "an unsupported field label: Herald says \"field label not supported: X\", the apiserver \"\\\"X\\\" is not a known field selector: only \\\"metadata.name\\\", \\\"metadata.namespace\\\"\""},
 	{"status", `^list fieldSelector \[json\]: apiserver 400, herald 200$`, `^v1/(nodes|namespaces)$`, "metadata.namespace in a field selector of a cluster-scoped core resource (nodes, namespaces): the apiserver refuses it (field label not supported), Herald answers"},
 	{"error", `^list ns plain \[json\] 404 NotFound: message$`, "", "a cluster-scoped resource under /namespaces/<ns>/: Herald's 404 message names the path, the apiserver's is \"the server could not find the requested resource\""},
@@ -39,8 +40,11 @@ var knownGeneratedList = []knownDiff{
 	{"status", `^watch resourceVersion=abc \[json\]: apiserver 500, herald 400$`, "", "a watch with a malformed resourceVersion: the apiserver answers 500 (no reason), Herald 400 BadRequest"},
 	{"error", `^list resourceVersion=future&resourceVersionMatch=NotOlderThan \[json\] 504 Timeout: message$`, "", "a list at a future version: Herald's 504 message lacks the apiserver's \"Timeout: \" prefix (the current version in it differs by timing as well)"},
 	{"value", `^\.metadata\.continue$`, "", "Herald's continue tokens have their own format (h2....), not the apiserver's base64 JSON {v, rv, start}"},
+	{"table", `^\.metadata\.continue$`, "", "Herald's continue tokens have their own format (h2....), not the apiserver's base64 JSON {v, rv, start}"},
 	{"value", `^\.metadata\.remainingItemCount$`, "", "Herald does not send remainingItemCount in a paged list"},
-	{"value", `^\.items\[\*\]$`, "", "resourceVersion=0&limit=N: the apiserver serves the whole list from its cache (limit ignored), Herald pages it"},
+	{"table", `^\.metadata\.remainingItemCount$`, "", "Herald does not send remainingItemCount in a paged list"},
+	{"status", `^list labelSelector \[protobuf\]: apiserver 406, herald 400$`, `^gen\.herald\.dev/`, "protobuf of a custom resource with a malformed selector: the apiserver refuses the media type first (406), Herald the selector (400)"},
+	{"value", `^\.items\[\*\] in list resourceVersion=N&limit=N \[`, "", "resourceVersion=0&limit=N: the apiserver serves the whole list from its cache (limit ignored), Herald pages it"},
 	{"value", `^\(paging\) continue present on one server only$`, "", "resourceVersion=0&limit=N: the apiserver ignores the limit (no continue), Herald pages"},
 
 	// Tables.
@@ -48,6 +52,8 @@ var knownGeneratedList = []knownDiff{
 	{"table", `^\.rows\[\*\]\.object$`, "", "includeObject=None: Herald still sends each row's object (PartialObjectMetadata)"},
 	{"table", `^\.rows\[\*\]\.object\.(apiVersion|kind|spec|status|<top-level field>|metadata\..*)$`, "", "includeObject=Object: Herald sends each row's PartialObjectMetadata, not the object"},
 	{"table", `^\.(columnDefinitions|rows)\[\*\]`, `^(apps/v1/controllerrevisions|networking\.k8s\.io/v1/ingressclasses|v1/podtemplates|v1/replicationcontrollers)$`, "Herald's Table columns for controllerrevisions, ingressclasses, podtemplates and replicationcontrollers are not the apiserver's (Name, Age only)"},
+
+	{"table", `^\.rows$`, "", "a Table with no rows: the apiserver writes \"rows\": null, Herald []"},
 
 	// Watches.
 	{"watch", `^watch resourceVersion=1 \(too old\): event count$`, "", "a watch from resourceVersion 1: the apiserver's watch cache answers 410 Expired (ERROR), Herald replays the history it has (etcd upstream, nothing compacted yet)"},
