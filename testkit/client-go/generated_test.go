@@ -40,7 +40,7 @@ type genScale struct {
 }
 
 var genScales = map[string]genScale{
-	"default": {Name: "default", PerKind: 3, Labels: 8, Fields: 8, RVs: 6, Gets: 3, PageWalks: 2},
+	"default": {Name: "default", PerKind: 3, Labels: 5, Fields: 8, RVs: 6, Gets: 3, PageWalks: 2},
 	"long":    {Name: "long", PerKind: 6, Labels: 100, Fields: 100, RVs: 100, Gets: 6, AllEncodings: true, PageWalks: 3},
 }
 
@@ -602,7 +602,14 @@ func genWatchWrites(ctx context.Context, api *genClient, listable []apiRes, byRe
 func genWatches(ctx context.Context, api, herald *genClient, r apiRes, rv string, report *genReport) {
 	if rv != "" {
 		genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "from list rv", Path: r.path("") + "?watch=1&resourceVersion=" + rv + "&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
+		genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "from list rv, labelSelector app=a, in gen-a", Path: r.path("gen-a") + "?watch=1&labelSelector=app%3Da&resourceVersion=" + rv + "&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
 	}
+	// A watch list: the objects as ADDED events, then (dropped) the
+	// bookmark that ends them. Five seconds, not one: on the apiserver upstream
+	// Herald's initial events wait for its consistent read (a bookmark from
+	// the apiserver, 1-2 s), and a one-second watch often ends before them;
+	// five seconds leave room on a loaded machine.
+	genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "sendInitialEvents", Path: r.path("") + "?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=5", Enc: encJSON, RVMode: "exact"}, report)
 	genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "resourceVersion=1 (too old)", Path: r.path("") + "?watch=1&resourceVersion=1&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
 	genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "resourceVersion=abc", Path: r.path("") + "?watch=1&resourceVersion=abc&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
 }
