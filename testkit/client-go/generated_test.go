@@ -561,7 +561,7 @@ func genPages(ctx context.Context, api, herald *genClient, r apiRes, limit int, 
 		report.add(r.String(), q.String(), fs)
 		acont, hcont = continueOf(enc, a.body), continueOf(enc, h.body)
 		if acont == "" || hcont == "" || a.code != 200 || h.code != 200 {
-			if (acont == "") != (hcont == "") {
+			if a.code == 200 && h.code == 200 && (acont == "") != (hcont == "") {
 				report.add(r.String(), q.String(), []genFinding{{Class: "value", Pattern: "(paging) continue present on one server only", Detail: fmt.Sprintf("page %d: herald %q, apiserver %q", page, hcont, acont)}})
 			}
 			return
