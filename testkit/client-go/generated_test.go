@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,13 +250,23 @@ func TestGenerated(t *testing.T) {
 	// Watches: a few writes, then a watch from before them on both.
 	wbegan = time.Now()
 	genWatchWrites(ctx, api, listable, byRes)
-	runParallel(len(listable), 32, func(i int) {
+	t.Logf("watch writes in %.1f s", time.Since(wbegan).Seconds())
+	runParallel(len(listable), 12, func(i int) {
 		genWatches(ctx, api, herald, listable[i], listRVs[i], report)
 	})
 	if len(listable) > 0 {
 		// A list at a version far ahead: both wait, then 504.
 		r := listable[0]
-		genPair(ctx, api, herald, genReq{Res: r, Kind: "list", Shape: "resourceVersion=future&resourceVersionMatch=NotOlderThan", Path: r.path("") + "?resourceVersion=999999999&resourceVersionMatch=NotOlderThan", Enc: encJSON, RVMode: "exact"}, report)
+		p := r.path("") + "?resourceVersion=999999999&resourceVersionMatch=NotOlderThan"
+		fbegan := time.Now()
+		a := api.do(ctx, http.MethodGet, p, jsonType, nil)
+		atook := time.Since(fbegan)
+		h := herald.do(ctx, http.MethodGet, p, jsonType, nil)
+		htook := time.Since(fbegan) - atook
+		q := genReq{Res: r, Kind: "list", Shape: "resourceVersion=future&resourceVersionMatch=NotOlderThan", Path: p, Enc: encJSON, RVMode: "exact"}
+		report.count(1)
+		report.add(r.String(), q.String(), compareAnswers(q, a, h))
+		t.Logf("a list at a future version: the apiserver answered %d after %.1f s, Herald %d after %.1f s", a.code, atook.Seconds(), h.code, htook.Seconds())
 	}
 	t.Logf("watches in %.1f s", time.Since(wbegan).Seconds())
 	c.alive(t)
@@ -364,8 +375,21 @@ func genPair(ctx context.Context, api, herald *genClient, q genReq, report *genR
 	var a, h genResp
 	var fs []genFinding
 	for try := 0; try < 3; try++ {
-		a = api.do(ctx, http.MethodGet, q.Path, acceptFor(q.Enc, q.Kind != "get"), nil)
-		h = herald.do(ctx, http.MethodGet, q.Path, acceptFor(q.Enc, q.Kind != "get"), nil)
+		accept := acceptFor(q.Enc, q.Kind != "get")
+		if q.Kind == "watch" {
+			// Both at once: a watch lasts its timeout, and what it
+			// replays does not depend on which server is asked first.
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				a = api.do(ctx, http.MethodGet, q.Path, accept, nil)
+			}()
+			h = herald.do(ctx, http.MethodGet, q.Path, accept, nil)
+			<-done
+		} else {
+			a = api.do(ctx, http.MethodGet, q.Path, accept, nil)
+			h = herald.do(ctx, http.MethodGet, q.Path, accept, nil)
+		}
 		fs = compareAnswers(q, a, h)
 		if len(fs) == 0 || q.RVMode == "exact" || q.Kind == "watch" || !rvDiffers(a.body, h.body) {
 			break
@@ -598,8 +622,18 @@ func genWatchWrites(ctx context.Context, api *genClient, listable []apiRes, byRe
 }
 
 // genWatches: a watch from the version before the writes (one second),
-// and watches that end at once (a too old version, a malformed one).
+// and watches that end at once (a too old version, a malformed one), each
+// at once.
 func genWatches(ctx context.Context, api, herald *genClient, r apiRes, rv string, report *genReport) {
+	var wg sync.WaitGroup
+	genPair := func(ctx context.Context, api, herald *genClient, q genReq, report *genReport) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			genPair(ctx, api, herald, q, report)
+		}()
+	}
+	defer wg.Wait()
 	if rv != "" {
 		genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "from list rv", Path: r.path("") + "?watch=1&resourceVersion=" + rv + "&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
 		genPair(ctx, api, herald, genReq{Res: r, Kind: "watch", Shape: "from list rv, labelSelector app=a, in gen-a", Path: r.path("gen-a") + "?watch=1&labelSelector=app%3Da&resourceVersion=" + rv + "&timeoutSeconds=1", Enc: encJSON, RVMode: "exact"}, report)
