@@ -18,7 +18,9 @@ type knownDiff struct {
 var knownGeneratedList = []knownDiff{
 	// Resources.
 	{"missing-resource", `^gen\.herald\.dev/v2/gizmos$`, "", "Herald serves the test's CRD's second served version (v2, not stored) in some runs only: it follows CRDs each second and may serve the CRD as first seen (found by TestGenerated, 2026-12-07)"},
-	{"missing-resource", `.`, "", "Herald does not serve this resource (its built-in list: core, apps, batch, discovery, coordination, rbac, networking ingresses/networkpolicies/ingressclasses, policy, scheduling, storage classes, CRDs)"},
+	// Each by name: a resource Herald stops serving is a new difference.
+	{"missing-resource", `^(admissionregistration\.k8s\.io/v1/(mutatingadmissionpolicies|mutatingadmissionpolicybindings|mutatingwebhookconfigurations|validatingadmissionpolicies|validatingadmissionpolicybindings|validatingwebhookconfigurations)|apiregistration\.k8s\.io/v1/apiservices|autoscaling/v[12]/horizontalpodautoscalers|certificates\.k8s\.io/v1/(certificatesigningrequests|clustertrustbundles|podcertificaterequests)|events\.k8s\.io/v1/events|flowcontrol\.apiserver\.k8s\.io/v1/(flowschemas|prioritylevelconfigurations)|networking\.k8s\.io/v1/(ipaddresses|servicecidrs)|node\.k8s\.io/v1/runtimeclasses|resource\.k8s\.io/v1/(deviceclasses|devicetaintrules|resourceclaims|resourceclaimtemplates|resourceslices)|storage\.k8s\.io/v1/(csidrivers|csinodes|csistoragecapacities|volumeattachments|volumeattributesclasses)|storagemigration\.k8s\.io/v1/storageversionmigrations|v1/componentstatuses)$`, "",
+		"Herald does not serve this resource (it serves core, apps, batch, discovery, coordination, rbac, networking's ingresses, network policies and ingress classes, policy, scheduling, storage classes, CRDs and custom resources)"},
 
 	// Encodings.
 	{"bytes", `^(list|get|page|watch) json: `, "", "key order and a newline: Herald writes a built-in object's metadata.resourceVersion after creationTimestamp (the apiserver: after uid, the Go struct's order); a custom resource's JSON kind, apiVersion, metadata first (the apiserver: every key sorted, as unstructured JSON is); a list Herald pages lacks the apiserver's trailing newline"},
@@ -62,9 +64,10 @@ var knownGeneratedList = []knownDiff{
 	{"watch", `^watch resourceVersion=1 \(too old\): event count$`, "", "a watch from resourceVersion 1: the apiserver's watch cache answers 410 Expired (ERROR), Herald replays the history it has (etcd upstream, nothing compacted yet)"},
 }
 
-// knownGenerated returns the reason a difference is known, if it is.
-func knownGenerated(class, pattern string, resources []string) (string, bool) {
-	for _, k := range knownGeneratedList {
+// knownGenerated returns the reason a difference is known, if it is, and
+// which entry knows it.
+func knownGenerated(class, pattern string, resources []string) (string, int, bool) {
+	for i, k := range knownGeneratedList {
 		if k.Class != class || !regexp.MustCompile(k.Pattern).MatchString(pattern) {
 			continue
 		}
@@ -79,8 +82,8 @@ func knownGenerated(class, pattern string, resources []string) (string, bool) {
 			}
 		}
 		if ok {
-			return k.Reason, true
+			return k.Reason, i, true
 		}
 	}
-	return "", false
+	return "", -1, false
 }
