@@ -54,22 +54,59 @@ var genLabelSelectors = []string{
 }
 
 // genFieldLabels are the field selectors the apiserver supports beyond
-// metadata.name and metadata.namespace, per resource (the apiserver does
-// not list them in discovery).
-var genFieldLabels = map[string][]string{
-	"v1/pods":                   {"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.nominatedNodeName"},
-	"v1/events":                 {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"},
-	"v1/secrets":                {"type"},
-	"v1/namespaces":             {"status.phase"},
-	"v1/nodes":                  {"spec.unschedulable"},
-	"v1/replicationcontrollers": {"status.replicas"},
-	"apps/v1/replicasets":       {"status.replicas"},
-	"batch/v1/jobs":             {"status.successful"},
-	"v1/services":               {"spec.clusterIP", "spec.type"},
-	"certificates.k8s.io/v1/certificatesigningrequests": {"spec.signerName"},
-	"gen.herald.dev/v1/gizmos":                          {"spec.color"},
-	"gen.herald.dev/v2/gizmos":                          {"spec.color"},
+// metadata.name and metadata.namespace, per resource: for built-in
+// resources, what kube/schema/served-v1.37.2.json records (generated from
+// the real apiserver by probing every field path, see kube/README.md); for
+// the test's own CRD, its selectableFields.
+func genFieldLabels(gvr string) []string { return genServed[gvr] }
+
+// loadFieldLabels reads them once, before the requests are drawn.
+func loadFieldLabels(t *testing.T) {
+	genServedOnce.Do(func() {
+		genServed = map[string][]string{
+			"gen.herald.dev/v1/gizmos": {"spec.color"},
+			"gen.herald.dev/v2/gizmos": {"spec.color"},
+		}
+		path := os.Getenv("HERALD_SERVED_JSON")
+		if path == "" {
+			path = "../../kube/schema/served-v1.37.2.json"
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			genServedErr = err
+			return
+		}
+		var file struct {
+			Resources []struct {
+				Group, Version, Resource string
+				FieldLabels              []string
+			}
+		}
+		if genServedErr = json.Unmarshal(data, &file); genServedErr != nil {
+			return
+		}
+		for _, r := range file.Resources {
+			gv := r.Version
+			if r.Group != "" {
+				gv = r.Group + "/" + r.Version
+			}
+			for _, f := range r.FieldLabels {
+				if f != "metadata.name" && f != "metadata.namespace" {
+					genServed[gv+"/"+r.Resource] = append(genServed[gv+"/"+r.Resource], f)
+				}
+			}
+		}
+	})
+	if genServedErr != nil {
+		t.Fatalf("the field labels of kube/schema/served-v1.37.2.json: %v", genServedErr)
+	}
 }
+
+var (
+	genServedOnce sync.Once
+	genServed     map[string][]string
+	genServedErr  error
+)
 
 // genCRD is the test's custom resource: two versions served (v1 stored,
 // v2 converted with None), printer columns, a selectable field.
@@ -132,6 +169,7 @@ func genSeed(t *testing.T) int64 {
 }
 
 func TestGenerated(t *testing.T) {
+	loadFieldLabels(t)
 	began := time.Now()
 	seed := genSeed(t)
 	scaleName := os.Getenv("HERALD_GEN_SCALE")
@@ -476,7 +514,7 @@ func genResourceRequests(ctx context.Context, api, herald *genClient, r apiRes, 
 		"metadata.name=" + name + ",metadata.namespace=" + ns, "metadata.name==" + name,
 		"spec.bogus=1", "metadata.name", "metadata.name=a,=b", "metadata.uid=x", "metadata.labels=x",
 	}
-	for _, f := range genFieldLabels[r.String()] {
+	for _, f := range genFieldLabels(r.String()) {
 		val := ""
 		if len(items) > 0 {
 			if v, ok := getPath(items[rng.Intn(len(items))], fieldPath(f)); ok {
