@@ -24,15 +24,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	"k8s.io/utils/dump"
 )
 
-// typedScheme is client-go's scheme with the apiextensions types: every
-// built-in kind a typed client decodes.
+// typedScheme is client-go's scheme with the apiextensions and the
+// aggregator's types: every built-in kind a typed client decodes.
 var typedScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	utilruntime.Must(apiregistrationv1.AddToScheme(s))
 	return s
 }()
 
