@@ -6,17 +6,28 @@
 //!   prints them (`AddHandlers`' column definitions and its `print*`
 //!   functions), every column included, `-o wide`'s (priority 1) too, as
 //!   the apiserver's `TableConvertor` always asks for them: the `core`,
-//!   `pod`, `service`, `apps`, `batch_net`, `storage` and `rbac` modules
-//!   (a list of `StorageClass`es marks its default class, as
-//!   `printStorageClassList` does: see [`list_table_at`]);
-//! - `Role`, `ClusterRole` and `LimitRange` with the apiserver's default
-//!   convertor (`NAME`, `CREATED AT`), as their storage has no printer;
+//!   `core_legacy`, `pod`, `service`, `apps`, `revision`, `hpa`,
+//!   `batch_net`, `networking`, `storage`, `csi`, `node`, `dra`,
+//!   `flowcontrol`, `admission`, `certificates` and `rbac` modules (a list
+//!   of `StorageClass`es marks its default class, as
+//!   `printStorageClassList` does, and a list of `FlowSchema`s is printed
+//!   in matching order: see [`list_table_at`]);
+//! - `Role`, `ClusterRole`, `LimitRange` and `CSIStorageCapacity` with the
+//!   apiserver's default convertor (`NAME`, `CREATED AT`), as their storage
+//!   has no printer;
+//! - `APIService` as kube-aggregator's convertor prints it, and
+//!   `StorageVersionMigration`: the `apiservice` module;
 //! - `CustomResourceDefinition`s as apiextensions' CRD convertor prints
 //!   them, and custom resources with their CRD's `additionalPrinterColumns`
 //!   ([`CrdColumns`], given with [`Printer::custom`]): the `crd` module.
 //!
 //! A kind Herald has no printer for is printed as a custom resource whose
 //! CRD declares no columns (`NAME`, `AGE`).
+//!
+//! Each row embeds its object as the request's `includeObject` asks
+//! ([`IncludeObject`], [`Printer::including`]): its metadata as a
+//! `PartialObjectMetadata` (the default), the whole object with its
+//! `apiVersion` and `kind`, or null.
 //!
 //! Ages are computed when the table is built, as the apiserver computes
 //! them when it answers; [`table_at`] takes that "now".
@@ -31,20 +42,34 @@ use std::time::SystemTime;
 use serde_json::{Map, Value, json};
 
 use crate::info::ResourceInfo;
+use crate::status::ApiError;
 
+mod admission;
+mod apiservice;
 mod apps;
 mod batch_net;
 mod cells;
+mod certificates;
 mod core;
+mod core_legacy;
 mod crd;
+mod csi;
+mod dra;
+mod flowcontrol;
+mod hpa;
+mod include;
 mod jsonpath;
+mod networking;
+mod node;
 mod pod;
 mod rbac;
+mod revision;
 mod service;
 mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
+pub use include::IncludeObject;
 pub use time::{micro_time, unix_seconds};
 
 use cells::{BuiltIn, Row, column};
@@ -75,6 +100,17 @@ fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
         .chain(crd::PRINTERS)
         .chain(batch_net::PRINTERS)
         .chain(storage::PRINTERS)
+        .chain(core_legacy::PRINTERS)
+        .chain(revision::PRINTERS)
+        .chain(hpa::PRINTERS)
+        .chain(networking::PRINTERS)
+        .chain(csi::PRINTERS)
+        .chain(node::PRINTERS)
+        .chain(dra::PRINTERS)
+        .chain(flowcontrol::PRINTERS)
+        .chain(admission::PRINTERS)
+        .chain(certificates::PRINTERS)
+        .chain(apiservice::PRINTERS)
 }
 
 /// A list printer: the rows of a list's items, at the given time.
@@ -89,10 +125,32 @@ fn list_rows(kind: &str) -> Option<ListRows> {
     }
 }
 
+/// A list's order: for each row, the index of its object.
+type ListOrder = fn(&[Value]) -> Vec<usize>;
+
+/// The order a list's rows are printed in, for the built-in kinds whose
+/// list printer sorts them: for each row, its object's index.
+fn list_order(kind: &str) -> Option<ListOrder> {
+    match kind {
+        "FlowSchema" => Some(flowcontrol::flow_schema_order),
+        _ => None,
+    }
+}
+
 /// How a kind's objects are printed: a built-in kind's printer, or a
-/// custom resource's CRD columns.
+/// custom resource's CRD columns; and what each row embeds of its object
+/// ([`Printer::including`]).
 #[derive(Debug, Clone)]
-pub struct Printer(Inner);
+pub struct Printer(Inner, Embed);
+
+/// What a printer's rows embed of their objects: the `includeObject`
+/// policy, and the `apiVersion` and `kind` a whole object is given when
+/// its JSON lacks them.
+#[derive(Debug, Clone, Default)]
+struct Embed {
+    include: IncludeObject,
+    type_meta: Option<(String, String)>,
+}
 
 #[derive(Debug, Clone)]
 enum Inner {
@@ -112,12 +170,38 @@ impl Printer {
     pub fn built_in(kind: &str) -> Option<Printer> {
         built_ins()
             .find(|p| p.kind == kind)
-            .map(|p| Printer(Inner::BuiltIn(p)))
+            .map(|p| Printer(Inner::BuiltIn(p), Embed::default()))
     }
 
     /// The printer of a custom resource with its CRD version's columns.
     pub fn custom(columns: CrdColumns) -> Printer {
-        Printer(Inner::Custom(columns))
+        Printer(Inner::Custom(columns), Embed::default())
+    }
+
+    /// The same printer, its rows embedding what `include` asks for
+    /// (the default: [`IncludeObject::Metadata`]); a whole object
+    /// ([`IncludeObject::Object`]) with `api_version` and `kind`, as the
+    /// apiserver converts it to the version asked for.
+    pub fn including(&self, include: IncludeObject, api_version: &str, kind: &str) -> Printer {
+        Printer(
+            self.0.clone(),
+            Embed {
+                include,
+                type_meta: Some((api_version.to_owned(), kind.to_owned())),
+            },
+        )
+    }
+
+    /// The printer of a table request for `info`'s objects: this one,
+    /// embedding what the request's `includeObject` (`include_object`)
+    /// asks for, or the apiserver's 400 for a value it does not know.
+    pub fn for_request(
+        &self,
+        include_object: Option<&str>,
+        info: &ResourceInfo,
+    ) -> Result<Printer, ApiError> {
+        let include = IncludeObject::parse(include_object).map_err(ApiError::bad_request)?;
+        Ok(self.including(include, &info.api_version(), &info.kind))
     }
 
     /// The column definitions' JSON.
@@ -148,7 +232,35 @@ impl Printer {
     }
 }
 
-/// The row's `object`: the object's metadata as a `PartialObjectMetadata`
+/// The row's `object`, as `embed` asks: null, the whole object with its
+/// `apiVersion` and `kind`, or its metadata (the default).
+fn embedded(embed: &Embed, kind: Option<&str>, object: &Value) -> Value {
+    match embed.include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => row_object(kind, object),
+        IncludeObject::Object => {
+            let mut whole = object.clone();
+            if let (Some(map), Some((api_version, kind))) =
+                (whole.as_object_mut(), &embed.type_meta)
+            {
+                // The apiserver's encoder writes `kind` and `apiVersion`
+                // first.
+                let mut typed = Map::new();
+                typed.insert("kind".into(), Value::from(kind.as_str()));
+                typed.insert("apiVersion".into(), Value::from(api_version.as_str()));
+                for (k, v) in std::mem::take(map) {
+                    if k != "kind" && k != "apiVersion" {
+                        typed.insert(k, v);
+                    }
+                }
+                *map = typed;
+            }
+            whole
+        }
+    }
+}
+
+/// The object's metadata as a `PartialObjectMetadata`
 /// (`includeObject=Metadata`, the default), as the apiserver converts its
 /// internal object, which for a DaemonSet has no
 /// `deprecated.daemonset.template.generation` annotation (apps/v1 adds it
@@ -230,9 +342,17 @@ fn build<'a>(
     list: bool,
 ) -> Vec<u8> {
     let now = time::nanos(now);
-    let objects: Vec<Value> = objects
+    let mut objects: Vec<Value> = objects
         .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
         .collect();
+    if let Some(order) = printer.kind().filter(|_| list).and_then(list_order) {
+        let order = order(&objects);
+        let mut slots: Vec<Option<Value>> = objects.into_iter().map(Some).collect();
+        objects = order
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+    }
     let list_rows = printer.kind().filter(|_| list).and_then(list_rows);
     let printed: Vec<Row> = match list_rows {
         Some(rows) => rows(&objects, now),
@@ -246,7 +366,7 @@ fn build<'a>(
             if let Some(conditions) = row.conditions {
                 r["conditions"] = conditions;
             }
-            r["object"] = row_object(printer.kind(), object);
+            r["object"] = embedded(&printer.1, printer.kind(), object);
             r
         })
         .collect();
