@@ -154,6 +154,25 @@ if ! cmp -s target/tools/schema-now.json kube/schema/k8s-v1.37.2.json; then
 fi
 echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
+echo "== kube/schema/served-v1.37.2.json against what the real kube-apiserver serves (kube/schema/served: etcd + the apiserver, discovery, tables, field labels, key prefixes)"
+# Its build reuses the apiserver's compiled packages (-trimpath above);
+# about 10 s warm. Its log (the timing at the end) is shown either way.
+if ! { time (cd kube/schema/served \
+        && go run . -apiserver "$HERALD_KUBE_APISERVER" -etcd "$HERALD_ETCD") \
+        > target/tools/served-now.json; } 2> target/tools/served-gen.log; then
+    cat target/tools/served-gen.log >&2
+    echo "FAILED: the served-resources generator kube/schema/served (log above)" >&2
+    exit 1
+fi
+cat target/tools/served-gen.log
+if ! cmp -s target/tools/served-now.json kube/schema/served-v1.37.2.json; then
+    diff -u kube/schema/served-v1.37.2.json target/tools/served-now.json | head -60 >&2 || true
+    echo "FAILED: kube/schema/served-v1.37.2.json is not what kube/schema/served reads from the real kube-apiserver (diff above)" >&2
+    echo "        (regenerate: cd kube/schema/served && go run . -apiserver \"\$HERALD_KUBE_APISERVER\" -etcd \"\$HERALD_ETCD\" > ../served-v1.37.2.json)" >&2
+    exit 1
+fi
+echo "served resources: as generated"
+
 echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
 ignored real

@@ -1,8 +1,9 @@
 // Command schemagen prints the schema herald-kube reads protobuf with.
 //
 // It walks, by reflection, every type reachable from the kinds registered in
-// client-go's scheme and in the apiextensions scheme (the built-in kinds of
-// one Kubernetes release, and CustomResourceDefinition), and prints one JSON
+// client-go's scheme, the apiextensions scheme and the aggregator's (the
+// built-in kinds of one Kubernetes release, CustomResourceDefinition and
+// APIService, at the versions the apiserver serves), and prints one JSON
 // document: kinds (apiVersion/Kind -> type) and types (name -> fields).
 // Each field carries what the Go JSON encoder and the gogo protobuf
 // unmarshaller of the apiserver need to be reproduced exactly: its protobuf
@@ -30,6 +31,7 @@ import (
 	apiextscheme "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/scheme"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+	aggscheme "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset/scheme"
 )
 
 // Field is one Go struct field as the wire and the JSON see it.
@@ -211,12 +213,13 @@ func (w *walker) walk(t reflect.Type) {
 func main() {
 	w := &walker{types: map[string]Type{}}
 	kinds := map[string]string{}
-	for _, s := range []*runtime.Scheme{scheme.Scheme, apiextscheme.Scheme} {
+	for _, s := range []*runtime.Scheme{scheme.Scheme, apiextscheme.Scheme, aggscheme.Scheme} {
 		for gvk, t := range s.AllKnownTypes() {
 			if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "Options") ||
 				gvk.Kind == "WatchEvent" || (gvk.Kind == "Status" && gvk.GroupVersion().String() != "v1") || gvk.Kind == "APIVersions" ||
 				gvk.Kind == "APIGroupList" || gvk.Kind == "APIGroup" || gvk.Kind == "APIResourceList" ||
-				(gvk.Group == "apiextensions.k8s.io" && gvk.Version != "v1") {
+				(gvk.Group == "apiextensions.k8s.io" && gvk.Version != "v1") ||
+				(gvk.Group == "apiregistration.k8s.io" && gvk.Version != "v1") {
 				continue
 			}
 			kinds[gvk.GroupVersion().String()+"/"+gvk.Kind] = name(t)
