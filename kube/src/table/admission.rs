@@ -6,141 +6,41 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "MutatingWebhookConfiguration",
-        columns: MUTATING_WEBHOOKS,
+        group: "admissionregistration.k8s.io",
         row: webhooks,
     },
     BuiltIn {
         kind: "ValidatingWebhookConfiguration",
-        columns: VALIDATING_WEBHOOKS,
+        group: "admissionregistration.k8s.io",
         row: webhooks,
     },
     BuiltIn {
         kind: "ValidatingAdmissionPolicy",
-        columns: VALIDATING_POLICIES,
+        group: "admissionregistration.k8s.io",
         row: validating_policy,
     },
     BuiltIn {
         kind: "ValidatingAdmissionPolicyBinding",
-        columns: VALIDATING_BINDINGS,
+        group: "admissionregistration.k8s.io",
         row: binding,
     },
     BuiltIn {
         kind: "MutatingAdmissionPolicy",
-        columns: MUTATING_POLICIES,
+        group: "admissionregistration.k8s.io",
         row: mutating_policy,
     },
     BuiltIn {
         kind: "MutatingAdmissionPolicyBinding",
-        columns: MUTATING_BINDINGS,
+        group: "admissionregistration.k8s.io",
         row: binding,
     },
-];
-
-const MUTATING_WEBHOOKS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Webhooks",
-        "integer",
-        "",
-        "Webhooks indicates the number of webhooks registered in this configuration",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const VALIDATING_WEBHOOKS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Webhooks",
-        "integer",
-        "",
-        "Webhooks indicates the number of webhooks registered in this configuration",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const VALIDATING_POLICIES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Validations",
-        "integer",
-        "",
-        "Validations indicates the number of validation rules defined in this configuration",
-        0,
-    ),
-    Col::new(
-        "ParamKind",
-        "string",
-        "",
-        "ParamKind specifies the kind of resources used to parameterize this policy",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const VALIDATING_BINDINGS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "PolicyName",
-        "string",
-        "",
-        "PolicyName indicates the policy definition which the policy binding binded to",
-        0,
-    ),
-    Col::new(
-        "ParamRef",
-        "string",
-        "",
-        "ParamRef indicates the param resource which sets the configuration param",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const MUTATING_POLICIES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Mutations",
-        "integer",
-        "",
-        "Mutation indicates the number of mutations rules defined in this configuration",
-        0,
-    ),
-    Col::new(
-        "ParamKind",
-        "string",
-        "",
-        "ParamKind specifies the kind of resources used to parameterize this policy",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const MUTATING_BINDINGS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "PolicyName",
-        "string",
-        "",
-        "PolicyName indicates the policy definition which the policy binding binded to",
-        0,
-    ),
-    Col::new(
-        "ParamRef",
-        "string",
-        "",
-        "ParamRef indicates the param resource which sets the configuration param",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
 ];
 
 /// `printMutatingWebhook` and `printValidatingWebhook`: how many webhooks.

@@ -6,46 +6,21 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "APIService",
-        columns: API_SERVICES,
+        group: "apiregistration.k8s.io",
         row: api_service,
     },
     BuiltIn {
         kind: "StorageVersionMigration",
-        columns: MIGRATIONS,
+        group: "storagemigration.k8s.io",
         row: migration,
     },
-];
-
-const API_SERVICES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Service",
-        "string",
-        "",
-        "The reference to the service that hosts this API endpoint.",
-        0,
-    ),
-    Col::new(
-        "Available",
-        "string",
-        "",
-        "Whether this service is available.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const MIGRATIONS: &[Col] = &[
-    Col::new("Name", "string", "", NAME_DOC, 0),
-    Col::new("Resource", "string", "", "GroupResource to migrate", 0),
-    Col::new("Status", "string", "", "Status of the migration", 0),
 ];
 
 /// The aggregator's row: `namespace/name` of the service, and `True`,

@@ -5,125 +5,26 @@
 
 use serde_json::Value;
 
-use super::cells::{
-    BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, format_labels, int, items, name, string,
-};
+use super::cells::{BuiltIn, Row, age, at, format_labels, int, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "PodTemplate",
-        columns: POD_TEMPLATES,
+        group: "",
         row: pod_template,
     },
     BuiltIn {
         kind: "ReplicationController",
-        columns: REPLICATION_CONTROLLERS,
+        group: "",
         row: replication_controller,
     },
     BuiltIn {
         kind: "ComponentStatus",
-        columns: COMPONENT_STATUSES,
+        group: "",
         row: component_status,
     },
-];
-
-const POD_TEMPLATES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        0,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        0,
-    ),
-    Col::new(
-        "Pod Labels",
-        "string",
-        "",
-        "The labels for the pod template.",
-        0,
-    ),
-];
-
-const REPLICATION_CONTROLLERS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Desired",
-        "integer",
-        "",
-        "Replicas is the number of desired replicas. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
-        0,
-    ),
-    Col::new(
-        "Current",
-        "integer",
-        "",
-        "Replicas is the most recently observed number of replicas. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicationcontroller#what-is-a-replicationcontroller",
-        0,
-    ),
-    Col::new(
-        "Ready",
-        "integer",
-        "",
-        "The number of ready replicas for this replication controller.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "Selector is a label query over pods that should match the Replicas count. If Selector is empty, it is defaulted to the labels present on the Pod template. Label keys and values that must match in order to be controlled by this replication controller, if empty defaulted to labels on Pod template. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-        1,
-    ),
-];
-
-const COMPONENT_STATUSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Status",
-        "string",
-        "",
-        "Status of the component conditions",
-        0,
-    ),
-    Col::new(
-        "Message",
-        "string",
-        "",
-        "Message of the component conditions",
-        0,
-    ),
-    Col::new(
-        "Error",
-        "string",
-        "",
-        "Error of the component conditions",
-        0,
-    ),
 ];
 
 /// `layoutContainerCells`: the containers' names and images, each joined

@@ -5,117 +5,36 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "DeviceClass",
-        columns: DEVICE_CLASSES,
+        group: "resource.k8s.io",
         row: aged,
     },
     BuiltIn {
         kind: "ResourceClaim",
-        columns: RESOURCE_CLAIMS,
+        group: "resource.k8s.io",
         row: resource_claim,
     },
     BuiltIn {
         kind: "ResourceClaimTemplate",
-        columns: RESOURCE_CLAIM_TEMPLATES,
+        group: "resource.k8s.io",
         row: aged,
     },
     BuiltIn {
         kind: "ResourceSlice",
-        columns: RESOURCE_SLICES,
+        group: "resource.k8s.io",
         row: resource_slice,
     },
     BuiltIn {
         kind: "DeviceTaintRule",
-        columns: DEVICE_TAINT_RULES,
+        group: "resource.k8s.io",
         row: device_taint_rule,
     },
-];
-
-const DEVICE_CLASSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const RESOURCE_CLAIMS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "State",
-        "string",
-        "",
-        "A summary of the current state (allocated, pending, reserved, etc.).",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const RESOURCE_CLAIM_TEMPLATES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const RESOURCE_SLICES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Node",
-        "string",
-        "",
-        "NodeName identifies the node which provides the resources in this pool. A field selector can be used to list only ResourceSlice objects belonging to a certain node.\n\nThis field can be used to limit access from nodes to ResourceSlices with the same node name. It also indicates to autoscalers that adding new nodes of the same type as some old node might also make new resources available.\n\nExactly one of NodeName, NodeSelector, AllNodes, and PerDeviceNodeSelection must be set. This field is immutable.",
-        0,
-    ),
-    Col::new(
-        "Driver",
-        "string",
-        "",
-        "Driver identifies the DRA driver providing the capacity information. A field selector can be used to list only ResourceSlice objects with a certain driver name.\n\nMust be a DNS subdomain and should end with a DNS domain owned by the vendor of the driver. It should use only lower case characters. This field is immutable.",
-        0,
-    ),
-    Col::new(
-        "Pool",
-        "string",
-        "",
-        "Name is used to identify the pool. For node-local devices, this is often the node name, but this is not required. A field selector can be used to list only ResourceSlice objects belonging to a certain pool.\n\nIt must not be longer than 253 characters and must consist of one or more DNS sub-domains separated by slashes. This field is immutable.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const DEVICE_TAINT_RULES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Key",
-        "string",
-        "",
-        "The taint key to be applied to a device. Must be a label name.",
-        0,
-    ),
-    Col::new(
-        "Value",
-        "string",
-        "",
-        "The taint value corresponding to the taint key. Must be a label value.",
-        0,
-    ),
-    Col::new(
-        "Effect",
-        "string",
-        "",
-        "The effect of the taint on claims that do not tolerate the taint and through such claims on the pods using them.\n\nValid effects are None, NoSchedule and NoExecute. PreferNoSchedule as used for nodes is not valid here. More effects may get added in the future. Consumers must treat unknown effects like None.",
-        0,
-    ),
-    Col::new(
-        "TimeAdded",
-        "string",
-        "",
-        "TimeAdded represents the time at which the taint was added or (only in a DeviceTaintRule) the effect was modified. Added automatically during create or update if not set.\n\nIn addition, in a DeviceTaintRule a value provided during an update gets replaced with the current time if the provided value is the same as the old one and the new effect is different. Changing the key and/or value while keeping the effect unchanged is possible and does not update the time stamp because the eviction which uses it is either already started (NoExecute) or not started yet (NoEffect, NoSchedule).",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
 ];
 
 /// `printDeviceClass` and `printResourceClaimTemplate`: the name and the

@@ -6,55 +6,15 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, int, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {
     kind: "HorizontalPodAutoscaler",
-    columns: HORIZONTAL_POD_AUTOSCALERS,
+    group: "autoscaling",
     row: horizontal_pod_autoscaler,
 }];
-
-const HORIZONTAL_POD_AUTOSCALERS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Reference",
-        "string",
-        "",
-        "scaleTargetRef points to the target resource to scale, and is used to the pods for which metrics should be collected, as well as to actually change the replica count.",
-        0,
-    ),
-    Col::new(
-        "Targets",
-        "string",
-        "",
-        "metrics contains the specifications for which to use to calculate the desired replica count (the maximum replica count across all metrics will be used).  The desired replica count is calculated multiplying the ratio between the target value and the current value by the current number of pods.  Ergo, metrics used must decrease as the pod count is increased, and vice-versa.  See the individual metric source types for more information about how each type of metric must respond. If not set, the default metric will be set to 80% average CPU utilization.",
-        0,
-    ),
-    Col::new(
-        "MinPods",
-        "string",
-        "",
-        "minReplicas is the lower limit for the number of replicas to which the autoscaler can scale down.  It defaults to 1 pod.  minReplicas is allowed to be 0 if the alpha feature gate HPAScaleToZero is enabled and at least one Object or External metric is configured.  Scaling is active as long as at least one metric value is available.",
-        0,
-    ),
-    Col::new(
-        "MaxPods",
-        "string",
-        "",
-        "maxReplicas is the upper limit for the number of replicas to which the autoscaler can scale up. It cannot be less that minReplicas.",
-        0,
-    ),
-    Col::new(
-        "Replicas",
-        "string",
-        "",
-        "currentReplicas is current number of replicas of pods managed by this autoscaler, as last seen by the autoscaler.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
 
 /// A `resource.Quantity` pointer's `String()`: `<nil>` for none.
 fn quantity(v: &Value) -> String {

@@ -3,8 +3,10 @@
 //! with the columns and cells the real apiserver gives each kind:
 //!
 //! - the built-in kinds as `k8s.io/kubernetes` `pkg/printers/internalversion`
-//!   prints them (`AddHandlers`' column definitions and its `print*`
-//!   functions), every column included, `-o wide`'s (priority 1) too, as
+//!   prints them (`AddHandlers`' column definitions, which the `columns`
+//!   module reads from the schema generated from the real apiserver,
+//!   `kube/schema/served-v1.37.2.json`, and its `print*` functions, ported
+//!   here), every column included, `-o wide`'s (priority 1) too, as
 //!   the apiserver's `TableConvertor` always asks for them: the `core`,
 //!   `core_legacy`, `pod`, `service`, `apps`, `revision`, `hpa`,
 //!   `batch_net`, `networking`, `storage`, `csi`, `node`, `dra`,
@@ -50,6 +52,7 @@ mod apps;
 mod batch_net;
 mod cells;
 mod certificates;
+mod columns;
 mod core;
 mod core_legacy;
 mod crd;
@@ -72,7 +75,7 @@ pub use crd::{CrdColumn, CrdColumns};
 pub use include::IncludeObject;
 pub use time::{micro_time, unix_seconds};
 
-use cells::{BuiltIn, Row, column};
+use cells::{BuiltIn, Row};
 
 /// The `Content-Type` of a table.
 pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -207,11 +210,9 @@ impl Printer {
     /// The column definitions' JSON.
     pub fn columns(&self) -> Value {
         match &self.0 {
-            Inner::BuiltIn(p) => p
-                .columns
-                .iter()
-                .map(|c| column(c.name, c.ty, c.format, c.description, c.priority))
-                .collect(),
+            Inner::BuiltIn(p) => columns::of(p.group, p.kind)
+                .cloned()
+                .unwrap_or_else(|| Value::Array(Vec::new())),
             Inner::Custom(c) => c.definitions(),
         }
     }
@@ -432,6 +433,39 @@ mod tests {
         .unwrap();
         assert_eq!(t["rows"][0]["cells"], json!(["c", 1, "5m30s"]));
         assert_eq!(t["columnDefinitions"], Value::Null);
+    }
+
+    /// Every listable kind of the generated schema has a printer, whose
+    /// columns are that kind's and whose row has a cell per column (but
+    /// `IPAddress`'s, which has an age its columns do not declare, as the
+    /// apiserver's has).
+    #[test]
+    fn every_listed_kind_has_a_printer_with_a_cell_per_column() {
+        let mut n = 0;
+        for (group, kind, columns) in columns::listed() {
+            let printer =
+                Printer::built_in(kind).unwrap_or_else(|| panic!("no printer for {group} {kind}"));
+            assert_eq!(&printer.columns(), columns, "{group} {kind}");
+            let object =
+                json!({"metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"}});
+            let row = printer.row(&object, time::nanos(SystemTime::now()));
+            let extra = usize::from(kind == "IPAddress");
+            assert_eq!(
+                row.cells.len(),
+                columns.as_array().unwrap().len() + extra,
+                "{group} {kind}"
+            );
+            n += 1;
+        }
+        assert!(n >= 60, "{n} kinds");
+        for p in built_ins() {
+            assert!(
+                columns::of(p.group, p.kind).is_some(),
+                "{} {}",
+                p.group,
+                p.kind
+            );
+        }
     }
 
     #[test]

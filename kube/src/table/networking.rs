@@ -6,68 +6,26 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "IngressClass",
-        columns: INGRESS_CLASSES,
+        group: "networking.k8s.io",
         row: ingress_class,
     },
     BuiltIn {
         kind: "ServiceCIDR",
-        columns: SERVICE_CIDRS,
+        group: "networking.k8s.io",
         row: service_cidr,
     },
     BuiltIn {
         kind: "IPAddress",
-        columns: IP_ADDRESSES,
+        group: "networking.k8s.io",
         row: ip_address,
     },
-];
-
-const INGRESS_CLASSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Controller",
-        "string",
-        "",
-        "Controller that is responsible for handling this class",
-        0,
-    ),
-    Col::new(
-        "Parameters",
-        "string",
-        "",
-        "A reference to a resource with additional parameters",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const SERVICE_CIDRS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "CIDRs",
-        "string",
-        "",
-        "cidrs defines the IP blocks in CIDR notation (e.g. \"192.168.0.0/24\" or \"2001:db8::/64\") from which to assign service cluster IPs. Max of two CIDRs is allowed, one of each IP family. This field is immutable.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const IP_ADDRESSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "ParentRef",
-        "string",
-        "",
-        "parentRef references the resource that an IPAddress is attached to. An IPAddress must reference a parent object.",
-        0,
-    ),
 ];
 
 /// `printIngressClass`: ` (default)` after the default class's name

@@ -4,28 +4,15 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, int, items, name, string};
+use super::cells::{BuiltIn, Row, age, int, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {
     kind: "ControllerRevision",
-    columns: CONTROLLER_REVISIONS,
+    group: "apps",
     row: controller_revision,
 }];
-
-const CONTROLLER_REVISIONS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Controller", "string", "", "Controller of the object", 0),
-    Col::new(
-        "Revision",
-        "string",
-        "",
-        "Revision indicates the revision of the state represented by Data.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
 
 /// `metav1.GetControllerOf` and `formatResourceName(gvk.GroupKind(), name,
 /// true)`: the lowercased `kind.group/name` of the first owner reference
