@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::cells::{BuiltIn, Row, age, at, int, items, name, string};
+use super::events;
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
@@ -155,8 +156,10 @@ fn secret(o: &Value, now: Nanos) -> Row {
 
 /// `printEvent`: when it was last and first seen (`eventTime` for an event
 /// without `firstTimestamp`, its series' last observation for a series),
-/// what it is about and who reported it.
+/// what it is about and who reported it; an events.k8s.io/v1 event read
+/// with core/v1's field names, as the apiserver converts it.
 fn event(o: &Value, now: Nanos) -> Row {
+    let o = &*events::as_core(o);
     let first = match time::at(at(o, &["firstTimestamp"])) {
         None => time::since(time::at(at(o, &["eventTime"])), now),
         t => time::since(t, now),

@@ -58,6 +58,7 @@ mod core_legacy;
 mod crd;
 mod csi;
 mod dra;
+mod events;
 mod flowcontrol;
 mod hpa;
 mod include;
