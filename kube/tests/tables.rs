@@ -1,10 +1,12 @@
 //! Tables captured from the real kube-apiserver v1.37.2
-//! (`testkit/corpus/capture_tables.py` over `testkit/corpus/*.yaml`): for
+//! (`testkit/corpus/capture_tables*.py` over `testkit/corpus/*.yaml`): for
 //! every object and every list, the JSON it served and the
-//! `meta.k8s.io/v1` Table it served (includeObject defaulted and
-//! includeObject=None). Herald's table of the served JSON must have the
-//! same column definitions, the same cells and conditions, and (for the
-//! default includeObject) the same row objects.
+//! `meta.k8s.io/v1` Table it served (includeObject defaulted,
+//! includeObject=None and, for the kinds `capture_tables_kinds.py`
+//! captured, includeObject=Object). Herald's table of the served JSON must
+//! have the same column definitions, the same cells and conditions, and the
+//! same row objects (a `PartialObjectMetadata`, null, or the whole object
+//! with its `apiVersion` and `kind`).
 //!
 //! Ages depend on when the apiserver answered: each vector keeps the
 //! response's `Date` (whole seconds, after the table was computed), and
