@@ -17,7 +17,7 @@ use crate::status::ApiError;
 pub const MAX_SELECTOR_LEN: usize = 16 * 1024;
 
 /// The parameters a request may name (each read once: the first counts).
-const KNOWN: [&str; 10] = [
+const KNOWN: [&str; 11] = [
     "watch",
     "resourceVersion",
     "resourceVersionMatch",
@@ -28,6 +28,7 @@ const KNOWN: [&str; 10] = [
     "timeoutSeconds",
     "allowWatchBookmarks",
     "sendInitialEvents",
+    "includeObject",
 ];
 
 /// A list or watch request's options.
@@ -55,6 +56,10 @@ pub struct Options {
     pub send_initial_events: Option<bool>,
     /// The bytes of selector text (label and field) the request holds.
     pub selector_bytes: usize,
+    /// `includeObject`, as given: what a table's rows embed, read (with
+    /// `table::IncludeObject::parse`) only when a table is asked for, as
+    /// the apiserver reads it.
+    pub include_object: Option<String>,
 }
 
 /// A boolean parameter as the apiserver's conversion reads it
@@ -268,6 +273,7 @@ impl Options {
                 }
                 "allowWatchBookmarks" => o.allow_bookmarks = query_bool(value),
                 "sendInitialEvents" => o.send_initial_events = Some(query_bool(value)),
+                "includeObject" => o.include_object = Some(value.clone()),
                 _ => {}
             }
         }
@@ -281,13 +287,14 @@ impl Options {
 
     /// Parses a GET's query as the apiserver decodes `GetOptions`: its
     /// `resourceVersion` alone (and `resourceVersionMatch`, which Herald
-    /// reads on a GET too); every other parameter, `watch` included, is
-    /// ignored.
+    /// reads on a GET too), and a table's `includeObject`; every other
+    /// parameter, `watch` included, is ignored.
     pub fn parse_get(query: &Query) -> Result<Options, ApiError> {
-        let only = query
-            .pairs()
-            .iter()
-            .filter(|p| p.key == "resourceVersion" || p.key == "resourceVersionMatch");
+        let only = query.pairs().iter().filter(|p| {
+            p.key == "resourceVersion"
+                || p.key == "resourceVersionMatch"
+                || p.key == "includeObject"
+        });
         Options::parse(&Query::from_kept(only.cloned()), false)
     }
 }

@@ -1,10 +1,12 @@
 //! Tables captured from the real kube-apiserver v1.37.2
-//! (`testkit/corpus/capture_tables.py` over `testkit/corpus/*.yaml`): for
+//! (`testkit/corpus/capture_tables*.py` over `testkit/corpus/*.yaml`): for
 //! every object and every list, the JSON it served and the
-//! `meta.k8s.io/v1` Table it served (includeObject defaulted and
-//! includeObject=None). Herald's table of the served JSON must have the
-//! same column definitions, the same cells and conditions, and (for the
-//! default includeObject) the same row objects.
+//! `meta.k8s.io/v1` Table it served (includeObject defaulted,
+//! includeObject=None and, for the kinds `capture_tables_kinds.py`
+//! captured, includeObject=Object). Herald's table of the served JSON must
+//! have the same column definitions, the same cells and conditions, and the
+//! same row objects (a `PartialObjectMetadata`, null, or the whole object
+//! with its `apiVersion` and `kind`).
 //!
 //! Ages depend on when the apiserver answered: each vector keeps the
 //! response's `Date` (whole seconds, after the table was computed), and
@@ -14,7 +16,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herald_kube::table::{self, CrdColumns, Printer};
+use herald_kube::table::{self, CrdColumns, IncludeObject, Printer};
 use serde_json::Value;
 
 fn dir() -> std::path::PathBuf {
@@ -81,6 +83,23 @@ fn objects(v: &Value) -> Vec<Vec<u8>> {
 }
 
 fn herald(printer: &Printer, objects: &[Vec<u8>], list: bool, now: SystemTime) -> Value {
+    herald_including(printer, objects, list, now, None)
+}
+
+/// Herald's table, its rows embedding what `include` asks for (`None`: the
+/// printer's default) with the `apiVersion` and `kind` of `type_meta`.
+fn herald_including(
+    printer: &Printer,
+    objects: &[Vec<u8>],
+    list: bool,
+    now: SystemTime,
+    include: Option<(IncludeObject, &str, &str)>,
+) -> Value {
+    let printer = match include {
+        None => printer.clone(),
+        Some((include, api_version, kind)) => printer.including(include, api_version, kind),
+    };
+    let printer = &printer;
     let build = if list {
         table::list_table_at
     } else {
@@ -97,7 +116,7 @@ fn herald(printer: &Printer, objects: &[Vec<u8>], list: bool, now: SystemTime) -
 }
 
 /// Where Herald's table differs from the apiserver's, if it does.
-fn differences(got: &Value, want: &Value, with_objects: bool) -> Vec<String> {
+fn differences(got: &Value, want: &Value) -> Vec<String> {
     let mut out = Vec::new();
     if got["columnDefinitions"] != want["columnDefinitions"] {
         out.push(format!(
@@ -127,7 +146,7 @@ fn differences(got: &Value, want: &Value, with_objects: bool) -> Vec<String> {
                 w.get("conditions")
             ));
         }
-        if with_objects && g["object"] != w["object"] {
+        if g["object"] != w["object"] {
             out.push(format!("row {i} ({name}) object differs"));
         }
     }
@@ -148,9 +167,18 @@ fn tables_are_the_apiservers() {
         kinds.insert(v["kind"].as_str().unwrap().to_owned());
         let printer = printer(v);
         let objects = objects(v);
-        for (table, date, with_objects) in
-            [("table", "date", true), ("table_none", "date_none", false)]
-        {
+        // A list's items have no `apiVersion`: the list's is theirs.
+        let api_version = v["served"]["apiVersion"].as_str().unwrap();
+        let kind = v["kind"].as_str().unwrap();
+        for (table, date, include) in [
+            ("table", "date", None),
+            ("table_none", "date_none", Some(IncludeObject::None)),
+            ("table_object", "date_object", Some(IncludeObject::Object)),
+        ] {
+            let include = include.map(|i| (i, api_version, kind));
+            if v.get(table).is_none() {
+                continue;
+            }
             let at = UNIX_EPOCH + Duration::from_secs(epoch(v[date].as_str().unwrap()));
             let tries: Vec<Vec<String>> = [
                 at + Duration::from_millis(500),
@@ -158,8 +186,14 @@ fn tables_are_the_apiservers() {
             ]
             .into_iter()
             .map(|now| {
-                let got = herald(&printer, &objects, v["list"].as_bool().unwrap(), now);
-                differences(&got, &v[table], with_objects)
+                let got = herald_including(
+                    &printer,
+                    &objects,
+                    v["list"].as_bool().unwrap(),
+                    now,
+                    include,
+                );
+                differences(&got, &v[table])
             })
             .collect();
             if tries.iter().all(|d| !d.is_empty()) {
@@ -173,7 +207,7 @@ fn tables_are_the_apiservers() {
         failures.len(),
         failures.join("\n")
     );
-    assert_eq!(kinds.len(), 34, "{kinds:?}");
+    assert_eq!(kinds.len(), 65, "{kinds:?}");
 }
 
 /// The age is computed at the "now" given, from `creationTimestamp`: every

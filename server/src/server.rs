@@ -483,6 +483,13 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
+        let printer = (caller.media == Media::Table)
+            .then(|| {
+                resource
+                    .printer
+                    .for_request(o.include_object.as_deref(), &resource.info)
+            })
+            .transpose()?;
         let ticket = self
             .inner
             .admission
@@ -541,7 +548,7 @@ impl Server {
                     body = body.revocable(revocation);
                 }
                 match caller.media {
-                    Media::Table => body = body.as_tables(),
+                    Media::Table => body = body.as_tables().printed_by(printer),
                     Media::Protobuf => body = body.as_protobuf(),
                     // A watch negotiates no YAML.
                     Media::Json | Media::Yaml => {}
@@ -585,6 +592,13 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
+        let printer = (caller.media == Media::Table)
+            .then(|| {
+                resource
+                    .printer
+                    .for_request(o.include_object.as_deref(), &resource.info)
+            })
+            .transpose()?;
         let at = ReadAt::for_list(
             o.resource_version,
             o.resource_version_match,
@@ -644,7 +658,7 @@ impl Server {
                     .map(|i| object_json(&r.info, &i.object, i.resource_version))
                     .collect();
                 let body = table::list_table_at(
-                    &r.printer,
+                    printer.as_ref().unwrap_or(&r.printer),
                     metadata,
                     objects.iter().map(|j| &j.bytes()[..]),
                     true,
@@ -677,6 +691,13 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
+        let printer = (caller.media == Media::Table)
+            .then(|| {
+                resource
+                    .printer
+                    .for_request(o.include_object.as_deref(), &resource.info)
+            })
+            .transpose()?;
         let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
             .map_err(ApiError::invalid_options)?;
         let key = resource.info.key(ns, name);
@@ -705,7 +726,7 @@ impl Server {
                 let metadata =
                     serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
                 let body = table::table_at(
-                    &r.printer,
+                    printer.as_ref().unwrap_or(&r.printer),
                     metadata,
                     std::iter::once(&json.bytes()[..]),
                     true,

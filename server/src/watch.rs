@@ -60,6 +60,9 @@ pub struct WatchBody {
     /// Objects as one-row tables (the client asked for `Table`s), and
     /// whether the column definitions were sent.
     table: Option<bool>,
+    /// The printer of those tables, if not the resource's (a request's
+    /// `includeObject`).
+    printer: Option<table::Printer>,
     /// Events as length-prefixed protobuf `WatchEvent`s (the client asked
     /// for protobuf).
     protobuf: bool,
@@ -103,6 +106,7 @@ impl WatchBody {
             mean_event: 1024,
             _ticket: None,
             table: None,
+            printer: None,
             protobuf: false,
             revocation: None,
             registered: None,
@@ -133,6 +137,14 @@ impl WatchBody {
     /// [`herald_kube::table`]).
     pub fn as_tables(mut self) -> WatchBody {
         self.table = Some(false);
+        self
+    }
+
+    /// Prints its tables with `printer`, if given, rather than the
+    /// resource's (which embeds in each row what the request's
+    /// `includeObject` asks for).
+    pub fn printed_by(mut self, printer: Option<table::Printer>) -> WatchBody {
+        self.printer = printer;
         self
     }
 
@@ -202,7 +214,7 @@ impl Body for WatchBody {
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
         let encodings = &this.resource.encodings;
-        let printer = &this.resource.printer;
+        let printer = this.printer.as_ref().unwrap_or(&this.resource.printer);
         let protobuf = this.protobuf;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
         let mut last_rv = 0;

@@ -6,267 +6,36 @@
 
 use serde_json::Value;
 
-use super::cells::{
-    BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, format_labels, int, items, name, string,
-};
+use super::cells::{BuiltIn, Row, age, at, format_labels, int, items, name, string};
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "Deployment",
-        columns: DEPLOYMENTS,
+        group: "apps",
         row: deployment,
     },
     BuiltIn {
         kind: "ReplicaSet",
-        columns: REPLICASETS,
+        group: "apps",
         row: replica_set,
     },
     BuiltIn {
         kind: "DaemonSet",
-        columns: DAEMONSETS,
+        group: "apps",
         row: daemon_set,
     },
     BuiltIn {
         kind: "StatefulSet",
-        columns: STATEFULSETS,
+        group: "apps",
         row: stateful_set,
     },
     BuiltIn {
         kind: "Job",
-        columns: JOBS,
+        group: "batch",
         row: job,
     },
-];
-
-const DEPLOYMENTS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Ready",
-        "string",
-        "",
-        "Number of the pod with ready state",
-        0,
-    ),
-    Col::new(
-        "Up-to-date",
-        "string",
-        "",
-        "Total number of non-terminating pods targeted by this deployment that have the desired template spec.",
-        0,
-    ),
-    Col::new(
-        "Available",
-        "string",
-        "",
-        "Total number of available non-terminating pods (ready for at least minReadySeconds) targeted by this deployment.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment. It must match the pod template's labels.",
-        1,
-    ),
-];
-
-const REPLICASETS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Desired",
-        "integer",
-        "",
-        "Replicas is the number of desired pods. This is a pointer to distinguish between explicit zero and unspecified. Defaults to 1. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
-        0,
-    ),
-    Col::new(
-        "Current",
-        "integer",
-        "",
-        "Replicas is the most recently observed number of non-terminating pods. More info: https://kubernetes.io/docs/concepts/workloads/controllers/replicaset",
-        0,
-    ),
-    Col::new(
-        "Ready",
-        "integer",
-        "",
-        "The number of non-terminating pods targeted by this ReplicaSet with a Ready Condition.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "Selector is a label query over pods that should match the replica count. Label keys and values that must match in order to be controlled by this replica set. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-        1,
-    ),
-];
-
-const DAEMONSETS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Desired",
-        "integer",
-        "",
-        "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
-        0,
-    ),
-    Col::new(
-        "Current",
-        "integer",
-        "",
-        "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/",
-        0,
-    ),
-    Col::new(
-        "Ready",
-        "integer",
-        "",
-        "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition.",
-        0,
-    ),
-    Col::new(
-        "Up-to-date",
-        "integer",
-        "",
-        "The total number of nodes that are running updated daemon pod",
-        0,
-    ),
-    Col::new(
-        "Available",
-        "integer",
-        "",
-        "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)",
-        0,
-    ),
-    Col::new(
-        "Node Selector",
-        "string",
-        "",
-        "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "A label query over pods that are managed by the daemon set. Must match in order to be controlled. It must match the pod template's labels. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-        1,
-    ),
-];
-
-const STATEFULSETS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Ready",
-        "string",
-        "",
-        "Number of the pod with ready state",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-];
-
-const JOBS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Status", "string", "", "Status of the job.", 0),
-    Col::new(
-        "Completions",
-        "string",
-        "",
-        "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.",
-        0,
-    ),
-    Col::new(
-        "Duration",
-        "string",
-        "",
-        "Time required to complete the job.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-        1,
-    ),
 ];
 
 /// `layoutContainerCells` of the pod template: its containers' names and

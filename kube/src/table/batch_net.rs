@@ -9,194 +9,36 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::apps::selector;
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, int, items, name, string};
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "CronJob",
-        columns: CRONJOBS,
+        group: "batch",
         row: cron_job,
     },
     BuiltIn {
         kind: "Ingress",
-        columns: INGRESSES,
+        group: "networking.k8s.io",
         row: ingress,
     },
     BuiltIn {
         kind: "NetworkPolicy",
-        columns: NETWORKPOLICIES,
+        group: "networking.k8s.io",
         row: network_policy,
     },
     BuiltIn {
         kind: "PodDisruptionBudget",
-        columns: PDBS,
+        group: "policy",
         row: pdb,
     },
     BuiltIn {
         kind: "PriorityClass",
-        columns: PRIORITYCLASSES,
+        group: "scheduling.k8s.io",
         row: priority_class,
     },
-];
-
-const CRONJOBS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Schedule",
-        "string",
-        "",
-        "The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.",
-        0,
-    ),
-    Col::new(
-        "Timezone",
-        "string",
-        "",
-        "The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones. If not specified, this will default to the time zone of the kube-controller-manager process. The set of valid time zone names and the time zone offset is loaded from the system-wide time zone database by the API server during CronJob validation and the controller manager during execution. If no system-wide time zone database can be found a bundled version of the database is used instead. If the time zone name becomes invalid during the lifetime of a CronJob or due to a change in host configuration, the controller will stop creating new new Jobs and will create a system event with the reason UnknownTimeZone. More information can be found in https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/#time-zones",
-        0,
-    ),
-    Col::new(
-        "Suspend",
-        "boolean",
-        "",
-        "This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.  Defaults to false.",
-        0,
-    ),
-    Col::new(
-        "Active",
-        "integer",
-        "",
-        "A list of pointers to currently running jobs.",
-        0,
-    ),
-    Col::new(
-        "Last Schedule",
-        "string",
-        "",
-        "Information when was the last time the job was successfully scheduled.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Containers",
-        "string",
-        "",
-        "Names of each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Images",
-        "string",
-        "",
-        "Images referenced by each container in the template.",
-        1,
-    ),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors",
-        1,
-    ),
-];
-
-const INGRESSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Class",
-        "string",
-        "",
-        "The name of the IngressClass resource that should be used for additional configuration",
-        0,
-    ),
-    Col::new(
-        "Hosts",
-        "string",
-        "",
-        "Hosts that incoming requests are matched against before the ingress rule",
-        0,
-    ),
-    Col::new(
-        "Address",
-        "string",
-        "",
-        "Address is a list containing ingress points for the load-balancer",
-        0,
-    ),
-    Col::new(
-        "Ports",
-        "string",
-        "",
-        "Ports of TLS configurations that open",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const NETWORKPOLICIES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Pod-Selector",
-        "string",
-        "",
-        "podSelector selects the pods to which this NetworkPolicy object applies. The array of rules is applied to any pods selected by this field. An empty selector matches all pods in the policy's namespace. Multiple network policies can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is optional. If it is not specified, it defaults to an empty selector.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const PDBS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Min Available",
-        "string",
-        "",
-        "The minimum number of pods that must be available.",
-        0,
-    ),
-    Col::new(
-        "Max Unavailable",
-        "string",
-        "",
-        "The maximum number of pods that may be unavailable.",
-        0,
-    ),
-    Col::new(
-        "Allowed Disruptions",
-        "integer",
-        "",
-        "Calculated number of pods that may be disrupted at this time.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const PRIORITYCLASSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Value",
-        "integer",
-        "",
-        "value represents the integer value of this priority class. This is the actual priority that pods receive when they have the name of this class in their pod spec.",
-        0,
-    ),
-    Col::new(
-        "Global-Default",
-        "boolean",
-        "",
-        "globalDefault specifies whether this PriorityClass should be considered as the default priority for pods that do not have any priority class. Only one PriorityClass can be marked as `globalDefault`. However, if more than one PriorityClasses exists with their `globalDefault` field set to true, the smallest value of such global default PriorityClasses will be used as the default priority.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "PreemptionPolicy",
-        "string",
-        "",
-        "preemptionPolicy is the Policy for preempting pods with lower priority. One of Never, PreemptLowerPriority. Defaults to PreemptLowerPriority if unset.",
-        0,
-    ),
 ];
 
 /// `metav1.FormatLabelSelector`: `<none>` for none and for the empty

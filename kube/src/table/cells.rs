@@ -14,34 +14,6 @@ pub(crate) const NAME_DOC: &str = "Name must be unique within a namespace. Is re
 /// column's description.
 pub(crate) const CREATED_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-/// A built-in printer's column definition (`metav1.TableColumnDefinition`).
-#[derive(Debug)]
-pub(crate) struct Col {
-    pub(crate) name: &'static str,
-    pub(crate) ty: &'static str,
-    pub(crate) format: &'static str,
-    pub(crate) description: &'static str,
-    pub(crate) priority: i32,
-}
-
-impl Col {
-    pub(crate) const fn new(
-        name: &'static str,
-        ty: &'static str,
-        format: &'static str,
-        description: &'static str,
-        priority: i32,
-    ) -> Col {
-        Col {
-            name,
-            ty,
-            format,
-            description,
-            priority,
-        }
-    }
-}
-
 /// A column definition's JSON.
 pub(crate) fn column(
     name: &str,
@@ -69,12 +41,14 @@ impl From<Vec<Value>> for Row {
     }
 }
 
-/// A built-in kind's printer: its columns and its row function, which
-/// takes the object's JSON and the time to compute ages at.
+/// A built-in kind's printer: its kind, its API group (whose columns
+/// the generated schema gives: see the `columns` module) and its row
+/// function, which takes the object's JSON and the time to compute ages
+/// at.
 #[derive(Debug)]
 pub(crate) struct BuiltIn {
     pub(crate) kind: &'static str,
-    pub(crate) columns: &'static [Col],
+    pub(crate) group: &'static str,
     pub(crate) row: fn(&Value, time::Nanos) -> Row,
 }
 

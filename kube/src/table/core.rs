@@ -8,216 +8,47 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, int, items, name, string};
+use super::events;
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "Node",
-        columns: NODES,
+        group: "",
         row: node,
     },
     BuiltIn {
         kind: "Namespace",
-        columns: NAMESPACES,
+        group: "",
         row: namespace,
     },
     BuiltIn {
         kind: "ConfigMap",
-        columns: CONFIGMAPS,
+        group: "",
         row: config_map,
     },
     BuiltIn {
         kind: "Secret",
-        columns: SECRETS,
+        group: "",
         row: secret,
     },
     BuiltIn {
         kind: "Event",
-        columns: EVENTS,
+        group: "",
         row: event,
     },
     BuiltIn {
         kind: "Lease",
-        columns: LEASES,
+        group: "coordination.k8s.io",
         row: lease,
     },
     BuiltIn {
         kind: "ServiceAccount",
-        columns: SERVICEACCOUNTS,
+        group: "",
         row: service_account,
     },
-];
-
-const NODES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Status", "string", "", "The status of the node", 0),
-    Col::new("Roles", "string", "", "The roles of the node", 0),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Version",
-        "string",
-        "",
-        "Kubelet Version reported by the node.",
-        0,
-    ),
-    Col::new(
-        "Internal-IP",
-        "string",
-        "",
-        "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).",
-        1,
-    ),
-    Col::new(
-        "External-IP",
-        "string",
-        "",
-        "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses Note: This field is declared as mergeable, but the merge key is not sufficiently unique, which can cause data corruption when it is merged. Callers should instead use a full-replacement patch. See https://pr.k8s.io/79391 for an example. Consumers should assume that addresses can change during the lifetime of a Node. However, there are some exceptions where this may not be possible, such as Pods that inherit a Node's address in its own status or consumers of the downward API (status.hostIP).",
-        1,
-    ),
-    Col::new(
-        "OS-Image",
-        "string",
-        "",
-        "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
-        1,
-    ),
-    Col::new(
-        "Kernel-Version",
-        "string",
-        "",
-        "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
-        1,
-    ),
-    Col::new(
-        "Container-Runtime",
-        "string",
-        "",
-        "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
-        1,
-    ),
-];
-
-const NAMESPACES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Status", "string", "", "The status of the namespace", 0),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const CONFIGMAPS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Data",
-        "string",
-        "",
-        "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const SECRETS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Type",
-        "string",
-        "",
-        "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
-        0,
-    ),
-    Col::new(
-        "Data",
-        "string",
-        "",
-        "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const EVENTS: &[Col] = &[
-    Col::new(
-        "Last Seen",
-        "string",
-        "",
-        "The time at which the most recent occurrence of this event was recorded.",
-        0,
-    ),
-    Col::new(
-        "Type",
-        "string",
-        "",
-        "Type of this event (Normal, Warning), new types could be added in the future",
-        0,
-    ),
-    Col::new(
-        "Reason",
-        "string",
-        "",
-        "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
-        0,
-    ),
-    Col::new(
-        "Object",
-        "string",
-        "",
-        "The object that this event is about.",
-        0,
-    ),
-    Col::new(
-        "Subobject",
-        "string",
-        "",
-        "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2]. For example, if the object reference is to a container within a pod, this would take on a value like: \"spec.containers{name}\" (where \"name\" refers to the name of the container that triggered the event) or if no container name is specified \"spec.containers[2]\" (container with index 2 in this pod). This syntax is chosen only to have some well-defined way of referencing a part of an object.",
-        1,
-    ),
-    Col::new(
-        "Source",
-        "string",
-        "",
-        "The component reporting this event. Should be a short machine understandable string.",
-        1,
-    ),
-    Col::new(
-        "Message",
-        "string",
-        "",
-        "A human-readable description of the status of this operation.",
-        0,
-    ),
-    Col::new(
-        "First Seen",
-        "string",
-        "",
-        "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
-        1,
-    ),
-    Col::new(
-        "Count",
-        "string",
-        "",
-        "The number of times this event has occurred.",
-        1,
-    ),
-    Col::new("Name", "string", "name", NAME_DOC, 1),
-];
-
-const LEASES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Holder",
-        "string",
-        "",
-        "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const SERVICEACCOUNTS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
 ];
 
 /// `printNode`: the Ready condition, roles from `node-role.kubernetes.io/*`
@@ -325,8 +156,10 @@ fn secret(o: &Value, now: Nanos) -> Row {
 
 /// `printEvent`: when it was last and first seen (`eventTime` for an event
 /// without `firstTimestamp`, its series' last observation for a series),
-/// what it is about and who reported it.
+/// what it is about and who reported it; an events.k8s.io/v1 event read
+/// with core/v1's field names, as the apiserver converts it.
 fn event(o: &Value, now: Nanos) -> Row {
+    let o = &*events::as_core(o);
     let first = match time::at(at(o, &["firstTimestamp"])) {
         None => time::since(time::at(at(o, &["eventTime"])), now),
         t => time::since(t, now),

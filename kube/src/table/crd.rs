@@ -8,27 +8,16 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, at, column, items, name, string};
+use super::cells::{BuiltIn, CREATED_DOC, NAME_DOC, Row, at, column, items, name, string};
 use super::jsonpath::Path;
 use super::time::{self, Nanos};
 
 /// The CRD printer.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {
     kind: "CustomResourceDefinition",
-    columns: CUSTOMRESOURCEDEFINITIONS,
+    group: "apiextensions.k8s.io",
     row: crd,
 }];
-
-const CUSTOMRESOURCEDEFINITIONS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Scope", "string", "", "Cluster/Namespaced", 0),
-    Col::new("Versions", "string", "", "Served versions", 0),
-    Col::new("Created At", "date", "", CREATED_DOC, 0),
-    Col::new("Group", "string", "", "API group", 1),
-    Col::new("Kind", "string", "", "CustomResource kind", 1),
-    Col::new("ShortNames", "string", "", "Short names", 1),
-    Col::new("Established", "boolean", "", "Established status", 1),
-];
 
 /// A CRD's row: its served versions (`v1(storage)`), creation time, group,
 /// kind, short names and whether it is established.

@@ -3,20 +3,33 @@
 //! with the columns and cells the real apiserver gives each kind:
 //!
 //! - the built-in kinds as `k8s.io/kubernetes` `pkg/printers/internalversion`
-//!   prints them (`AddHandlers`' column definitions and its `print*`
-//!   functions), every column included, `-o wide`'s (priority 1) too, as
+//!   prints them (`AddHandlers`' column definitions, which the `columns`
+//!   module reads from the schema generated from the real apiserver,
+//!   `kube/schema/served-v1.37.2.json`, and its `print*` functions, ported
+//!   here), every column included, `-o wide`'s (priority 1) too, as
 //!   the apiserver's `TableConvertor` always asks for them: the `core`,
-//!   `pod`, `service`, `apps`, `batch_net`, `storage` and `rbac` modules
-//!   (a list of `StorageClass`es marks its default class, as
-//!   `printStorageClassList` does: see [`list_table_at`]);
-//! - `Role`, `ClusterRole` and `LimitRange` with the apiserver's default
-//!   convertor (`NAME`, `CREATED AT`), as their storage has no printer;
+//!   `core_legacy`, `pod`, `service`, `apps`, `revision`, `hpa`,
+//!   `batch_net`, `networking`, `storage`, `csi`, `node`, `dra`,
+//!   `flowcontrol`, `admission`, `certificates` and `rbac` modules (a list
+//!   of `StorageClass`es marks its default class, as
+//!   `printStorageClassList` does, and a list of `FlowSchema`s is printed
+//!   in matching order: see [`list_table_at`]);
+//! - `Role`, `ClusterRole`, `LimitRange` and `CSIStorageCapacity` with the
+//!   apiserver's default convertor (`NAME`, `CREATED AT`), as their storage
+//!   has no printer;
+//! - `APIService` as kube-aggregator's convertor prints it, and
+//!   `StorageVersionMigration`: the `apiservice` module;
 //! - `CustomResourceDefinition`s as apiextensions' CRD convertor prints
 //!   them, and custom resources with their CRD's `additionalPrinterColumns`
 //!   ([`CrdColumns`], given with [`Printer::custom`]): the `crd` module.
 //!
 //! A kind Herald has no printer for is printed as a custom resource whose
 //! CRD declares no columns (`NAME`, `AGE`).
+//!
+//! Each row embeds its object as the request's `includeObject` asks
+//! ([`IncludeObject`], [`Printer::including`]): its metadata as a
+//! `PartialObjectMetadata` (the default), the whole object with its
+//! `apiVersion` and `kind`, or null.
 //!
 //! Ages are computed when the table is built, as the apiserver computes
 //! them when it answers; [`table_at`] takes that "now".
@@ -31,23 +44,39 @@ use std::time::SystemTime;
 use serde_json::{Map, Value, json};
 
 use crate::info::ResourceInfo;
+use crate::status::ApiError;
 
+mod admission;
+mod apiservice;
 mod apps;
 mod batch_net;
 mod cells;
+mod certificates;
+mod columns;
 mod core;
+mod core_legacy;
 mod crd;
+mod csi;
+mod dra;
+mod events;
+mod flowcontrol;
+mod hpa;
+mod include;
 mod jsonpath;
+mod networking;
+mod node;
 mod pod;
 mod rbac;
+mod revision;
 mod service;
 mod storage;
 mod time;
 
 pub use crd::{CrdColumn, CrdColumns};
+pub use include::IncludeObject;
 pub use time::{micro_time, unix_seconds};
 
-use cells::{BuiltIn, Row, column};
+use cells::{BuiltIn, Row};
 
 /// The `Content-Type` of a table.
 pub const CONTENT_TYPE: &str = "application/json;as=Table;v=v1;g=meta.k8s.io";
@@ -75,6 +104,17 @@ fn built_ins() -> impl Iterator<Item = &'static BuiltIn> {
         .chain(crd::PRINTERS)
         .chain(batch_net::PRINTERS)
         .chain(storage::PRINTERS)
+        .chain(core_legacy::PRINTERS)
+        .chain(revision::PRINTERS)
+        .chain(hpa::PRINTERS)
+        .chain(networking::PRINTERS)
+        .chain(csi::PRINTERS)
+        .chain(node::PRINTERS)
+        .chain(dra::PRINTERS)
+        .chain(flowcontrol::PRINTERS)
+        .chain(admission::PRINTERS)
+        .chain(certificates::PRINTERS)
+        .chain(apiservice::PRINTERS)
 }
 
 /// A list printer: the rows of a list's items, at the given time.
@@ -89,10 +129,32 @@ fn list_rows(kind: &str) -> Option<ListRows> {
     }
 }
 
+/// A list's order: for each row, the index of its object.
+type ListOrder = fn(&[Value]) -> Vec<usize>;
+
+/// The order a list's rows are printed in, for the built-in kinds whose
+/// list printer sorts them: for each row, its object's index.
+fn list_order(kind: &str) -> Option<ListOrder> {
+    match kind {
+        "FlowSchema" => Some(flowcontrol::flow_schema_order),
+        _ => None,
+    }
+}
+
 /// How a kind's objects are printed: a built-in kind's printer, or a
-/// custom resource's CRD columns.
+/// custom resource's CRD columns; and what each row embeds of its object
+/// ([`Printer::including`]).
 #[derive(Debug, Clone)]
-pub struct Printer(Inner);
+pub struct Printer(Inner, Embed);
+
+/// What a printer's rows embed of their objects: the `includeObject`
+/// policy, and the `apiVersion` and `kind` a whole object is given when
+/// its JSON lacks them.
+#[derive(Debug, Clone, Default)]
+struct Embed {
+    include: IncludeObject,
+    type_meta: Option<(String, String)>,
+}
 
 #[derive(Debug, Clone)]
 enum Inner {
@@ -112,22 +174,46 @@ impl Printer {
     pub fn built_in(kind: &str) -> Option<Printer> {
         built_ins()
             .find(|p| p.kind == kind)
-            .map(|p| Printer(Inner::BuiltIn(p)))
+            .map(|p| Printer(Inner::BuiltIn(p), Embed::default()))
     }
 
     /// The printer of a custom resource with its CRD version's columns.
     pub fn custom(columns: CrdColumns) -> Printer {
-        Printer(Inner::Custom(columns))
+        Printer(Inner::Custom(columns), Embed::default())
+    }
+
+    /// The same printer, its rows embedding what `include` asks for
+    /// (the default: [`IncludeObject::Metadata`]); a whole object
+    /// ([`IncludeObject::Object`]) with `api_version` and `kind`, as the
+    /// apiserver converts it to the version asked for.
+    pub fn including(&self, include: IncludeObject, api_version: &str, kind: &str) -> Printer {
+        Printer(
+            self.0.clone(),
+            Embed {
+                include,
+                type_meta: Some((api_version.to_owned(), kind.to_owned())),
+            },
+        )
+    }
+
+    /// The printer of a table request for `info`'s objects: this one,
+    /// embedding what the request's `includeObject` (`include_object`)
+    /// asks for, or the apiserver's 400 for a value it does not know.
+    pub fn for_request(
+        &self,
+        include_object: Option<&str>,
+        info: &ResourceInfo,
+    ) -> Result<Printer, ApiError> {
+        let include = IncludeObject::parse(include_object).map_err(ApiError::bad_request)?;
+        Ok(self.including(include, &info.api_version(), &info.kind))
     }
 
     /// The column definitions' JSON.
     pub fn columns(&self) -> Value {
         match &self.0 {
-            Inner::BuiltIn(p) => p
-                .columns
-                .iter()
-                .map(|c| column(c.name, c.ty, c.format, c.description, c.priority))
-                .collect(),
+            Inner::BuiltIn(p) => columns::of(p.group, p.kind)
+                .cloned()
+                .unwrap_or_else(|| Value::Array(Vec::new())),
             Inner::Custom(c) => c.definitions(),
         }
     }
@@ -148,7 +234,35 @@ impl Printer {
     }
 }
 
-/// The row's `object`: the object's metadata as a `PartialObjectMetadata`
+/// The row's `object`, as `embed` asks: null, the whole object with its
+/// `apiVersion` and `kind`, or its metadata (the default).
+fn embedded(embed: &Embed, kind: Option<&str>, object: &Value) -> Value {
+    match embed.include {
+        IncludeObject::None => Value::Null,
+        IncludeObject::Metadata => row_object(kind, object),
+        IncludeObject::Object => {
+            let mut whole = object.clone();
+            if let (Some(map), Some((api_version, kind))) =
+                (whole.as_object_mut(), &embed.type_meta)
+            {
+                // The apiserver's encoder writes `kind` and `apiVersion`
+                // first.
+                let mut typed = Map::new();
+                typed.insert("kind".into(), Value::from(kind.as_str()));
+                typed.insert("apiVersion".into(), Value::from(api_version.as_str()));
+                for (k, v) in std::mem::take(map) {
+                    if k != "kind" && k != "apiVersion" {
+                        typed.insert(k, v);
+                    }
+                }
+                *map = typed;
+            }
+            whole
+        }
+    }
+}
+
+/// The object's metadata as a `PartialObjectMetadata`
 /// (`includeObject=Metadata`, the default), as the apiserver converts its
 /// internal object, which for a DaemonSet has no
 /// `deprecated.daemonset.template.generation` annotation (apps/v1 adds it
@@ -230,9 +344,17 @@ fn build<'a>(
     list: bool,
 ) -> Vec<u8> {
     let now = time::nanos(now);
-    let objects: Vec<Value> = objects
+    let mut objects: Vec<Value> = objects
         .map(|b| serde_json::from_slice(b).unwrap_or(Value::Null))
         .collect();
+    if let Some(order) = printer.kind().filter(|_| list).and_then(list_order) {
+        let order = order(&objects);
+        let mut slots: Vec<Option<Value>> = objects.into_iter().map(Some).collect();
+        objects = order
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+            .collect();
+    }
     let list_rows = printer.kind().filter(|_| list).and_then(list_rows);
     let printed: Vec<Row> = match list_rows {
         Some(rows) => rows(&objects, now),
@@ -246,7 +368,7 @@ fn build<'a>(
             if let Some(conditions) = row.conditions {
                 r["conditions"] = conditions;
             }
-            r["object"] = row_object(printer.kind(), object);
+            r["object"] = embedded(&printer.1, printer.kind(), object);
             r
         })
         .collect();
@@ -312,6 +434,39 @@ mod tests {
         .unwrap();
         assert_eq!(t["rows"][0]["cells"], json!(["c", 1, "5m30s"]));
         assert_eq!(t["columnDefinitions"], Value::Null);
+    }
+
+    /// Every listable kind of the generated schema has a printer, whose
+    /// columns are that kind's and whose row has a cell per column (but
+    /// `IPAddress`'s, which has an age its columns do not declare, as the
+    /// apiserver's has).
+    #[test]
+    fn every_listed_kind_has_a_printer_with_a_cell_per_column() {
+        let mut n = 0;
+        for (group, kind, columns) in columns::listed() {
+            let printer =
+                Printer::built_in(kind).unwrap_or_else(|| panic!("no printer for {group} {kind}"));
+            assert_eq!(&printer.columns(), columns, "{group} {kind}");
+            let object =
+                json!({"metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"}});
+            let row = printer.row(&object, time::nanos(SystemTime::now()));
+            let extra = usize::from(kind == "IPAddress");
+            assert_eq!(
+                row.cells.len(),
+                columns.as_array().unwrap().len() + extra,
+                "{group} {kind}"
+            );
+            n += 1;
+        }
+        assert!(n >= 60, "{n} kinds");
+        for p in built_ins() {
+            assert!(
+                columns::of(p.group, p.kind).is_some(),
+                "{} {}",
+                p.group,
+                p.kind
+            );
+        }
     }
 
     #[test]

@@ -6,69 +6,15 @@
 
 use serde_json::{Value, json};
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, int, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, int, items, name, string};
 use super::time::{self, Nanos};
 
 /// The pod printer.
 pub(crate) const PRINTERS: &[BuiltIn] = &[BuiltIn {
     kind: "Pod",
-    columns: PODS,
+    group: "",
     row: pod,
 }];
-
-const PODS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Ready",
-        "string",
-        "",
-        "The aggregate readiness state of this pod for accepting traffic.",
-        0,
-    ),
-    Col::new(
-        "Status",
-        "string",
-        "",
-        "The aggregate status of the containers in this pod.",
-        0,
-    ),
-    Col::new(
-        "Restarts",
-        "string",
-        "",
-        "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "IP",
-        "string",
-        "",
-        "podIP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
-        1,
-    ),
-    Col::new(
-        "Node",
-        "string",
-        "",
-        "NodeName indicates in which node this pod is scheduled. If empty, this pod is a candidate for scheduling by the scheduler defined in schedulerName. Once this field is set, the kubelet for this node becomes responsible for the lifecycle of this pod. This field should not be used to express a desire for the pod to be scheduled on a specific node. https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodename",
-        1,
-    ),
-    Col::new(
-        "Nominated Node",
-        "string",
-        "",
-        "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods. This field does not guarantee that the pod will be scheduled on this node. Scheduler may decide to place the pod elsewhere if other nodes become available sooner. Scheduler may also decide to give the resources on this node to a higher priority pod that is created after preemption. As a result, this field may be different than PodSpec.nodeName when the pod is scheduled.",
-        1,
-    ),
-    Col::new(
-        "Readiness Gates",
-        "string",
-        "",
-        "If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to \"True\" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates",
-        1,
-    ),
-];
 
 /// A container status's last termination time (`lastState.terminated
 /// .finishedAt`), `None` for none (or Go's zero time, which no time is

@@ -6,84 +6,31 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "Role",
-        columns: ROLES,
+        group: "rbac.authorization.k8s.io",
         row: created,
     },
     BuiltIn {
         kind: "ClusterRole",
-        columns: ROLES,
+        group: "rbac.authorization.k8s.io",
         row: created,
     },
     BuiltIn {
         kind: "RoleBinding",
-        columns: ROLEBINDINGS,
+        group: "rbac.authorization.k8s.io",
         row: binding,
     },
     BuiltIn {
         kind: "ClusterRoleBinding",
-        columns: CLUSTERROLEBINDINGS,
+        group: "rbac.authorization.k8s.io",
         row: binding,
     },
-];
-
-pub(crate) const ROLES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new("Created At", "date", "", CREATED_DOC, 0),
-];
-
-const ROLEBINDINGS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Role",
-        "string",
-        "",
-        "roleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new("Users", "string", "", "Users in the roleBinding", 1),
-    Col::new("Groups", "string", "", "Groups in the roleBinding", 1),
-    Col::new(
-        "ServiceAccounts",
-        "string",
-        "",
-        "ServiceAccounts in the roleBinding",
-        1,
-    ),
-];
-
-const CLUSTERROLEBINDINGS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Role",
-        "string",
-        "",
-        "roleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new("Users", "string", "", "Users in the clusterRoleBinding", 1),
-    Col::new(
-        "Groups",
-        "string",
-        "",
-        "Groups in the clusterRoleBinding",
-        1,
-    ),
-    Col::new(
-        "ServiceAccounts",
-        "string",
-        "",
-        "ServiceAccounts in the clusterRoleBinding",
-        1,
-    ),
 ];
 
 /// The default table convertor's row: the name and the creation time in

@@ -6,106 +6,26 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::cells::{
-    BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, format_labels, int, items, name, string,
-};
+use super::cells::{BuiltIn, Row, age, at, format_labels, int, items, name, string};
 use super::time::Nanos;
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "Service",
-        columns: SERVICES,
+        group: "",
         row: service,
     },
     BuiltIn {
         kind: "Endpoints",
-        columns: ENDPOINTS,
+        group: "",
         row: endpoints,
     },
     BuiltIn {
         kind: "EndpointSlice",
-        columns: ENDPOINTSLICES,
+        group: "discovery.k8s.io",
         row: endpoint_slice,
     },
-];
-
-const SERVICES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Type",
-        "string",
-        "",
-        "type determines how the Service is exposed. Defaults to ClusterIP. Valid options are ExternalName, ClusterIP, NodePort, and LoadBalancer. \"ClusterIP\" allocates a cluster-internal IP address for load-balancing to endpoints. Endpoints are determined by the selector or if that is not specified, by manual construction of an Endpoints object or EndpointSlice objects. If clusterIP is \"None\", no virtual IP is allocated and the endpoints are published as a set of endpoints rather than a virtual IP. \"NodePort\" builds on ClusterIP and allocates a port on every node which routes to the same endpoints as the clusterIP. \"LoadBalancer\" builds on NodePort and creates an external load-balancer (if supported in the current cloud) which routes to the same endpoints as the clusterIP. \"ExternalName\" aliases this service to the specified externalName. Several other fields do not apply to ExternalName services. More info: https://kubernetes.io/docs/concepts/services-networking/service/#publishing-services-service-types",
-        0,
-    ),
-    Col::new(
-        "Cluster-IP",
-        "string",
-        "",
-        "clusterIP is the IP address of the service and is usually assigned randomly. If an address is specified manually, is in-range (as per system configuration), and is not in use, it will be allocated to the service; otherwise creation of the service will fail. This field may not be changed through updates unless the type field is also being changed to ExternalName (which requires this field to be blank) or the type field is being changed from ExternalName (in which case this field may optionally be specified, as describe above).  Valid values are \"None\", empty string (\"\"), or a valid IP address. Setting this to \"None\" makes a \"headless service\" (no virtual IP), which is useful when direct endpoint connections are preferred and proxying is not required.  Only applies to types ClusterIP, NodePort, and LoadBalancer. If this field is specified when creating a Service of type ExternalName, creation will fail. This field will be wiped when updating a Service to type ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
-        0,
-    ),
-    Col::new(
-        "External-IP",
-        "string",
-        "",
-        "externalIPs is a list of IP addresses for which nodes in the cluster will also accept traffic for this service.  These IPs are not managed by Kubernetes.  The user is responsible for ensuring that traffic arrives at a node with this IP.  A common example is external load-balancers that are not part of the Kubernetes system.",
-        0,
-    ),
-    Col::new(
-        "Port(s)",
-        "string",
-        "",
-        "The list of ports that are exposed by this service. More info: https://kubernetes.io/docs/concepts/services-networking/service/#virtual-ips-and-service-proxies",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "Selector",
-        "string",
-        "",
-        "Route service traffic to pods with label keys and values matching this selector. If empty or not present, the service is assumed to have an external process managing its endpoints, which Kubernetes will not modify. Only applies to types ClusterIP, NodePort, and LoadBalancer. Ignored if type is ExternalName. More info: https://kubernetes.io/docs/concepts/services-networking/service/",
-        1,
-    ),
-];
-
-const ENDPOINTS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Endpoints",
-        "string",
-        "",
-        "The set of all endpoints is the union of all subsets. Addresses are placed into subsets according to the IPs they share. A single address with multiple ports, some of which are ready and some of which are not (because they come from different containers) will result in the address being displayed in different subsets for the different ports. No address will appear in both Addresses and NotReadyAddresses in the same subset. Sets of addresses and ports that comprise a service.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const ENDPOINTSLICES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "AddressType",
-        "string",
-        "",
-        "addressType specifies the type of address carried by this EndpointSlice. All addresses in this slice must be the same type. This field is immutable after creation. The following address types are currently supported: * IPv4: Represents an IPv4 Address. * IPv6: Represents an IPv6 Address. * FQDN: Represents a Fully Qualified Domain Name. (Deprecated) The EndpointSlice controller only generates, and kube-proxy only processes, slices of addressType \"IPv4\" and \"IPv6\". No semantics are defined for the \"FQDN\" type.",
-        0,
-    ),
-    Col::new(
-        "Ports",
-        "string",
-        "",
-        "ports specifies the list of network ports exposed by each endpoint in this slice. Each port must have a unique name. Each slice may include a maximum of 100 ports. Services always have at least 1 port, so EndpointSlices generated by the EndpointSlice controller will likewise always have at least 1 port. EndpointSlices used for other purposes may have an empty ports list.",
-        0,
-    ),
-    Col::new(
-        "Endpoints",
-        "string",
-        "",
-        "endpoints is a list of unique endpoints in this slice. Each slice may include a maximum of 1000 endpoints.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
 ];
 
 /// `getServiceExternalIP` (always wide: the apiserver asks for every

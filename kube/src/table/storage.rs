@@ -7,199 +7,37 @@
 
 use serde_json::Value;
 
-use super::cells::{BuiltIn, CREATED_DOC, Col, NAME_DOC, Row, age, at, items, name, string};
-use super::rbac::{ROLES, created};
+use super::cells::{BuiltIn, Row, age, at, items, name, string};
+use super::rbac::created;
 use super::time::{self, Nanos};
 
 /// The printers of this module's kinds.
 pub(crate) const PRINTERS: &[BuiltIn] = &[
     BuiltIn {
         kind: "StorageClass",
-        columns: STORAGECLASSES,
+        group: "storage.k8s.io",
         row: storage_class,
     },
     BuiltIn {
         kind: "PersistentVolume",
-        columns: PVS,
+        group: "",
         row: persistent_volume,
     },
     BuiltIn {
         kind: "PersistentVolumeClaim",
-        columns: PVCS,
+        group: "",
         row: claim,
     },
     BuiltIn {
         kind: "ResourceQuota",
-        columns: RESOURCEQUOTAS,
+        group: "",
         row: resource_quota,
     },
     BuiltIn {
         kind: "LimitRange",
-        columns: ROLES,
+        group: "",
         row: created,
     },
-];
-
-const STORAGECLASSES: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Provisioner",
-        "string",
-        "",
-        "provisioner indicates the type of the provisioner.",
-        0,
-    ),
-    Col::new(
-        "ReclaimPolicy",
-        "string",
-        "",
-        "reclaimPolicy controls the reclaimPolicy for dynamically provisioned PersistentVolumes of this storage class. Defaults to Delete.",
-        0,
-    ),
-    Col::new(
-        "VolumeBindingMode",
-        "string",
-        "",
-        "volumeBindingMode indicates how PersistentVolumeClaims should be provisioned and bound.  When unset, VolumeBindingImmediate is used. This field is only honored by servers that enable the VolumeScheduling feature.",
-        0,
-    ),
-    Col::new(
-        "AllowVolumeExpansion",
-        "string",
-        "",
-        "allowVolumeExpansion shows whether the storage class allow volume expand.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-];
-
-const PVS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Capacity",
-        "string",
-        "",
-        "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity",
-        0,
-    ),
-    Col::new(
-        "Access Modes",
-        "string",
-        "",
-        "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes",
-        0,
-    ),
-    Col::new(
-        "Reclaim Policy",
-        "string",
-        "",
-        "persistentVolumeReclaimPolicy defines what happens to a persistent volume when released from its claim. Valid options are Retain (default for manually created PersistentVolumes), Delete (default for dynamically provisioned PersistentVolumes), and Recycle (deprecated). Recycle must be supported by the volume plugin underlying this PersistentVolume. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#reclaiming",
-        0,
-    ),
-    Col::new(
-        "Status",
-        "string",
-        "",
-        "phase indicates if a volume is available, bound to a claim, or released by a claim. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#phase",
-        0,
-    ),
-    Col::new(
-        "Claim",
-        "string",
-        "",
-        "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding",
-        0,
-    ),
-    Col::new("StorageClass", "string", "", "StorageClass of the pv", 0),
-    Col::new(
-        "VolumeAttributesClass",
-        "string",
-        "",
-        "VolumeAttributesClass of the pv",
-        0,
-    ),
-    Col::new(
-        "Reason",
-        "string",
-        "",
-        "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "VolumeMode",
-        "string",
-        "",
-        "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.",
-        1,
-    ),
-];
-
-const PVCS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Status",
-        "string",
-        "",
-        "phase represents the current phase of PersistentVolumeClaim.",
-        0,
-    ),
-    Col::new(
-        "Volume",
-        "string",
-        "",
-        "volumeName is the binding reference to the PersistentVolume backing this claim.",
-        0,
-    ),
-    Col::new(
-        "Capacity",
-        "string",
-        "",
-        "capacity represents the actual resources of the underlying volume.",
-        0,
-    ),
-    Col::new(
-        "Access Modes",
-        "string",
-        "",
-        "accessModes contains the actual access modes the volume backing the PVC has. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes-1",
-        0,
-    ),
-    Col::new("StorageClass", "string", "", "StorageClass of the pvc", 0),
-    Col::new(
-        "VolumeAttributesClass",
-        "string",
-        "",
-        "VolumeAttributesClass of the pvc",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
-    Col::new(
-        "VolumeMode",
-        "string",
-        "",
-        "volumeMode defines what type of volume is required by the claim. Value of Filesystem is implied when not included in claim spec.",
-        1,
-    ),
-];
-
-const RESOURCEQUOTAS: &[Col] = &[
-    Col::new("Name", "string", "name", NAME_DOC, 0),
-    Col::new(
-        "Request",
-        "string",
-        "",
-        "Request represents a minimum amount of cpu/memory that a container may consume.",
-        0,
-    ),
-    Col::new(
-        "Limit",
-        "string",
-        "",
-        "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
-        0,
-    ),
-    Col::new("Age", "string", "", CREATED_DOC, 0),
 ];
 
 /// A string field, or `default` when it is unset.
