@@ -604,6 +604,7 @@ func pick(rng *rand.Rand, size, n int) []int {
 // genPages walks a paged list on both servers, page by page.
 func genPages(ctx context.Context, api, herald *genClient, r apiRes, limit int, enc string, report *genReport) {
 	acont, hcont := "", ""
+	var afirst, hfirst uint64
 	for page := 0; page < 60; page++ {
 		aq := fmt.Sprintf("limit=%d", limit)
 		hq := aq
@@ -611,14 +612,23 @@ func genPages(ctx context.Context, api, herald *genClient, r apiRes, limit int, 
 			aq += "&continue=" + url.QueryEscape(acont)
 			hq += "&continue=" + url.QueryEscape(hcont)
 		}
+		// Every page is read at its walk's first version, on each server:
+		// checked below within each server, so between them the pages
+		// compare as the first ones do (Herald at or ahead).
 		q := genReq{Res: r, Kind: "page", Shape: "limit&continue", Path: r.path("") + "?" + aq, Enc: enc, RVMode: "consistent"}
-		if page > 0 {
-			q.RVMode = "exact"
-		}
 		accept := acceptFor(enc, true)
 		a := api.do(ctx, http.MethodGet, q.Path, accept, nil)
 		h := herald.do(ctx, http.MethodGet, r.path("")+"?"+hq, accept, nil)
 		fs := compareAnswers(q, a, h)
+		if enc == encJSON && a.code == 200 && h.code == 200 {
+			arv, aerr := listRV(a.body)
+			hrv, herr := listRV(h.body)
+			if page == 0 {
+				afirst, hfirst = arv, hrv
+			} else if aerr == nil && herr == nil && (arv != afirst) != (hrv != hfirst) {
+				fs = append(fs, genFinding{Class: "value", Pattern: "(paging) a page read at another version than its first", Detail: fmt.Sprintf("page %d: herald %v (first %v), apiserver %v (first %v)", page, hrv, hfirst, arv, afirst)})
+			}
+		}
 		report.count(1)
 		report.add(r.String(), q.String(), fs)
 		acont, hcont = continueOf(enc, a.body), continueOf(enc, h.body)
