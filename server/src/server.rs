@@ -724,7 +724,7 @@ impl Server {
             }
             if caller.media == Media::Table {
                 let metadata =
-                    serde_json::json!({"resourceVersion": got.resource_version.get().to_string()});
+                    serde_json::json!({"resourceVersion": item.resource_version.get().to_string()});
                 let body = table::table_at(
                     printer.as_ref().unwrap_or(&r.printer),
                     metadata,

@@ -218,6 +218,23 @@ impl Printer {
         }
     }
 
+    /// Whether it is the apiserver's default table convertor
+    /// (`rest.NewDefaultTableConvertor`: `Name` and `Created At`, for the
+    /// kinds with no printer), whose rows are `null`, not `[]`, when there
+    /// are none (it appends to a nil slice; the printers and the custom
+    /// resources' convertor make theirs).
+    fn default_convertor(&self) -> bool {
+        let Inner::BuiltIn(_) = &self.0 else {
+            return false;
+        };
+        let columns = self.columns();
+        let names: Vec<&str> = columns
+            .as_array()
+            .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
+            .unwrap_or_default();
+        names == ["Name", "Created At"]
+    }
+
     /// One object's row: its cells and conditions, at `now`.
     fn row(&self, object: &Value, now: time::Nanos) -> Row {
         match &self.0 {
@@ -377,7 +394,11 @@ fn build<'a>(
         "apiVersion": "meta.k8s.io/v1",
         "metadata": list_metadata,
         "columnDefinitions": if headers { printer.columns() } else { Value::Null },
-        "rows": rows,
+        "rows": if rows.is_empty() && printer.default_convertor() {
+            Value::Null
+        } else {
+            Value::Array(rows)
+        },
     });
     serde_json::to_vec(&t).unwrap_or_default()
 }
@@ -385,6 +406,23 @@ fn build<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_empty_tables_rows_are_null_only_from_the_default_convertor() {
+        let rows = |kind: &str| {
+            let printer = Printer::built_in(kind).unwrap();
+            let t = list_table_at(
+                &printer,
+                json!({}),
+                std::iter::empty(),
+                true,
+                SystemTime::now(),
+            );
+            serde_json::from_slice::<Value>(&t).unwrap()["rows"].clone()
+        };
+        assert_eq!(rows("Role"), Value::Null);
+        assert_eq!(rows("Pod"), json!([]));
+    }
 
     #[test]
     fn kubectls_accept_header_asks_for_a_table() {
