@@ -72,12 +72,13 @@ impl ApiError {
         }
     }
 
-    /// 404 `NotFound` for a path the server does not serve.
-    pub fn no_route(path: &str) -> ApiError {
+    /// 404 `NotFound` for a path the server does not serve, in the
+    /// apiserver's words (which do not repeat the path).
+    pub fn no_route() -> ApiError {
         ApiError::new(
             404,
             "NotFound",
-            format!("the server could not find the requested resource ({path})"),
+            "the server could not find the requested resource",
         )
     }
 
@@ -140,8 +141,10 @@ impl ApiError {
 
     /// 504 `Timeout` with a retry hint: the cache did not reach the
     /// requested version in time (the apiserver's
-    /// `NewTooLargeResourceVersionError`).
+    /// `NewTooLargeResourceVersionError`, whose `NewTimeoutError` puts
+    /// `Timeout: ` before the message).
     pub fn too_large(message: impl Into<String>, retry_after: Duration) -> ApiError {
+        let message = format!("Timeout: {}", message.into());
         ApiError {
             details: Some(Box::new(json!({
                 "causes": [{

@@ -20,7 +20,7 @@ pub(crate) const MAX_NAMESPACE_LEN: usize = 63;
 /// `404` if empty (no such path), else `400` with the rule it breaks.
 pub(crate) fn namespace(ns: &str) -> Result<(), ApiError> {
     if ns.is_empty() {
-        return Err(ApiError::no_route("/api/v1/namespaces//"));
+        return Err(ApiError::no_route());
     }
     let bytes = ns.as_bytes();
     let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();

@@ -42,7 +42,7 @@ pub(crate) async fn serve(
         version: info.api_version.clone(),
         plural: info.resource.clone(),
     };
-    let not_found = || status::response(ApiError::no_route(&parsed.path));
+    let not_found = || status::response(ApiError::no_route());
     let parts: Vec<&str> = parsed.path.trim_matches('/').split('/').collect();
     // `/apis/{group}/...` with a group, and no empty segment anywhere
     // (`RequestInfo` reads `namespaces//pods` as every namespace's pods).

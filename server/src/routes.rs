@@ -106,7 +106,7 @@ async fn api_group(State(s): State<Server>, path: Segments<String>) -> Response 
     };
     match discovery::api_group(&group, s.snapshot().values().map(|r| &*r.info)) {
         Some(body) => json_response(StatusCode::OK, body),
-        None => status::response(ApiError::no_route(&format!("/apis/{group}"))),
+        None => status::response(ApiError::no_route()),
     }
 }
 
@@ -122,7 +122,7 @@ async fn group_resources(State(s): State<Server>, path: Segments<(String, String
             .filter(|r| r.group == group && r.version == version)
     };
     if served().next().is_none() {
-        return status::response(ApiError::no_route(&format!("/apis/{group}/{version}")));
+        return status::response(ApiError::no_route());
     }
     json_response(
         StatusCode::OK,
@@ -232,5 +232,5 @@ async fn debug_watches(
 }
 
 async fn fallback(uri: Uri) -> Response {
-    status::response(ApiError::no_route(uri.path()))
+    status::response(ApiError::no_route())
 }

@@ -327,7 +327,7 @@ impl Server {
             Some(r) if r.info.version == target.version && (!namespaced || r.info.namespaced) => {
                 Ok(r.clone())
             }
-            _ => Err(ApiError::no_route(&target.path())),
+            _ => Err(ApiError::no_route()),
         }
     }
 
