@@ -17,6 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use herald::{EventKind, Object, ResourceVersion};
 use serde_json::{Map, Value, json};
 
+use crate::gojson;
 use crate::info::ResourceInfo;
 
 /// Where an object's JSON came from.
@@ -76,9 +77,7 @@ pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) ->
         "kind": info.kind,
         "metadata": metadata,
     });
-    ObjectJson::Described(Bytes::from(
-        serde_json::to_vec(&described).unwrap_or_default(),
-    ))
+    ObjectJson::Described(Bytes::from(gojson::to_vec(&described).unwrap_or_default()))
 }
 
 /// The `metadata.resourceVersion` a stored payload carries: the first
@@ -132,7 +131,7 @@ fn restamp(payload: &[u8], rv: u64) -> Option<Bytes> {
     let mut v: Value = serde_json::from_slice(payload).ok()?;
     let metadata = v.get_mut("metadata")?.as_object_mut()?;
     metadata.insert("resourceVersion".into(), json!(rv.to_string()));
-    serde_json::to_vec(&v).ok().map(Bytes::from)
+    gojson::to_vec(&v).ok().map(Bytes::from)
 }
 
 /// The JSON of a watch event's object: [`object_json`], and for a
@@ -192,7 +191,7 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
             "kubernetes.io/initial-events-list-blueprint": info.list_blueprint(),
         });
     }
-    serde_json::to_vec(&json!({
+    gojson::to_vec(&json!({
         "kind": info.kind,
         "apiVersion": info.api_version(),
         "metadata": metadata,
@@ -228,7 +227,7 @@ impl ListBody {
         buf.put_slice(b"\",\"apiVersion\":\"");
         buf.put_slice(info.api_version().as_bytes());
         buf.put_slice(b"\",\"metadata\":");
-        buf.put_slice(&serde_json::to_vec(&metadata).unwrap_or_default());
+        buf.put_slice(&gojson::to_vec(&metadata).unwrap_or_default());
         buf.put_slice(b",\"items\":[");
         let strip = info.typed.then(|| {
             format!(

@@ -21,6 +21,8 @@
 //! - [`params`]: the list and watch options (`metav1.ListOptions`) parsed
 //!   and checked from a [`Query`], and what the apiserver's `RequestInfo`
 //!   reads from it ([`params::ListAttributes`]);
+//! - [`gojson`]: JSON as Go's `encoding/json` writes it (escaping,
+//!   numbers, a custom resource's sorted keys), which every body is;
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
 //! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
@@ -45,6 +47,7 @@ pub mod crypt;
 mod decode;
 pub mod encode;
 mod errors;
+pub mod gojson;
 mod info;
 pub mod negotiate;
 pub mod params;

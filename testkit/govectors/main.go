@@ -1,0 +1,94 @@
+// govectors writes the vectors herald-kube's Go-compatible JSON and YAML
+// writers are tested against (kube/testdata/go_vectors.json), made by the
+// code the apiserver runs: a custom resource's stored JSON read as
+// unstructured (k8s.io/apimachinery/pkg/util/json, ints preserved) and
+// written with encoding/json (sorted keys, Go's escaping and numbers),
+// that JSON as YAML through sigs.k8s.io/yaml's JSONToYAML, Go strings
+// (invalid UTF-8 included) and float64s through encoding/json.
+//
+// Run from this directory: go run . > ../../kube/testdata/go_vectors.json
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"os"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+type doc struct {
+	Input string `json:"input_hex"`
+	JSON  string `json:"json"`
+	YAML  string `json:"yaml"`
+}
+
+type str struct {
+	Input string `json:"input_hex"`
+	JSON  string `json:"json"`
+}
+
+type float struct {
+	Bits uint64 `json:"bits"`
+	JSON string `json:"json"`
+}
+
+type out struct {
+	Docs    []doc   `json:"docs"`
+	Strings []str   `json:"strings"`
+	Floats  []float `json:"floats"`
+}
+
+var docs = []string{
+	`{"kind":"Widget","apiVersion":"example.com/v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"5","labels":{"z":"1","a":"2"}},"spec":{"z":1,"b":{"y":[3,{"q":1,"c":2}],"a":null},"a":true}}`,
+	`{"metadata":{"name":"html"},"spec":{"s":"<a href=\"x\">&amp;</a>","ls":"\u2028\u2029","ctl":"\u0000\u0001\b\f\n\r\t\u001f\u007f","uni":"é😀\ud83d\ude00","esc":"\/\\"}}`,
+	`{"metadata":{"name":"num"},"spec":{"f":[1e21,1e-7,0.1,-0,-0.0,5e-324,1.7976931348623157e308,1e20,1.0,1e2,100000000000000000000,123456789.125,2.5e300,1.5e-7,0.000001,-1e-7,3.14]}}`,
+	`{"metadata":{"name":"int"},"spec":{"i":[9223372036854775807,-9223372036854775808,9223372036854775808,18446744073709551615,18446744073709551616,0,-1,12345678901234567890]}}`,
+	`{"metadata":{"name":"bad"},"spec":{"s":"a` + "\xff\xfe\xe2\x80A\xed\xa0\x80\xc3" + `b","k` + "\xff" + `":"v"}}`,
+	`{"spec":{"b":{},"a":[],"c":[{}],"d":[[]],"e":[[1,2],[3]],"f":{"x":{"y":{"z":[{"a":1,"b":[{"c":2}]}]}}}},"metadata":{"name":"nest"}}`,
+	`{"metadata":{"name":"yamlstr"},"data":{"empty":"","yes":"yes","no":"No","on":"on","null":"null","tilde":"~","num":"1.5","int":"42","oct":"0755","hex":"0x1F","exp":"1e3","date":"2026-11-27T21:05:21Z","colon":"a: b","hash":"a #b","lead":" x","trail":"x ","star":"*x","amp":"&x","bang":"!x","pct":"%x","at":"@x","tick":"` + "`" + `x","q":"'x'","dq":"\"x\"","dash":"- x","dash2":"-x","qm":"? x","brace":"{x}","brack":"[x]","comma":"a,b","pipe":"|x","gt":">x","nl":"a\nb","nl2":"a\nb\n","nl3":"a\n\n","nlonly":"\n","tab":"a\tb","ctl":"a\u0001b","uni":"é😀","ls":"a\u2028b","nbsp":"a\u00a0b","bom":"\ufeffx","long":"aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr ssss tttt uuuu","longword":"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa","longq":"a: aaaa bbbb cccc dddd eeee ffff gggg hhhh iiii jjjj kkkk llll mmmm nnnn oooo pppp qqqq rrrr","nlsp":"a \nb","nllead":" a\nb","dots":"...","doc":"---","x.y":"TRUE","True":"False","Y":"n","NaN":".nan","inf":".inf","neg":"-.inf","plus":"+1","under":"1_000","bin":"0b101","colon2":"a:b","url":"http://x/y?a=b&c","ws":"   ","sp":" ","eq":"=","lt":"<","sq":"it's"}}`,
+	`{"metadata":{"name":"yamlnum"},"spec":{"a":[1,-1,1.5,1e21,1e-7,0.1,100000000000000000000,9223372036854775807,18446744073709551615,true,false,null,-0.0,5e-324,1.7976931348623157e308,1.0,1e6,1e15,123456.789]}}`,
+	`{"metadata":{"name":"keys"},"spec":{"":"empty key","a b":1,"1":2,"true":3,"-":4,"a:b":5,"long key aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa":6,"nl\nkey":7}}`,
+}
+
+var strs = []string{
+	"plain", "<>&", "\u2028\u2029", "a\xffb", "\xe2\x80", "\xed\xa0\x80", "\x00\x1f\x7f", "\ufffd", "\"\\/",
+}
+
+var floats = []float64{1e21, 1e-7, 0.1, math.Copysign(0, -1), 0, 5e-324, 1.7976931348623157e308,
+	1e20, 1, 100, 123456789.125, 2.5e300, 1.5e-7, 1e-6, -1e-7, 3.14, 1.8446744073709552e19, 9.223372036854776e18, 0.3, 2.2250738585072014e-308, 999999999999999900000, 1e-5, 123e-20}
+
+func main() {
+	var o out
+	for _, d := range docs {
+		var m map[string]interface{}
+		if err := utiljson.Unmarshal([]byte(d), &m); err != nil {
+			panic(err)
+		}
+		j, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		y, err := yaml.JSONToYAML(j)
+		if err != nil {
+			// The apiserver's YAML answer fails too.
+			y = []byte("error: " + err.Error())
+		}
+		o.Docs = append(o.Docs, doc{hex.EncodeToString([]byte(d)), string(j), string(y)})
+	}
+	for _, s := range strs {
+		j, _ := json.Marshal(s)
+		o.Strings = append(o.Strings, str{hex.EncodeToString([]byte(s)), string(j)})
+	}
+	for _, f := range floats {
+		j, _ := json.Marshal(f)
+		o.Floats = append(o.Floats, float{math.Float64bits(f), string(j)})
+	}
+	e := json.NewEncoder(os.Stdout)
+	e.SetIndent("", " ")
+	if err := e.Encode(o); err != nil {
+		panic(err)
+	}
+}
