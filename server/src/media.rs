@@ -89,7 +89,11 @@ pub const YAML: &str = "application/yaml";
 pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
     let value: Value = serde_json::from_slice(json)
         .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
-    Ok(herald_kube::yaml::to_yaml(&value).into_bytes())
+    // go-yaml refusing the text fails the request as the apiserver's
+    // encoder failing does: a 500 with go-yaml's message.
+    herald_kube::yaml::to_yaml(&value)
+        .map(String::into_bytes)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// The protobuf envelope of an object's JSON.
