@@ -4,7 +4,7 @@
 //! `\uXXXX`), numbers as Go prints an `int64` or a `float64`
 //! (`encode.go`'s `appendString` and `floatEncoder`).
 //!
-//! Every JSON body Herald serves goes through [`write`]: an object's
+//! Every JSON body Herald serves goes through [`write()`]: an object's
 //! payload once, when its source decodes it ([`Decoder`](crate::Decoder));
 //! lists, events and `Status`es around those bytes as they are built. A
 //! custom resource is what the apiserver reads into
