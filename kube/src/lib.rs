@@ -23,6 +23,8 @@
 //!   reads from it ([`params::ListAttributes`]);
 //! - [`gojson`]: JSON as Go's `encoding/json` writes it (escaping,
 //!   numbers, a custom resource's sorted keys), which every body is;
+//! - [`selector_errors`]: the apiserver's words for a selector it
+//!   refuses (Go's label and field selector parsers' errors);
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
 //! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
@@ -55,6 +57,7 @@ pub mod proto;
 pub mod query;
 pub mod quote;
 mod read;
+pub mod selector_errors;
 mod status;
 pub mod table;
 mod undecodable;

@@ -12,14 +12,22 @@
 // has such keys.
 //
 // Run from this directory: go run . > ../../kube/testdata/go_vectors.json
+// and go run . selectors > ../../kube/testdata/go_selector_errors.json
+// (the 400 messages the apiserver's list options conversion gives bad
+// label and field selectors: [parameter, selector, message or "OK"]).
 package main
 
 import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"net/url"
 	"os"
 
+	"k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/yaml"
 )
@@ -70,7 +78,52 @@ var strs = []string{
 var floats = []float64{1e21, 1e-7, 0.1, math.Copysign(0, -1), 0, 5e-324, 1.7976931348623157e308,
 	1e20, 1, 100, 123456789.125, 2.5e300, 1.5e-7, 1e-6, -1e-7, 3.14, 1.8446744073709552e19, 9.223372036854776e18, 0.3, 2.2250738585072014e-308, 999999999999999900000, 1e-5, 123e-20}
 
+var selectors = [][2]string{
+	{"labelSelector", "app in (web"}, {"labelSelector", "a b"}, {"labelSelector", "x=y=z"},
+	{"labelSelector", "!"}, {"labelSelector", "a,"}, {"labelSelector", "-a=b"}, {"labelSelector", "a=-b"},
+	{"labelSelector", "a in ()"}, {"labelSelector", "a>b"}, {"labelSelector", "a>1,b<x"},
+	{"labelSelector", "a notin (x"}, {"labelSelector", "a=b)"}, {"labelSelector", "(a)"},
+	{"labelSelector", "a in (b c)"}, {"labelSelector", "a!="}, {"labelSelector", "=b"},
+	{"labelSelector", "a=<b>"}, {"labelSelector", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=b"},
+	{"labelSelector", "a/b/c=d"}, {"labelSelector", "A_.b/c=d"}, {"labelSelector", "/c=d"}, {"labelSelector", "a/=d"},
+	{"labelSelector", "a>-b"}, {"labelSelector", "a in (-x, y, -z)"}, {"labelSelector", "a in (x,,y)"},
+	{"labelSelector", "a in (,)"}, {"labelSelector", "a in x"}, {"labelSelector", "a in (=)"}, {"labelSelector", "a in (x=)"},
+	{"labelSelector", "a in"}, {"labelSelector", "a notin"}, {"labelSelector", "!a=b"}, {"labelSelector", "!!a"},
+	{"labelSelector", "a=!b"}, {"labelSelector", "a==b,c!=d,!e,f"}, {"labelSelector", "a=b,,c"},
+	{"labelSelector", "a,=b"}, {"labelSelector", "in=x"}, {"labelSelector", "a=in"}, {"labelSelector", "a=(b)"},
+	{"labelSelector", "a<>b"}, {"labelSelector", "a=<"}, {"labelSelector", "a>+5"}, {"labelSelector", "a<99999999999999999999"},
+	{"labelSelector", "a=" + string(make([]byte, 64)) + "x"}, {"labelSelector", "a=b\x00c"}, {"labelSelector", "é=b"},
+	{"labelSelector", "a=é"}, {"labelSelector", "a.b-c_d=e.f-g_h"}, {"labelSelector", "example.com/a=b"},
+	{"labelSelector", "a in (b),"}, {"labelSelector", "  a  =  b  "}, {"labelSelector", "a=\"q\""},
+	{"fieldSelector", "a"}, {"fieldSelector", "a==b==c"}, {"fieldSelector", "a=b,c"}, {"fieldSelector", "a!b"},
+	{"fieldSelector", "a=\\x"}, {"fieldSelector", "spec.nodeName=x"}, {"fieldSelector", "a=b&c"},
+	{"fieldSelector", "z,a=b=c"}, {"fieldSelector", "a=b\\"}, {"fieldSelector", "a=b\\,c"}, {"fieldSelector", ",,"},
+	{"fieldSelector", "a!=b,c==d,e=f"}, {"fieldSelector", "=x"}, {"fieldSelector", "a=x,b"}, {"fieldSelector", "a=\\=,b=\\\\"},
+}
+
+func selectorMessages() {
+	var rows [][3]string
+	for _, s := range selectors {
+		var opts metainternalversion.ListOptions
+		err := metainternalversionscheme.ParameterCodec.DecodeParameters(url.Values{s[0]: {s[1]}}, metav1.SchemeGroupVersion, &opts)
+		msg := "OK"
+		if err != nil {
+			msg = errors.NewBadRequest(err.Error()).ErrStatus.Message
+		}
+		rows = append(rows, [3]string{s[0], s[1], msg})
+	}
+	e := json.NewEncoder(os.Stdout)
+	e.SetIndent("", " ")
+	if err := e.Encode(rows); err != nil {
+		panic(err)
+	}
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "selectors" {
+		selectorMessages()
+		return
+	}
 	var o out
 	for _, d := range docs {
 		var m map[string]interface{}
