@@ -81,10 +81,17 @@ pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) ->
 }
 
 /// The `metadata.resourceVersion` a stored payload carries: the first
-/// `"resourceVersion":"N"` in it (the apiserver writes `metadata` first,
-/// and no field before it carries one).
+/// `"resourceVersion":"N"` after the first `"metadata":{` (a built-in
+/// kind writes `metadata` after its type; a custom resource's sorted
+/// keys may put others, `data`, before it).
 pub fn stored_version(payload: &[u8]) -> Option<u64> {
+    const META: &[u8] = b"\"metadata\":{";
     const KEY: &[u8] = b"\"resourceVersion\":\"";
+    let from = payload
+        .windows(META.len())
+        .position(|w| w == META)
+        .unwrap_or(0);
+    let payload = &payload[from..];
     let at = payload.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
     let digits = &payload[at..];
     let end = digits.iter().position(|b| !b.is_ascii_digit())?;

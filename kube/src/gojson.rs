@@ -22,8 +22,6 @@
 //! The test vectors (`kube/testdata/go_vectors.json`) are made by Go
 //! itself: `testkit/govectors`.
 
-use std::fmt::Write as _;
-
 use serde_json::{Number, Value};
 
 use std::borrow::Cow;
@@ -107,26 +105,28 @@ fn write_at(out: &mut Vec<u8>, value: &Value, depth: usize) -> Result<(), TooDee
 /// `float64`: the shortest form that reads back, `%f`-like from 1e-6 to
 /// 1e21 and `1e+21`, `1.5e-7` outside.
 fn number(out: &mut Vec<u8>, n: &Number) {
-    let mut text = String::new();
+    use std::io::Write as _;
+    // Writing to a `Vec` cannot fail.
     if let Some(i) = n.as_i64() {
-        let _ = write!(text, "{i}");
+        let _ = write!(out, "{i}");
     } else if let Some(u) = n.as_u64() {
-        let _ = write!(text, "{u}");
+        let _ = write!(out, "{u}");
     } else {
         let f = n.as_f64().unwrap_or_default();
         let abs = f.abs();
         if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-            let _ = write!(text, "{f:e}");
-            if let Some(at) = text.find('e')
-                && text.as_bytes().get(at + 1) != Some(&b'-')
+            let start = out.len();
+            let _ = write!(out, "{f:e}");
+            // Rust writes `1e21` and `1e-7`; Go `1e+21` and `1e-7`.
+            if let Some(at) = out[start..].iter().position(|&b| b == b'e')
+                && out.get(start + at + 1) != Some(&b'-')
             {
-                text.insert(at + 1, '+');
+                out.insert(start + at + 1, b'+');
             }
         } else {
-            let _ = write!(text, "{f}");
+            let _ = write!(out, "{f}");
         }
     }
-    out.extend_from_slice(text.as_bytes());
 }
 
 /// A string, quoted and escaped as `encoding/json` does with `escapeHTML`.
