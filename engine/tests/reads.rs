@@ -278,6 +278,8 @@ fn pages_across_concurrent_writes_equal_the_list_at_their_version() {
         let mut got = Vec::new();
         let mut page = engine.list(&request(&f).limit(7)).unwrap();
         let rv = page.resource_version;
+        // (objects listed so far, what the page said remained).
+        let mut counts = Vec::new();
         loop {
             pages += 1;
             assert!(page.items.len() <= 7);
@@ -286,6 +288,7 @@ fn pages_across_concurrent_writes_equal_the_list_at_their_version() {
                 "every page names the first's version"
             );
             got.extend(keys(&page.items));
+            counts.push((got.len(), page.remaining_item_count));
             let Some(token) = page.continue_token.take() else {
                 break;
             };
@@ -298,6 +301,14 @@ fn pages_across_concurrent_writes_equal_the_list_at_their_version() {
         }
         let whole = engine.list(&request(&f).at(ReadAt::Exact(rv))).unwrap();
         assert_eq!(got, keys(&whole.items), "{f:?}: {pages} pages at {rv}");
+        // A page cut by the limit says how many follow it, as the
+        // reference's cacher does, unless a selector chooses objects.
+        let counted = f.labels.is_everything() && f.fields.is_everything();
+        for (i, (so_far, remaining)) in counts.iter().enumerate() {
+            let last = i + 1 == counts.len();
+            let want = (counted && !last).then(|| (whole.items.len() - so_far) as u64);
+            assert_eq!(*remaining, want, "{f:?}: page {i}");
+        }
     }
     writes.join().unwrap();
 }

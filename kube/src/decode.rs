@@ -25,6 +25,7 @@ use herald::{Object, ObjectBuilder, ResourceVersion};
 use serde_json::{Map, Value};
 
 use crate::crypt::{CryptError, Keyring};
+use crate::gojson;
 use crate::proto::{self, ProtoError};
 
 /// The prefix of a value encrypted at rest by the apiserver.
@@ -183,8 +184,11 @@ impl Decoder {
         rv: ResourceVersion,
     ) -> Result<Object, DecodeError> {
         let (namespace, name) = split_key(key)?;
-        let mut doc: Value = if value.starts_with(proto::MAGIC) {
-            Value::Object(proto::decode(value).map_err(DecodeError::Proto)?)
+        let (mut doc, stored_as_json) = if value.starts_with(proto::MAGIC) {
+            (
+                Value::Object(proto::decode(value).map_err(DecodeError::Proto)?),
+                false,
+            )
         } else if let Some(rest) = value.strip_prefix(ENCRYPTED) {
             let Some(crypt) = &self.crypt else {
                 let provider = rest.split(|&b| b == b':').next().unwrap_or_default();
@@ -198,22 +202,32 @@ impl Decoder {
                 .decrypt(&crypt.resource, &etcd_key, value)
                 .map_err(DecodeError::Crypt)?;
             if plain.starts_with(proto::MAGIC) {
-                Value::Object(proto::decode(&plain).map_err(DecodeError::Proto)?)
+                (
+                    Value::Object(proto::decode(&plain).map_err(DecodeError::Proto)?),
+                    false,
+                )
             } else {
-                serde_json::from_slice(&plain).map_err(|e| DecodeError::Json(e.to_string()))?
+                (json(&plain)?, true)
             }
         } else {
-            serde_json::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))?
+            (json(value)?, true)
         };
         let root = doc
             .as_object_mut()
             .ok_or_else(|| DecodeError::Shape("the value is not a JSON object".into()))?;
+        // What the apiserver reads JSON into: a built-in kind's Go type
+        // (written back in its fields' order), or a custom resource's
+        // `map[string]interface{}` (keys sorted).
+        let sorted = stored_as_json && as_go_holds_it(root);
         crate::read::as_served(root);
-        // `kind` and `apiVersion` first, as the apiserver prints a typed
-        // object: a typed list's items are the same bytes without them.
-        for key in ["apiVersion", "kind"] {
-            if let Some(v) = root.shift_remove(key) {
-                root.shift_insert(0, key.to_owned(), v);
+        if !sorted {
+            // `kind` and `apiVersion` first, as the apiserver prints a
+            // typed object: a typed list's items are the same bytes
+            // without them.
+            for key in ["apiVersion", "kind"] {
+                if let Some(v) = root.shift_remove(key) {
+                    root.shift_insert(0, key.to_owned(), v);
+                }
             }
         }
         let meta = root
@@ -232,11 +246,8 @@ impl Decoder {
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
             .ok_or_else(|| DecodeError::Shape("no metadata object".into()))?;
-        meta.insert(
-            "resourceVersion".into(),
-            Value::String(rv.get().to_string()),
-        );
-        let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
+        set_version(meta, rv, sorted);
+        let payload = gojson::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
         Ok(builder.payload(Bytes::from(payload)).build())
     }
 
@@ -252,15 +263,24 @@ impl Decoder {
         mut doc: Map<String, Value>,
         type_meta: (&str, &str),
     ) -> Result<(Object, ResourceVersion), DecodeError> {
+        let mut missing = false;
         for (key, want) in [("apiVersion", type_meta.0), ("kind", type_meta.1)] {
-            match doc.shift_remove(key) {
-                None | Some(Value::Null) => {}
+            match doc.get(key) {
+                None | Some(Value::Null) => missing = true,
                 Some(Value::String(got)) if got == want => {}
                 Some(got) => {
                     return Err(DecodeError::Shape(format!("{key} {got}, not {want:?}")));
                 }
             }
-            doc.shift_insert(0, key.to_owned(), Value::String(want.to_owned()));
+        }
+        // An object that names its type is kept as the apiserver wrote
+        // it (a custom resource's keys sorted, a built-in's `kind`
+        // first); a typed list's items name none: theirs go first.
+        if missing {
+            for (key, want) in [("apiVersion", type_meta.0), ("kind", type_meta.1)] {
+                doc.shift_remove(key);
+                doc.shift_insert(0, key.to_owned(), Value::String(want.to_owned()));
+            }
         }
         // What protobuf does not carry and the apiserver's JSON does (a
         // StatefulSet's claim templates' `kind`): as for a stored value.
@@ -284,7 +304,8 @@ impl Decoder {
                 DecodeError::Shape("metadata.resourceVersion is not a positive integer".into())
             })?;
         let builder = self.builder(namespace, name, &doc)?;
-        let payload = serde_json::to_vec(&doc).map_err(|e| DecodeError::Json(e.to_string()))?;
+        let payload =
+            gojson::to_vec(&Value::Object(doc)).map_err(|e| DecodeError::Json(e.to_string()))?;
         Ok((
             builder.payload(Bytes::from(payload)).build(),
             ResourceVersion::new(rv),
@@ -330,6 +351,73 @@ impl Decoder {
         let (namespace, name) = split_key(key)?;
         Ok(Object::builder(namespace, name).build())
     }
+}
+
+/// `metadata.resourceVersion` set to `rv` where Go writes it: among the
+/// sorted keys of a custom resource's map, after `uid` in a typed
+/// object's `ObjectMeta` (etcd stores objects without it: it lands where
+/// the struct declares it).
+fn set_version(meta: &mut Map<String, Value>, rv: ResourceVersion, sorted: bool) {
+    /// `ObjectMeta`'s fields declared after `ResourceVersion`.
+    const AFTER: [&str; 9] = [
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    ];
+    let version = Value::String(rv.get().to_string());
+    if let Some(v) = meta.get_mut("resourceVersion") {
+        *v = version;
+        return;
+    }
+    let at = meta
+        .keys()
+        .position(|k| {
+            if sorted {
+                k.as_str() > "resourceVersion"
+            } else {
+                AFTER.contains(&k.as_str())
+            }
+        })
+        .unwrap_or(meta.len());
+    meta.shift_insert(at, "resourceVersion".into(), version);
+}
+
+/// A stored JSON value, read as Go reads it ([`gojson::from_slice`]).
+fn json(value: &[u8]) -> Result<Value, DecodeError> {
+    gojson::from_slice(value).map_err(|e| DecodeError::Json(e.to_string()))
+}
+
+/// A JSON value as the apiserver holds it once read: a kind of the
+/// schema through its protobuf (its fields in their Go order, fields the
+/// type does not have dropped), a kind the `read` module converts left
+/// to it, anything else as a custom resource ([`gojson::unstructured`]).
+/// Whether it was read as a custom resource (its keys sorted).
+fn as_go_holds_it(root: &mut Map<String, Value>) -> bool {
+    let (api_version, kind) = match (root.get("apiVersion"), root.get("kind")) {
+        (Some(Value::String(v)), Some(Value::String(k))) => (v.as_str(), k.as_str()),
+        _ => ("", ""),
+    };
+    if (api_version, kind) == ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition") {
+        return false;
+    }
+    if proto::knows(api_version, kind) {
+        if let Ok(go) = proto::encode(root).and_then(|pb| proto::decode(&pb)) {
+            *root = go;
+        }
+        return false;
+    }
+    let mut v = Value::Object(std::mem::take(root));
+    gojson::unstructured(&mut v);
+    if let Value::Object(map) = v {
+        *root = map;
+    }
+    true
 }
 
 /// `name` or `namespace/name`, each a valid path segment (the engine
@@ -413,10 +501,40 @@ mod tests {
         assert_eq!(o.label("x"), Some("y"));
         assert_eq!(o.field("spec.nodeName"), Some("n1"));
         assert_eq!(o.field("status.phase"), Some("Running"));
-        // Key order kept, the version replaced.
+        // Not a kind of the schema (no `apiVersion`): read as a custom
+        // resource, keys sorted, the version set among them.
         assert_eq!(
             std::str::from_utf8(o.payload()).unwrap(),
-            r#"{"kind":"Pod","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"y"}},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}"#
+            r#"{"kind":"Pod","metadata":{"labels":{"x":"y"},"name":"a","namespace":"ns","resourceVersion":"7"},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}"#
+        );
+        // A built-in kind stored as JSON: its Go fields' order, fields it
+        // does not have dropped, Go's escaping.
+        let v = br#"{"status":{"phase":"Running"},"spec":{"nodeName":"n1","bogus":1},"metadata":{"labels":{"x":"<y>"},"namespace":"ns","name":"a"},"apiVersion":"v1","kind":"Pod"}"#;
+        let o = decoder().decode(b"ns/a", v, 7.into()).unwrap();
+        assert_eq!(
+            std::str::from_utf8(o.payload()).unwrap(),
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"7","labels":{"x":"\u003cy\u003e"}},"spec":{"containers":null,"nodeName":"n1"},"status":{"phase":"Running"}}"#
+        );
+        // Stored as protobuf, without a version (as etcd holds it): the
+        // version where `ObjectMeta` declares it.
+        let pod: Map<String, Value> = serde_json::from_str(
+            r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","uid":"u","labels":{"x":"y"}}}"#,
+        )
+        .unwrap();
+        let o = decoder()
+            .decode(b"ns/a", &proto::encode(&pod).unwrap(), 7.into())
+            .unwrap();
+        assert!(
+            std::str::from_utf8(o.payload())
+                .unwrap()
+                .contains(r#""uid":"u","resourceVersion":"7","labels":{"x":"y"}"#)
+        );
+        // A custom resource: sorted, Go's numbers and escaping.
+        let v = br#"{"spec":{"n":1e21,"s":"a&b","m":-0},"metadata":{"namespace":"ns","name":"a","resourceVersion":"3"},"kind":"W","apiVersion":"x.io/v1"}"#;
+        let o = decoder().decode(b"ns/a", v, 7.into()).unwrap();
+        assert_eq!(
+            std::str::from_utf8(o.payload()).unwrap(),
+            r#"{"apiVersion":"x.io/v1","kind":"W","metadata":{"name":"a","namespace":"ns","resourceVersion":"7"},"spec":{"m":0,"n":1e+21,"s":"a\u0026b"}}"#
         );
     }
 

@@ -17,6 +17,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use herald::{EventKind, Object, ResourceVersion};
 use serde_json::{Map, Value, json};
 
+use crate::gojson;
 use crate::info::ResourceInfo;
 
 /// Where an object's JSON came from.
@@ -76,16 +77,21 @@ pub fn object_json(info: &ResourceInfo, object: &Object, rv: ResourceVersion) ->
         "kind": info.kind,
         "metadata": metadata,
     });
-    ObjectJson::Described(Bytes::from(
-        serde_json::to_vec(&described).unwrap_or_default(),
-    ))
+    ObjectJson::Described(Bytes::from(gojson::to_vec(&described).unwrap_or_default()))
 }
 
 /// The `metadata.resourceVersion` a stored payload carries: the first
-/// `"resourceVersion":"N"` in it (the apiserver writes `metadata` first,
-/// and no field before it carries one).
+/// `"resourceVersion":"N"` after the first `"metadata":{` (a built-in
+/// kind writes `metadata` after its type; a custom resource's sorted
+/// keys may put others, `data`, before it).
 pub fn stored_version(payload: &[u8]) -> Option<u64> {
+    const META: &[u8] = b"\"metadata\":{";
     const KEY: &[u8] = b"\"resourceVersion\":\"";
+    let from = payload
+        .windows(META.len())
+        .position(|w| w == META)
+        .unwrap_or(0);
+    let payload = &payload[from..];
     let at = payload.windows(KEY.len()).position(|w| w == KEY)? + KEY.len();
     let digits = &payload[at..];
     let end = digits.iter().position(|b| !b.is_ascii_digit())?;
@@ -132,7 +138,7 @@ fn restamp(payload: &[u8], rv: u64) -> Option<Bytes> {
     let mut v: Value = serde_json::from_slice(payload).ok()?;
     let metadata = v.get_mut("metadata")?.as_object_mut()?;
     metadata.insert("resourceVersion".into(), json!(rv.to_string()));
-    serde_json::to_vec(&v).ok().map(Bytes::from)
+    gojson::to_vec(&v).ok().map(Bytes::from)
 }
 
 /// The JSON of a watch event's object: [`object_json`], and for a
@@ -192,7 +198,7 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
             "kubernetes.io/initial-events-list-blueprint": info.list_blueprint(),
         });
     }
-    serde_json::to_vec(&json!({
+    gojson::to_vec(&json!({
         "kind": info.kind,
         "apiVersion": info.api_version(),
         "metadata": metadata,
@@ -201,7 +207,10 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
 }
 
 /// A list's body, built from objects' JSON: `{"kind":"PodList",
-/// "apiVersion":"v1","metadata":{...},"items":[...]}`.
+/// "apiVersion":"v1","metadata":{...},"items":[...]}` for a built-in
+/// kind (`metav1.ListMeta`'s field order), and for a custom resource the
+/// apiserver's `UnstructuredList`, a map written with its keys sorted:
+/// `{"apiVersion":...,"items":[...],"kind":...,"metadata":{...}}`.
 pub struct ListBody {
     buf: BytesMut,
     first: bool,
@@ -209,27 +218,69 @@ pub struct ListBody {
     /// not carry (the apiserver prints a built-in kind's list items with
     /// an empty `TypeMeta`; custom resources' items keep theirs).
     strip: Option<Vec<u8>>,
+    /// What follows the items: `]}`, or a custom resource list's `kind`
+    /// and `metadata`.
+    tail: Vec<u8>,
 }
 
 impl ListBody {
     /// Starts a list at `rv`, with a continue token if there are more pages.
     pub fn new(info: &ResourceInfo, rv: ResourceVersion, continue_token: Option<&str>) -> ListBody {
-        let mut metadata = json!({"resourceVersion": rv.get().to_string()});
-        if let Some(token) = continue_token {
-            metadata["continue"] = json!(token);
-        } else if !info.typed {
-            // A custom resource's list is printed from a map: its
-            // `continue` is there, empty, when there is no next page.
-            metadata["continue"] = json!("");
+        ListBody::paged(info, rv, continue_token, None)
+    }
+
+    /// [`ListBody::new`] for a page that says how many objects follow it
+    /// (`metadata.remainingItemCount`).
+    pub fn paged(
+        info: &ResourceInfo,
+        rv: ResourceVersion,
+        continue_token: Option<&str>,
+        remaining: Option<u64>,
+    ) -> ListBody {
+        let mut metadata = Map::new();
+        let version = json!(rv.get().to_string());
+        if info.typed {
+            metadata.insert("resourceVersion".into(), version.clone());
         }
+        // A custom resource's list is printed from a map: its `continue`
+        // is there, empty, when there is no next page.
+        match continue_token {
+            Some(token) => {
+                metadata.insert("continue".into(), json!(token));
+            }
+            None if !info.typed => {
+                metadata.insert("continue".into(), json!(""));
+            }
+            None => {}
+        }
+        if let Some(n) = remaining {
+            metadata.insert("remainingItemCount".into(), json!(n));
+        }
+        if !info.typed {
+            metadata.insert("resourceVersion".into(), version);
+        }
+        let metadata = gojson::to_vec(&Value::Object(metadata)).unwrap_or_default();
         let mut buf = BytesMut::with_capacity(4096);
-        buf.put_slice(b"{\"kind\":\"");
-        buf.put_slice(info.list_kind.as_bytes());
-        buf.put_slice(b"\",\"apiVersion\":\"");
-        buf.put_slice(info.api_version().as_bytes());
-        buf.put_slice(b"\",\"metadata\":");
-        buf.put_slice(&serde_json::to_vec(&metadata).unwrap_or_default());
-        buf.put_slice(b",\"items\":[");
+        let mut tail = Vec::new();
+        if info.typed {
+            buf.put_slice(b"{\"kind\":");
+            buf.put_slice(&json_string(&info.list_kind));
+            buf.put_slice(b",\"apiVersion\":");
+            buf.put_slice(&json_string(&info.api_version()));
+            buf.put_slice(b",\"metadata\":");
+            buf.put_slice(&metadata);
+            buf.put_slice(b",\"items\":[");
+            tail.extend_from_slice(b"]}");
+        } else {
+            buf.put_slice(b"{\"apiVersion\":");
+            buf.put_slice(&json_string(&info.api_version()));
+            buf.put_slice(b",\"items\":[");
+            tail.extend_from_slice(b"],\"kind\":");
+            tail.extend_from_slice(&json_string(&info.list_kind));
+            tail.extend_from_slice(b",\"metadata\":");
+            tail.extend_from_slice(&metadata);
+            tail.push(b'}');
+        }
         let strip = info.typed.then(|| {
             format!(
                 "{{\"kind\":\"{}\",\"apiVersion\":\"{}\",",
@@ -242,6 +293,7 @@ impl ListBody {
             buf,
             first: true,
             strip,
+            tail,
         }
     }
 
@@ -262,9 +314,16 @@ impl ListBody {
 
     /// The whole body.
     pub fn finish(mut self) -> Bytes {
-        self.buf.put_slice(b"]}");
+        self.buf.put_slice(&self.tail);
         self.buf.freeze()
     }
+}
+
+/// A string as Go writes it.
+fn json_string(s: &str) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    gojson::string(&mut out, s);
+    out
 }
 
 impl std::fmt::Debug for ListBody {
@@ -348,6 +407,37 @@ mod tests {
         assert_eq!(
             bm["metadata"]["annotations"]["k8s.io/initial-events-end"],
             "true"
+        );
+    }
+
+    #[test]
+    fn list_bodies_are_the_apiservers_bytes() {
+        let pods = ResourceInfo::pods();
+        let mut list = ListBody::paged(&pods, 9.into(), Some("tok"), Some(3));
+        list.push(br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#);
+        assert_eq!(
+            std::str::from_utf8(&list.finish()).unwrap(),
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"tok","remainingItemCount":3},"items":[{"metadata":{"name":"a"}}]}"#
+        );
+        let list = ListBody::new(&pods, 9.into(), None);
+        assert_eq!(
+            std::str::from_utf8(&list.finish()).unwrap(),
+            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}"#
+        );
+        // A custom resource's list is an `UnstructuredList`: a map, its
+        // keys sorted.
+        let mut custom = ResourceInfo::secrets();
+        custom.typed = false;
+        let mut list = ListBody::paged(&custom, 9.into(), Some("tok"), Some(3));
+        list.push(br#"{"apiVersion":"v1","kind":"Secret"}"#);
+        assert_eq!(
+            std::str::from_utf8(&list.finish()).unwrap(),
+            r#"{"apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Secret"}],"kind":"SecretList","metadata":{"continue":"tok","remainingItemCount":3,"resourceVersion":"9"}}"#
+        );
+        let list = ListBody::new(&custom, 9.into(), None);
+        assert_eq!(
+            std::str::from_utf8(&list.finish()).unwrap(),
+            r#"{"apiVersion":"v1","items":[],"kind":"SecretList","metadata":{"continue":"","resourceVersion":"9"}}"#
         );
     }
 }

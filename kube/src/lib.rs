@@ -25,6 +25,10 @@
 //! - [`params`]: the list and watch options (`metav1.ListOptions`) parsed
 //!   and checked from a [`Query`], and what the apiserver's `RequestInfo`
 //!   reads from it ([`params::ListAttributes`]);
+//! - [`gojson`]: JSON as Go's `encoding/json` writes it (escaping,
+//!   numbers, a custom resource's sorted keys), which every body is;
+//! - [`selector_errors`]: the apiserver's words for a selector it
+//!   refuses (Go's label and field selector parsers' errors);
 //! - [`encode`]: the JSON of objects, watch events, bookmarks and lists,
 //!   each object's stored bytes shared, not encoded per client;
 //! - [`table`]: `meta.k8s.io/v1` `Table`s, as `kubectl get` asks for them;
@@ -49,6 +53,7 @@ pub mod crypt;
 mod decode;
 pub mod encode;
 mod errors;
+pub mod gojson;
 mod info;
 pub mod negotiate;
 pub mod params;
@@ -56,6 +61,7 @@ pub mod proto;
 pub mod query;
 pub mod quote;
 mod read;
+pub mod selector_errors;
 pub mod served;
 mod status;
 pub mod table;

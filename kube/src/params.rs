@@ -7,6 +7,7 @@ use std::time::Duration;
 use herald::{Continue, FieldSelector, LabelSelector, ResourceVersion, ResourceVersionMatch};
 
 use crate::query::{Pair, Query};
+use crate::selector_errors;
 use crate::status::ApiError;
 
 /// The longest selector accepted (bytes). Longer is refused with 400
@@ -249,6 +250,11 @@ impl Options {
                 "labelSelector" if !value.is_empty() => {
                     parse_selector_len(name, value)?;
                     o.selector_bytes += value.len();
+                    // Go's parser words the refusal (its message is the
+                    // 400's); Herald's decides what the selector means.
+                    if let Some(message) = selector_errors::label_error(value) {
+                        return Err(ApiError::bad_request(message));
+                    }
                     o.labels = Some(value.parse().map_err(|e: herald::SelectorError| {
                         ApiError::bad_request(format!(
                             "unable to parse requirement: labelSelector {value:?}: {e}"
@@ -258,6 +264,9 @@ impl Options {
                 "fieldSelector" if !value.is_empty() => {
                     parse_selector_len(name, value)?;
                     o.selector_bytes += value.len();
+                    if let Some(message) = selector_errors::field_error(value) {
+                        return Err(ApiError::bad_request(message));
+                    }
                     o.fields = Some(value.parse().map_err(|e: herald::SelectorError| {
                         ApiError::bad_request(format!("invalid fieldSelector {value:?}: {e}"))
                     })?);

@@ -224,15 +224,17 @@ impl ApiError {
             let d = details.get_or_insert_with(|| json!({}));
             d["retryAfterSeconds"] = json!(after.as_secs().max(1));
         }
-        if let Some(d) = details {
-            status["details"] = d;
+        if let (Some(d), Some(map)) = (details, status.as_object_mut()) {
+            // `metav1.Status` declares `Details` before `Code`.
+            let at = map.len() - 1;
+            map.shift_insert(at, "details".into(), d);
         }
         status
     }
 
     /// The `Status` object as JSON bytes.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(&self.to_status()).unwrap_or_default()
+        crate::gojson::to_vec(&self.to_status()).unwrap_or_default()
     }
 }
 

@@ -89,7 +89,11 @@ pub const YAML: &str = "application/yaml";
 pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
     let value: Value = serde_json::from_slice(json)
         .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
-    Ok(herald_kube::yaml::to_yaml(&value).into_bytes())
+    // go-yaml refusing the text fails the request as the apiserver's
+    // encoder failing does: a 500 with go-yaml's message.
+    herald_kube::yaml::to_yaml(&value)
+        .map(String::into_bytes)
+        .map_err(|e| ApiError::internal(e.to_string()))
 }
 
 /// The protobuf envelope of an object's JSON.
@@ -166,7 +170,15 @@ mod tests {
             .unwrap();
         assert_eq!(
             String::from_utf8(got).unwrap(),
-            "apiVersion: v1\ndata:\n  a: \"x\\ny\\n\"\n  b: \"2\"\nkind: ConfigMap\n"
+            // A string with a line break is a literal block (go-yaml v2).
+            "apiVersion: v1\ndata:\n  a: |\n    x\n    y\n  b: \"2\"\nkind: ConfigMap\n"
+        );
+        // Text go-yaml's reader refuses fails the request, as the
+        // apiserver's encoder failing does.
+        let e = yaml(br#"{"a":"\u007f"}"#).unwrap_err();
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (500, "yaml: control characters are not allowed")
         );
         assert!(yaml(b"{").is_err());
     }

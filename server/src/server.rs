@@ -633,11 +633,12 @@ impl Server {
             let page = r.engine.list(&req)?;
             let token = page.continue_token.as_ref().map(ToString::to_string);
             if caller.media == Media::Protobuf {
-                let mut body = proto::ListFrame::new(
+                let mut body = proto::ListFrame::paged(
                     &r.info.api_version(),
                     &r.info.list_kind,
                     page.resource_version.get(),
                     token.as_deref(),
+                    page.remaining_item_count,
                 );
                 for item in &page.items {
                     let json = object_json(&r.info, &item.object, item.resource_version);
@@ -651,6 +652,9 @@ impl Server {
                     serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
                 if let Some(t) = &token {
                     metadata["continue"] = serde_json::json!(t);
+                }
+                if let Some(n) = page.remaining_item_count {
+                    metadata["remainingItemCount"] = serde_json::json!(n);
                 }
                 let objects: Vec<_> = page
                     .items
@@ -666,7 +670,12 @@ impl Server {
                 );
                 return Ok(list_response(caller.gzip, table::CONTENT_TYPE, body));
             }
-            let mut body = ListBody::new(&r.info, page.resource_version, token.as_deref());
+            let mut body = ListBody::paged(
+                &r.info,
+                page.resource_version,
+                token.as_deref(),
+                page.remaining_item_count,
+            );
             for item in &page.items {
                 let json = object_json(&r.info, &item.object, item.resource_version);
                 body.push(json.bytes());

@@ -50,7 +50,7 @@ fn malformed_requests_get_typed_errors_and_the_server_lives() {
         (
             "/api/v1/pods?fieldSelector=spec.nodeName".into(),
             400,
-            "invalid fieldSelector",
+            "invalid selector: 'spec.nodeName'; can't understand 'spec.nodeName'",
         ),
         (
             "/api/v1/pods?resourceVersion=abc".into(),

@@ -105,6 +105,7 @@ pub unsafe extern "C" fn herald_engine_get(
             items: got.item.into_iter().collect(),
             resource_version: got.resource_version,
             continue_token: None,
+            remaining_item_count: None,
             shard: None,
         };
         let h = LISTS.insert(ListResult::new(list));

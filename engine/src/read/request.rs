@@ -193,6 +193,11 @@ pub struct ListResponse {
     /// Set when more objects follow: pass it to
     /// [`ListRequest::continue_from`].
     pub continue_token: Option<Continue>,
+    /// How many objects follow this page, when it is cut by the limit and
+    /// the list selects nothing by label, field or shard (the reference's
+    /// `PrepareContinueToken` counts only then: with a selector it could
+    /// not count what matches without reading it); `None` otherwise.
+    pub remaining_item_count: Option<u64>,
     /// The shard selector the list applied (KEP-5866's shard info, echoed
     /// back so a client knows the server honoured it); `None` for a list
     /// without one.

@@ -463,16 +463,27 @@ impl Shared {
         };
         let mut items = Vec::new();
         let mut more = false;
-        for e in read
+        let mut remaining_item_count = None;
+        let mut candidates = read
             .state
             .candidates(&req.scope, &req.fields, after)
-            .filter(|e| filter.admits(&e.object))
-        {
+            .filter(|e| filter.admits(&e.object));
+        for e in candidates.by_ref() {
             if items.len() == limit {
                 more = true;
                 break;
             }
             items.push(item_of(e));
+        }
+        if more
+            && req.labels.is_everything()
+            && req.fields.is_everything()
+            && req.shard.is_everything()
+        {
+            // The one that did not fit, and the rest (the reference's
+            // cacher counts the items after the page's start the same
+            // way: `len(resp.Items) - limit`).
+            remaining_item_count = Some(1 + candidates.count() as u64);
         }
         let continue_token = more.then(|| Continue {
             engine: self.engine_id,
@@ -486,6 +497,7 @@ impl Shared {
             items,
             resource_version: read.rv,
             continue_token,
+            remaining_item_count,
             shard: (!req.shard.is_everything()).then(|| req.shard.clone()),
         })
     }

@@ -42,12 +42,12 @@ use serde_json::{Map, Value};
 
 use super::error::MAGIC;
 use super::error::ProtoError;
-use super::gojson;
 use super::quantity;
 use super::schema::RELEASE;
 use super::schema::{Schema, Shape, Special, TypeId};
 use super::time;
 use super::wire::{close_len, open_len, put_bytes, put_key, put_varint};
+use crate::gojson;
 
 /// Deeper than any built-in kind nests (a CRD's schema is the deepest).
 const MAX_DEPTH: usize = 100;
@@ -450,7 +450,8 @@ impl Enc<'_, '_> {
             Special::RawExtension | Special::Json | Special::FieldsV1 => {
                 if !v.is_null() {
                     let len = open_len(self.out, 1);
-                    gojson::write(self.out, v)?;
+                    gojson::write(self.out, v)
+                        .map_err(|e| ProtoError::Value(format!(": embedded {e}")))?;
                     close_len(self.out, len);
                 }
             }

@@ -27,6 +27,18 @@ impl ListFrame {
         rv: u64,
         continue_token: Option<&str>,
     ) -> ListFrame {
+        ListFrame::paged(api_version, list_kind, rv, continue_token, None)
+    }
+
+    /// [`ListFrame::new`] for a page that says how many objects follow
+    /// it (`ListMeta.remainingItemCount`, field 4).
+    pub fn paged(
+        api_version: &str,
+        list_kind: &str,
+        rv: u64,
+        continue_token: Option<&str>,
+        remaining: Option<u64>,
+    ) -> ListFrame {
         let mut out = Vec::with_capacity(4096);
         out.extend_from_slice(MAGIC);
         let meta = open_len(&mut out, 1);
@@ -38,6 +50,10 @@ impl ListFrame {
         put_bytes(&mut out, 2, rv.to_string().as_bytes());
         if let Some(token) = continue_token {
             put_bytes(&mut out, 3, token.as_bytes());
+        }
+        if let Some(n) = remaining {
+            put_varint(&mut out, 4 << 3);
+            put_varint(&mut out, n);
         }
         close_len(&mut out, list_meta);
         ListFrame { out, raw }

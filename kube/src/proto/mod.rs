@@ -19,7 +19,6 @@ mod encode;
 mod envelope;
 mod error;
 mod frame;
-mod gojson;
 mod json;
 mod quantity;
 mod schema;
