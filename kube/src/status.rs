@@ -274,4 +274,15 @@ mod tests {
             "ResourceVersionTooLarge"
         );
     }
+
+    #[test]
+    fn an_unclassified_error_has_no_reason() {
+        let s =
+            ApiError::unclassified("conversion webhook for g/v1, Kind=W failed: no").to_status();
+        assert_eq!(
+            s,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "conversion webhook for g/v1, Kind=W failed: no", "code": 500})
+        );
+    }
 }
