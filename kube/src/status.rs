@@ -208,7 +208,15 @@ impl ApiError {
         ApiError::new(500, "InternalError", message)
     }
 
-    /// The `Status` object.
+    /// 500 with no reason: an error the apiserver did not classify
+    /// (`ErrorToAPIStatus` of a plain Go error, as a conversion
+    /// webhook's failure is).
+    pub fn unclassified(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "", message)
+    }
+
+    /// The `Status` object (an empty reason is left out, as Go's
+    /// `omitempty` leaves it).
     pub fn to_status(&self) -> Value {
         let mut status = json!({
             "kind": "Status",
@@ -219,6 +227,11 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if self.reason.is_empty()
+            && let Some(status) = status.as_object_mut()
+        {
+            status.shift_remove("reason");
+        }
         let mut details = self.details.as_deref().cloned();
         if let Some(after) = self.retry_after {
             let d = details.get_or_insert_with(|| json!({}));
@@ -264,6 +277,17 @@ mod tests {
         assert_eq!(
             t["details"]["causes"][0]["reason"],
             "ResourceVersionTooLarge"
+        );
+    }
+
+    #[test]
+    fn an_unclassified_error_has_no_reason() {
+        let s =
+            ApiError::unclassified("conversion webhook for g/v1, Kind=W failed: no").to_status();
+        assert_eq!(
+            s,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": "conversion webhook for g/v1, Kind=W failed: no", "code": 500})
         );
     }
 }

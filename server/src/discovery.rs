@@ -57,7 +57,7 @@ fn groups<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Vec<(String,
 
 /// A version's rank as Kubernetes orders them (`v2` > `v1` > `v1beta2` >
 /// `v1beta1` > `v1alpha1` > anything else): the first is preferred.
-fn priority(version: &str) -> (u8, u64, u64) {
+pub(crate) fn priority(version: &str) -> (u8, u64, u64) {
     let Some(rest) = version.strip_prefix('v') else {
         return (0, 0, 0);
     };

@@ -59,6 +59,7 @@ pub mod media;
 pub mod metrics;
 mod names;
 mod open_watches;
+mod outgoing;
 mod parsed;
 pub mod rbac_follow;
 mod resource;
@@ -70,6 +71,7 @@ mod sources;
 pub mod status;
 mod target;
 mod watch;
+mod watch_convert;
 
 pub use access::{Access, Authorization};
 pub use access_config::AccessConfig;

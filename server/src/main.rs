@@ -82,6 +82,7 @@ fn no_transparent_huge_pages() {
 }
 
 use clap::Parser;
+use herald_http::crds::{Converter, Custom, ServiceIps};
 use herald_http::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
@@ -512,11 +513,13 @@ fn named(args: &Args) -> Result<Vec<Builtin>, String> {
 }
 
 /// With `--resources all`: the custom resources of the CRDs stored when
-/// the server starts (read once the CRDs' own cache is ready).
+/// the server starts (read once the CRDs' own cache is ready), each with
+/// the CRD's reading it is served by.
 async fn custom_resources(
     served: &[herald_http::Resource],
     args: &Args,
-) -> Result<Vec<herald_http::Resource>, Box<dyn std::error::Error + Send + Sync>> {
+    ips: &ServiceIps,
+) -> Result<Vec<(herald_http::Resource, Custom)>, Box<dyn std::error::Error + Send + Sync>> {
     let Some(crds) = served
         .iter()
         .find(|r| r.info().qualified() == "customresourcedefinitions.apiextensions.k8s.io")
@@ -530,25 +533,84 @@ async fn custom_resources(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let (engine, registry) = (crds.engine().clone(), args.etcd_prefix.clone());
+    let found = tokio::task::spawn_blocking(move || {
+        herald_http::crds::customs(&engine, &registry, herald::ReadAt::Latest)
+    })
+    .await?;
     let mut out = Vec::new();
-    for c in herald_http::crds::customs(crds.engine(), &args.etcd_prefix) {
+    for c in found {
         if served
             .iter()
             .any(|r| r.info().qualified() == c.info.qualified())
         {
             continue;
         }
-        out.push(upstream(c.info, &c.prefix, args)?.with_printer(Printer::custom(c.columns)));
+        let engine = upstream(c.info.clone(), &c.prefix, args)?;
+        match serving(engine, &c, ips) {
+            Ok(r) => out.push((r, c)),
+            Err(e) => eprintln!("herald-server: not serving {}: {e}", c.info.qualified()),
+        }
     }
     Ok(out)
 }
 
+/// `resource` (an engine of `c`'s stored objects) served at every
+/// version `c` serves, converted as its CRD says.
+fn serving(
+    resource: herald_http::Resource,
+    c: &Custom,
+    ips: &ServiceIps,
+) -> Result<herald_http::Resource, String> {
+    let converter = Converter::new(c, Some(ips.clone()))?;
+    let versions = c
+        .versions
+        .iter()
+        .map(|(info, columns)| (info.clone(), Printer::custom(columns.clone())))
+        .collect();
+    Ok(resource
+        .with_printer(Printer::custom(c.columns.clone()))
+        .with_versions(versions, converter))
+}
+
+/// A service's ClusterIP, from the services the server serves (for a
+/// conversion webhook's `service` reference); `None` before the server
+/// is set or when it serves no services.
+fn service_ips(server: Arc<std::sync::OnceLock<Server>>) -> ServiceIps {
+    Arc::new(move |ns: &str, name: &str| {
+        let services = server
+            .get()?
+            .resources()
+            .into_iter()
+            .find(|r| r.info().qualified() == "services")?;
+        let got = services
+            .engine()
+            .get(&format!("{ns}/{name}"), herald::ReadAt::Any)
+            .ok()?;
+        let item = got.item?;
+        let service: serde_json::Value = serde_json::from_slice(item.object.payload()).ok()?;
+        service["spec"]["clusterIP"].as_str()?.parse().ok()
+    })
+}
+
 /// With `--resources all`: follows the CRDs (stored in etcd, or served by
-/// the apiserver) as they come and go (each second), serving the custom
-/// resource of a new one and stopping the one whose CRD went (its watches
-/// end; its clients re-list and get 404).
-async fn follow_crds(server: Server, args: Args) {
+/// the apiserver) as they come and go (each second). A new CRD's custom
+/// resource is served; a CRD whose change keeps what is stored (the same
+/// group, plural, scope and key prefix: a new category, name, column,
+/// served version, storage version, conversion) is served anew on the
+/// same engine, its open watches going on; one whose stored resource
+/// changed gets a new engine, and one whose CRD went is stopped (its
+/// watches end, as the apiserver ends them; its clients re-list and get
+/// 404). `applied`: the CRDs served now, by resource.
+async fn follow_crds(
+    server: Server,
+    args: Args,
+    ips: ServiceIps,
+    mut applied: std::collections::HashMap<String, Custom>,
+) {
     let crds = "customresourcedefinitions.apiextensions.k8s.io";
+    // On the apiserver, an engine reads one version: it must stay served.
+    let version_matters = args.apiserver.is_some();
     // The CRDs' version last looked at: nothing to do until it moves.
     let mut seen = None;
     loop {
@@ -566,44 +628,60 @@ async fn follow_crds(server: Server, args: Args) {
             continue;
         }
         seen = Some(at);
-        let wanted = herald_http::crds::customs(&crd_engine, &args.etcd_prefix);
+        let wanted =
+            herald_http::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
         for c in &wanted {
-            let same = served.iter().any(|r| *r.info() == c.info);
-            if same || builtin(&c.info.qualified(), &args.etcd_prefix).is_some() {
+            let name = c.info.qualified();
+            if builtin(&name, &args.etcd_prefix).is_some() || applied.get(&name) == Some(c) {
                 continue;
             }
-            let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
-            match tokio::task::spawn_blocking(move || upstream(info, &prefix, &a)).await {
-                Ok(Ok(r)) => {
-                    let r = r.with_printer(Printer::custom(c.columns.clone()));
-                    eprintln!(
-                        "herald-server: serving {} (its CRD appeared)",
-                        r.info().qualified()
-                    );
-                    if let Some(old) = server.add(r) {
+            let current = served.iter().find(|r| r.info().qualified() == name);
+            let kept = match (applied.get(&name), current) {
+                (Some(old), Some(r)) if old.same_storage(c, version_matters) => Some(r.clone()),
+                _ => None,
+            };
+            let engine = match kept.clone() {
+                Some(r) => Ok(r),
+                None => {
+                    let (info, prefix, a) = (c.info.clone(), c.prefix.clone(), args.clone());
+                    tokio::task::spawn_blocking(move || upstream(info, &prefix, &a))
+                        .await
+                        .map_err(|e| e.to_string())
+                        .and_then(|r| r.map_err(|e| e.to_string()))
+                }
+            };
+            match engine.and_then(|r| serving(r, c, &ips)) {
+                Ok(r) => {
+                    let how = if kept.is_some() {
+                        "its CRD changed"
+                    } else {
+                        "its CRD appeared"
+                    };
+                    eprintln!("herald-server: serving {name} ({how})");
+                    if let Some(old) = server.add(r)
+                        && kept.is_none()
+                    {
                         old.engine().stop();
                     }
+                    applied.insert(name, c.clone());
                 }
                 // Tried again next second.
-                Ok(Err(e)) => {
-                    eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified());
-                    seen = None;
-                }
                 Err(e) => {
-                    eprintln!("herald-server: cannot serve {}: {e}", c.info.qualified());
+                    eprintln!("herald-server: cannot serve {name}: {e}");
                     seen = None;
                 }
             }
         }
-        for r in served.iter().filter(|r| !r.info().typed) {
-            if !wanted.iter().any(|c| c.info == *r.info()) {
-                eprintln!(
-                    "herald-server: no longer serving {} (its CRD went)",
-                    r.info().qualified()
-                );
-                if let Some(old) = server.remove(&r.info().qualified()) {
-                    old.engine().stop();
-                }
+        let gone: Vec<String> = applied
+            .keys()
+            .filter(|name| !wanted.iter().any(|c| c.info.qualified() == **name))
+            .cloned()
+            .collect();
+        for name in gone {
+            eprintln!("herald-server: no longer serving {name} (its CRD went)");
+            applied.remove(&name);
+            if let Some(old) = server.remove(&name) {
+                old.engine().stop();
             }
         }
     }
@@ -653,6 +731,11 @@ async fn run(
         args.apiserver = Some(apiserver);
     }
     let mut _demo = None;
+    // The server, once made: conversion webhooks' services are found
+    // among its services.
+    let made = Arc::new(std::sync::OnceLock::new());
+    let ips = service_ips(made.clone());
+    let mut customs = std::collections::HashMap::new();
     let resources = if args.etcd.is_empty() && args.apiserver.is_none() {
         if !args.resources.is_empty() {
             return Err("--resources needs --etcd or --kubeconfig (the demo serves pods)".into());
@@ -683,7 +766,10 @@ async fn run(
             out.push(upstream(b.info, &b.prefix, &args)?);
         }
         if args.resources.iter().any(|r| r == "all") {
-            out.extend(custom_resources(&out, &args).await?);
+            for (r, c) in custom_resources(&out, &args, &ips).await? {
+                customs.insert(r.info().qualified(), c);
+                out.push(r);
+            }
         }
         out
     };
@@ -703,6 +789,7 @@ async fn run(
     }
     let served: Vec<String> = resources.iter().map(|r| r.info().qualified()).collect();
     let server = Server::new(resources, config);
+    let _ = made.set(server.clone());
     if let Some(a) = access.build(&server, args.apiserver.as_ref())? {
         server.set_access(a);
     }
@@ -710,7 +797,7 @@ async fn run(
         server.set_audit(log);
     }
     if args.resources.iter().any(|r| r == "all") {
-        tokio::spawn(follow_crds(server.clone(), args.clone()));
+        tokio::spawn(follow_crds(server.clone(), args.clone(), ips, customs));
     }
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await

@@ -1,5 +1,7 @@
 //! A served resource: its names ([`ResourceInfo`]), the engine that
-//! holds it, and what the server counts for it.
+//! holds it, and what the server counts for it; for a custom resource,
+//! every version it is served at (one engine, its objects converted on
+//! the way out by its [`Converter`]).
 
 use std::sync::Arc;
 
@@ -8,6 +10,7 @@ use herald_kube::ResourceInfo;
 use herald_kube::encode::Restamps;
 
 use crate::counts::ResourceMetrics;
+use crate::crds::Converter;
 use crate::media::Encodings;
 use herald_kube::table::Printer;
 
@@ -27,6 +30,20 @@ pub struct Resource {
     /// How `kubectl get` sees its objects (its kind's columns).
     pub(crate) printer: Arc<Printer>,
     pub(crate) health: Option<Arc<dyn SourceHealth>>,
+    /// Every version it is served at, when more than its engine's
+    /// (a custom resource's); `None`: its engine's alone.
+    pub(crate) views: Option<Arc<Vec<View>>>,
+    /// How its objects convert to the version asked (a custom
+    /// resource's).
+    pub(crate) converter: Option<Arc<Converter>>,
+}
+
+/// One served version of a resource: its names, its `kubectl get`
+/// columns.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    pub(crate) info: Arc<ResourceInfo>,
+    pub(crate) printer: Arc<Printer>,
 }
 
 /// What a resource's source says of the stored values it could not
@@ -58,7 +75,57 @@ impl Resource {
             engine,
             reflector: reflector.map(Arc::new),
             health: None,
+            views: None,
+            converter: None,
         }
+    }
+
+    /// The same engine served at each of `versions` (names and
+    /// printer; the engine's own version served only if listed), its
+    /// objects converted to the version asked by `converter`: a custom
+    /// resource. Also how a CRD's change that keeps what is stored
+    /// updates what is served without a new engine: its open watches go
+    /// on.
+    pub fn with_versions(
+        mut self,
+        versions: Vec<(ResourceInfo, Printer)>,
+        converter: Converter,
+    ) -> Resource {
+        let views = versions
+            .into_iter()
+            .map(|(info, printer)| View {
+                info: Arc::new(info),
+                printer: Arc::new(printer),
+            })
+            .collect();
+        self.views = Some(Arc::new(views));
+        self.converter = Some(Arc::new(converter));
+        self
+    }
+
+    /// The resource as served at `version`, if it is.
+    pub(crate) fn at(&self, version: &str) -> Option<Resource> {
+        let Some(views) = &self.views else {
+            return (self.info.version == version).then(|| self.clone());
+        };
+        let view = views.iter().find(|v| v.info.version == version)?;
+        let mut r = self.clone();
+        r.info = view.info.clone();
+        r.printer = view.printer.clone();
+        Some(r)
+    }
+
+    /// Its names at every version it is served at.
+    pub fn served(&self) -> Vec<&ResourceInfo> {
+        match &self.views {
+            Some(views) => views.iter().map(|v| &*v.info).collect(),
+            None => vec![&*self.info],
+        }
+    }
+
+    /// How its objects convert between versions, if they do.
+    pub fn converter(&self) -> Option<&Converter> {
+        self.converter.as_deref()
     }
 
     /// The same, with its tables printed by `printer` (a custom

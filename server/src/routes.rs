@@ -88,14 +88,14 @@ async fn api() -> Response {
 async fn api_v1(State(s): State<Server>) -> Response {
     json_response(
         StatusCode::OK,
-        discovery::api_resources("", "v1", s.snapshot().values().map(|r| &*r.info)),
+        discovery::api_resources("", "v1", s.snapshot().values().flat_map(|r| r.served())),
     )
 }
 
 async fn apis(State(s): State<Server>) -> Response {
     json_response(
         StatusCode::OK,
-        discovery::api_groups(s.snapshot().values().map(|r| &*r.info)),
+        discovery::api_groups(s.snapshot().values().flat_map(|r| r.served())),
     )
 }
 
@@ -104,7 +104,7 @@ async fn api_group(State(s): State<Server>, path: Segments<String>) -> Response 
         Ok(g) => g,
         Err(e) => return status::response(e),
     };
-    match discovery::api_group(&group, s.snapshot().values().map(|r| &*r.info)) {
+    match discovery::api_group(&group, s.snapshot().values().flat_map(|r| r.served())) {
         Some(body) => json_response(StatusCode::OK, body),
         None => status::response(ApiError::no_route()),
     }
@@ -118,7 +118,7 @@ async fn group_resources(State(s): State<Server>, path: Segments<(String, String
     let map = s.snapshot();
     let served = || {
         map.values()
-            .map(|r| &*r.info)
+            .flat_map(|r| r.served())
             .filter(|r| r.group == group && r.version == version)
     };
     if served().next().is_none() {

@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequest};
-use herald_kube::encode::{ListBody, ObjectJson, object_json};
+use herald_kube::encode::{ListBody, object_json};
 use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
 use herald_kube::params::Options;
 use herald_kube::{ApiError, Query, proto, table};
@@ -27,6 +27,7 @@ use crate::counts::ServerMetrics;
 use crate::media::{YAML, envelope, yaml};
 use crate::metrics::AuditSlot;
 use crate::open_watches::{Asked, OpenWatches};
+use crate::outgoing;
 use crate::resource::{Resource, ResourceMap};
 use crate::shutdown::Termination;
 use crate::status;
@@ -324,10 +325,11 @@ impl Server {
     /// The served resource a path names, if any.
     pub(crate) fn resource(&self, target: &Target, namespaced: bool) -> Result<Resource, ApiError> {
         match self.inner.resources.load().get(&target.qualified()) {
-            Some(r) if r.info.version == target.version && (!namespaced || r.info.namespaced) => {
-                Ok(r.clone())
-            }
-            _ => Err(ApiError::no_route()),
+            Some(r) => r
+                .at(&target.version)
+                .filter(|r| !namespaced || r.info.namespaced)
+                .ok_or_else(ApiError::no_route),
+            None => Err(ApiError::no_route()),
         }
     }
 
@@ -647,6 +649,7 @@ impl Server {
                 }
                 return Ok(list_response(caller.gzip, PROTOBUF, body.finish()));
             }
+            let objects = outgoing::items(&r, &page.items)?;
             if caller.media == Media::Table {
                 let mut metadata =
                     serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
@@ -656,15 +659,10 @@ impl Server {
                 if let Some(n) = page.remaining_item_count {
                     metadata["remainingItemCount"] = serde_json::json!(n);
                 }
-                let objects: Vec<_> = page
-                    .items
-                    .iter()
-                    .map(|i| object_json(&r.info, &i.object, i.resource_version))
-                    .collect();
                 let body = table::list_table_at(
                     printer.as_ref().unwrap_or(&r.printer),
                     metadata,
-                    objects.iter().map(|j| &j.bytes()[..]),
+                    objects.iter().map(|j| &j[..]),
                     true,
                     SystemTime::now(),
                 );
@@ -676,9 +674,8 @@ impl Server {
                 token.as_deref(),
                 page.remaining_item_count,
             );
-            for item in &page.items {
-                let json = object_json(&r.info, &item.object, item.resource_version);
-                body.push(json.bytes());
+            for json in &objects {
+                body.push(json);
             }
             if caller.media == Media::Yaml {
                 return Ok(list_response(caller.gzip, YAML, yaml(&body.finish())?));
@@ -724,9 +721,9 @@ impl Server {
             let Some(item) = got.item else {
                 return Err(ApiError::not_found_in(&r.info.group, &r.info.plural, &name));
             };
-            let json = object_json(&r.info, &item.object, item.resource_version);
+            let bytes = outgoing::item(&r, &item)?;
             if caller.media == Media::Protobuf {
-                let mut resp = (StatusCode::OK, envelope(json.bytes())?).into_response();
+                let mut resp = (StatusCode::OK, envelope(&bytes)?).into_response();
                 resp.headers_mut()
                     .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROTOBUF));
                 return Ok(resp);
@@ -737,15 +734,12 @@ impl Server {
                 let body = table::table_at(
                     printer.as_ref().unwrap_or(&r.printer),
                     metadata,
-                    std::iter::once(&json.bytes()[..]),
+                    std::iter::once(&bytes[..]),
                     true,
                     SystemTime::now(),
                 );
                 return Ok(table_response(body));
             }
-            let bytes = match json {
-                ObjectJson::Stored(b) | ObjectJson::Described(b) | ObjectJson::Restamped(b) => b,
-            };
             if caller.media == Media::Yaml {
                 let mut resp = (StatusCode::OK, yaml(&bytes)?).into_response();
                 resp.headers_mut()

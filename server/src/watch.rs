@@ -26,7 +26,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
 use herald_kube::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
-use herald_kube::{ApiError, end_error, table};
+use herald_kube::{ApiError, end_error};
 use http_body::{Body, Frame};
 
 use crate::access::Revocation;
@@ -36,6 +36,7 @@ use crate::counts::{OpenWatch, Tally};
 use crate::media;
 use crate::open_watches::Registered;
 use crate::resource::Resource;
+use crate::watch_convert::{Converting, Held, converting, write_object};
 
 /// Events written per chunk at most.
 pub const BATCH: usize = 64;
@@ -71,6 +72,9 @@ pub struct WatchBody {
     revocation: Option<Revocation>,
     /// Its row in `/debug/herald/watches` (see the module `open_watches`).
     registered: Option<Registered>,
+    /// A batch whose objects a conversion webhook is converting (see
+    /// the module `watch_convert`): nothing else is sent meanwhile.
+    converting: Option<Converting>,
     _open: OpenWatch,
 }
 
@@ -110,6 +114,7 @@ impl WatchBody {
             protobuf: false,
             revocation: None,
             registered: None,
+            converting: None,
         }
     }
 
@@ -208,6 +213,21 @@ impl Body for WatchBody {
             this.tally.event(this.buf.len() - start);
             return this.chunk_frame();
         }
+        if let Some(conversion) = this.converting.as_mut() {
+            let Poll::Ready(written) = conversion.as_mut().poll(cx) else {
+                return Poll::Pending;
+            };
+            this.converting = None;
+            this.buf.extend_from_slice(&written.chunk);
+            for size in written.sizes {
+                this.tally.event(size);
+            }
+            this.table = written.table;
+            if written.ended {
+                this.watch = None;
+            }
+            return this.chunk_frame();
+        }
         let Some(watch) = this.watch.as_mut() else {
             return Poll::Ready(None);
         };
@@ -215,6 +235,9 @@ impl Body for WatchBody {
         let restamps = &this.resource.restamps;
         let encodings = &this.resource.encodings;
         let printer = this.printer.as_ref().unwrap_or(&this.resource.printer);
+        let converter = this.resource.converter.as_ref();
+        let webhook = converter.is_some_and(|c| c.calls_webhook());
+        let mut held = Vec::new();
         let protobuf = this.protobuf;
         let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
         let mut last_rv = 0;
@@ -225,6 +248,10 @@ impl Body for WatchBody {
             match (ev.kind(), ev.object()) {
                 (EventKind::Bookmark, _) | (_, None) => {
                     let object = bookmark_object(info, rv, ev.is_initial_events_end());
+                    if webhook {
+                        held.push(Held::Bookmark(object));
+                        return;
+                    }
                     push(buf, protobuf, "BOOKMARK", &object);
                 }
                 (kind, Some(object)) => {
@@ -232,28 +259,49 @@ impl Body for WatchBody {
                     if matches!(json, ObjectJson::Described(_)) {
                         tally.described();
                     }
+                    if webhook {
+                        held.push(Held::Object(kind, rv, json.bytes().clone()));
+                        return;
+                    }
+                    // `strategy: None`: the `apiVersion` asked.
+                    let json = match converter.and_then(|c| c.nop(json.bytes(), &info.version)) {
+                        Some(converted) => ObjectJson::Restamped(converted),
+                        None => json,
+                    };
                     match table {
                         None if protobuf => match encodings.protobuf(object, &json) {
                             Ok(pb) => push_proto(buf, event_type(kind), &pb),
                             Err(e) => push(buf, true, "ERROR", &e.to_json()),
                         },
-                        None => push_event(buf, event_type(kind), json.bytes()),
-                        Some(headers_sent) => {
-                            let t = table::table_at(
-                                printer,
-                                serde_json::json!({"resourceVersion": rv.get().to_string()}),
-                                std::iter::once(&json.bytes()[..]),
-                                !*headers_sent,
-                                std::time::SystemTime::now(),
-                            );
-                            *headers_sent = true;
-                            push_event(buf, event_type(kind), &t);
-                        }
+                        _ => write_object(buf, table, printer, kind, rv, json.bytes()),
                     }
                 }
             }
             tally.event(buf.len() - start);
         });
+        if !held.is_empty()
+            && let Some(converter) = converter
+        {
+            if let Poll::Ready(visited) = &polled {
+                if let Some(r) = this.registered.as_ref().filter(|_| visited.events > 0) {
+                    r.busy();
+                    r.sent(last_rv);
+                }
+                if let Some(end) = &visited.end {
+                    held.push(Held::End(end_error(end).map(|e| e.to_json())));
+                }
+            }
+            this.converting = Some(converting(
+                converter.clone(),
+                info.version.clone(),
+                printer.clone(),
+                this.table,
+                held,
+            ));
+            // The batch's events go out when it is done (polled now,
+            // which registers its waker).
+            return Pin::new(this).poll_frame(cx);
+        }
         match polled {
             Poll::Pending => {
                 if let Some(r) = &this.registered {

@@ -16,6 +16,8 @@
 //! - [`ThreadWaker`]: a [`std::task::Waker`] that unparks a thread, for
 //!   driving `poll_*` methods from a plain thread.
 //! - [`lock`]: a mutex's guard even when a panicking test poisoned it.
+//! - [`webhook`]: a conversion webhook on loopback over TLS, with a CA of
+//!   its own, for custom resources' conversion.
 //! - [`model`]: the reference model of the engine's contract, plain
 //!   sequential code the differential and stress tests check the engine
 //!   against.
@@ -32,6 +34,7 @@ pub mod model;
 mod pod;
 mod sync;
 mod wait;
+pub mod webhook;
 
 pub use pod::{Pod, pod};
 pub use sync::{ThreadWaker, lock};
