@@ -5,7 +5,7 @@
 //! Runs on a read's blocking thread: a webhook is waited for there.
 
 use bytes::Bytes;
-use herald::Item;
+use herald::{Item, ListResponse};
 use herald_kube::ApiError;
 use herald_kube::encode::object_json;
 
@@ -40,4 +40,18 @@ pub(crate) fn item(r: &Resource, item: &Item) -> Result<Bytes, ApiError> {
             Ok(out.pop().unwrap_or_default())
         }
     }
+}
+
+/// A list's `metadata` as a `Table` of it carries it: its version, the
+/// next page's token and how many objects follow, when there are more.
+pub(crate) fn list_metadata(page: &ListResponse, token: Option<&str>) -> serde_json::Value {
+    let mut metadata =
+        serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
+    if let Some(t) = token {
+        metadata["continue"] = serde_json::json!(t);
+    }
+    if let Some(n) = page.remaining_item_count {
+        metadata["remainingItemCount"] = serde_json::json!(n);
+    }
+    metadata
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
@@ -231,6 +231,6 @@ async fn debug_watches(
     json_response(StatusCode::OK, body)
 }
 
-async fn fallback(uri: Uri) -> Response {
+async fn fallback() -> Response {
     status::response(ApiError::no_route())
 }

@@ -651,17 +651,9 @@ impl Server {
             }
             let objects = outgoing::items(&r, &page.items)?;
             if caller.media == Media::Table {
-                let mut metadata =
-                    serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
-                if let Some(t) = &token {
-                    metadata["continue"] = serde_json::json!(t);
-                }
-                if let Some(n) = page.remaining_item_count {
-                    metadata["remainingItemCount"] = serde_json::json!(n);
-                }
                 let body = table::list_table_at(
                     printer.as_ref().unwrap_or(&r.printer),
-                    metadata,
+                    outgoing::list_metadata(&page, token.as_deref()),
                     objects.iter().map(|j| &j[..]),
                     true,
                     SystemTime::now(),

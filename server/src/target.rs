@@ -17,13 +17,4 @@ impl Target {
             format!("{}.{}", self.plural, self.group)
         }
     }
-
-    /// The collection's path, for a 404's message.
-    pub(crate) fn path(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}/{}", self.version, self.plural)
-        } else {
-            format!("/apis/{}/{}/{}", self.group, self.version, self.plural)
-        }
-    }
 }

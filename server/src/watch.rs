@@ -26,7 +26,7 @@ use std::task::{Context, Poll};
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
 use herald_kube::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
-use herald_kube::{ApiError, end_error};
+use herald_kube::{ApiError, end_error, table};
 use http_body::{Body, Frame};
 
 use crate::access::Revocation;
@@ -294,7 +294,7 @@ impl Body for WatchBody {
             this.converting = Some(converting(
                 converter.clone(),
                 info.version.clone(),
-                printer.clone(),
+                Arc::new(printer.clone()),
                 this.table,
                 held,
             ));
