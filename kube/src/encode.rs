@@ -312,9 +312,11 @@ impl ListBody {
         }
     }
 
-    /// The whole body.
+    /// The whole body, ending with a newline as Go's `json.Encoder` ends
+    /// the apiserver's.
     pub fn finish(mut self) -> Bytes {
         self.buf.put_slice(&self.tail);
+        self.buf.put_u8(b'\n');
         self.buf.freeze()
     }
 }
@@ -417,12 +419,18 @@ mod tests {
         list.push(br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a"}}"#);
         assert_eq!(
             std::str::from_utf8(&list.finish()).unwrap(),
-            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"tok","remainingItemCount":3},"items":[{"metadata":{"name":"a"}}]}"#
+            concat!(
+                r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9","continue":"tok","remainingItemCount":3},"items":[{"metadata":{"name":"a"}}]}"#,
+                "\n"
+            )
         );
         let list = ListBody::new(&pods, 9.into(), None);
         assert_eq!(
             std::str::from_utf8(&list.finish()).unwrap(),
-            r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}"#
+            concat!(
+                r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"9"},"items":[]}"#,
+                "\n"
+            )
         );
         // A custom resource's list is an `UnstructuredList`: a map, its
         // keys sorted.
@@ -432,12 +440,18 @@ mod tests {
         list.push(br#"{"apiVersion":"v1","kind":"Secret"}"#);
         assert_eq!(
             std::str::from_utf8(&list.finish()).unwrap(),
-            r#"{"apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Secret"}],"kind":"SecretList","metadata":{"continue":"tok","remainingItemCount":3,"resourceVersion":"9"}}"#
+            concat!(
+                r#"{"apiVersion":"v1","items":[{"apiVersion":"v1","kind":"Secret"}],"kind":"SecretList","metadata":{"continue":"tok","remainingItemCount":3,"resourceVersion":"9"}}"#,
+                "\n"
+            )
         );
         let list = ListBody::new(&custom, 9.into(), None);
         assert_eq!(
             std::str::from_utf8(&list.finish()).unwrap(),
-            r#"{"apiVersion":"v1","items":[],"kind":"SecretList","metadata":{"continue":"","resourceVersion":"9"}}"#
+            concat!(
+                r#"{"apiVersion":"v1","items":[],"kind":"SecretList","metadata":{"continue":"","resourceVersion":"9"}}"#,
+                "\n"
+            )
         );
     }
 }

@@ -224,9 +224,8 @@ impl Options {
             let name = key.as_str();
             match name {
                 "resourceVersion" => {
-                    o.resource_version = ResourceVersion::parse_param(value).map_err(|e| {
-                        ApiError::bad_request(format!("invalid resourceVersion: {e}"))
-                    })?;
+                    o.resource_version = ResourceVersion::parse_param(value)
+                        .map_err(|_| invalid_resource_version(value))?;
                 }
                 "resourceVersionMatch" if !value.is_empty() => {
                     o.resource_version_match =
@@ -306,6 +305,21 @@ impl Options {
         });
         Options::parse(&Query::from_kept(only.cloned()), false)
     }
+}
+
+/// 400 for a `resourceVersion` that is not an unsigned decimal of 64
+/// bits, in the apiserver's words (`APIObjectVersioner`'s field error over
+/// Go's `strconv.ParseUint` error).
+fn invalid_resource_version(value: &str) -> ApiError {
+    let why = match value.bytes().all(|b| b.is_ascii_digit()) {
+        // Only digits, so too many of them.
+        true => "value out of range",
+        false => "invalid syntax",
+    };
+    let q = crate::quote::go_quote(value);
+    ApiError::bad_request(format!(
+        "invalid resource version: resourceVersion: Invalid value: {q}: strconv.ParseUint: parsing {q}: {why}"
+    ))
 }
 
 #[cfg(test)]

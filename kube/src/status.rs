@@ -75,11 +75,16 @@ impl ApiError {
     /// 404 `NotFound` for a path the server does not serve, in the
     /// apiserver's words (which do not repeat the path).
     pub fn no_route() -> ApiError {
-        ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
+        ApiError {
+            // `details: {}`, as the apiserver's `NewNotFound` of no
+            // resource and no name gives it.
+            details: Some(Box::new(json!({}))),
+            ..ApiError::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
     }
 
     /// 405 `MethodNotAllowed`: the server only reads.

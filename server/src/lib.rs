@@ -64,6 +64,7 @@ mod parsed;
 pub mod rbac_follow;
 mod resource;
 mod resources;
+mod respond;
 mod routes;
 mod server;
 mod shutdown;

@@ -25,7 +25,8 @@ use herald_kube::ApiError;
 
 use crate::names;
 use crate::parsed::Parsed;
-use crate::server::{Caller, Server, json_response};
+use crate::respond::json_response;
+use crate::server::{Caller, Server};
 use crate::status;
 use crate::target::Target;
 

@@ -19,7 +19,8 @@ use herald_kube::query::Pair;
 
 use crate::discovery;
 use crate::parsed::Parsed;
-use crate::server::{Server, json_response, nosniff};
+use crate::respond::json_response;
+use crate::server::{Server, nosniff};
 use crate::status;
 
 impl Server {

@@ -11,7 +11,6 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 use herald::{FieldSelector, KeyScope, ListRequest, ReadAt, ReadCancel, WatchRequest};
 use herald_kube::encode::{ListBody, object_json};
 use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
@@ -29,6 +28,7 @@ use crate::metrics::AuditSlot;
 use crate::open_watches::{Asked, OpenWatches};
 use crate::outgoing;
 use crate::resource::{Resource, ResourceMap};
+use crate::respond::{json_response, list_response, table_response};
 use crate::shutdown::Termination;
 use crate::status;
 use crate::target::Target;
@@ -165,24 +165,6 @@ impl std::fmt::Debug for Inner {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn table_response(body: Vec<u8>) -> Response {
-    let mut r = (StatusCode::OK, body).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(table::CONTENT_TYPE),
-    );
-    r
-}
-
-pub(crate) fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
-    let mut r = (code, body.into()).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    r
 }
 
 /// Cancels a blocking read when the request is dropped (the client went
@@ -658,7 +640,11 @@ impl Server {
                     true,
                     SystemTime::now(),
                 );
-                return Ok(list_response(caller.gzip, table::CONTENT_TYPE, body));
+                return Ok(list_response(
+                    caller.gzip,
+                    table::CONTENT_TYPE,
+                    [body, b"\n".to_vec()].concat(),
+                ));
             }
             let mut body = ListBody::paged(
                 &r.info,
@@ -849,29 +835,6 @@ pub(crate) async fn nosniff(mut response: Response) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     response
-}
-
-/// A list's `200`, gzipped if the client takes gzip and the body is
-/// large enough to gain (see the module `compress`).
-fn list_response(gzip: bool, content_type: &'static str, body: impl Into<Bytes>) -> Response {
-    let body: Bytes = body.into();
-    let zipped = if gzip {
-        crate::compress::gzip_if_large(&body)
-    } else {
-        None
-    };
-    let mut r = match zipped {
-        Some(z) => {
-            let mut r = (StatusCode::OK, z).into_response();
-            r.headers_mut()
-                .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            r
-        }
-        None => (StatusCode::OK, body).into_response(),
-    };
-    r.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    r
 }
 
 #[cfg(test)]

@@ -12,7 +12,10 @@ use herald_kube::ApiError;
 /// The response that reports `error`.
 pub fn response(error: ApiError) -> Response {
     let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (code, error.to_json()).into_response();
+    // Ending with a newline, as Go's `json.Encoder` ends the apiserver's.
+    let mut body = error.to_json();
+    body.push(b'\n');
+    let mut response = (code, body).into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,

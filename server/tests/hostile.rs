@@ -55,12 +55,12 @@ fn malformed_requests_get_typed_errors_and_the_server_lives() {
         (
             "/api/v1/pods?resourceVersion=abc".into(),
             400,
-            "invalid resourceVersion",
+            r#"invalid resource version: resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"#,
         ),
         (
             "/api/v1/pods?resourceVersion=-3".into(),
             400,
-            "invalid resourceVersion",
+            r#"invalid resource version: resourceVersion: Invalid value: \"-3\": strconv.ParseUint: parsing \"-3\": invalid syntax"#,
         ),
         (
             "/api/v1/pods?resourceVersionMatch=Exact".into(),

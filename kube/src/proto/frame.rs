@@ -46,11 +46,13 @@ impl ListFrame {
         put_bytes(&mut out, 2, list_kind.as_bytes());
         close_len(&mut out, meta);
         let raw = open_len(&mut out, 2);
+        // `ListMeta` as gogo-protobuf writes it: its strings (`selfLink`,
+        // `continue`) even when empty; `remainingItemCount`, a pointer,
+        // only when set.
         let list_meta = open_len(&mut out, 1);
+        put_bytes(&mut out, 1, b"");
         put_bytes(&mut out, 2, rv.to_string().as_bytes());
-        if let Some(token) = continue_token {
-            put_bytes(&mut out, 3, token.as_bytes());
-        }
+        put_bytes(&mut out, 3, continue_token.unwrap_or_default().as_bytes());
         if let Some(n) = remaining {
             put_varint(&mut out, 4 << 3);
             put_varint(&mut out, n);

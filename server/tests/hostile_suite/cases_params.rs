@@ -252,27 +252,42 @@ pub(crate) fn cases() -> Vec<Case> {
         list(
             "resourceVersion non-numeric",
             "resourceVersion=abc",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion negative",
             "resourceVersion=-3",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion past u64",
             "resourceVersion=99999999999999999999999",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion with a space",
             "resourceVersion=%205",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion in exponent form",
             "resourceVersion=1e9",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion empty (unset)",
@@ -282,7 +297,10 @@ pub(crate) fn cases() -> Vec<Case> {
         watch(
             "watch with a non-numeric resourceVersion",
             "resourceVersion=abc",
-            Expect::status(400, "invalid resourceVersion"),
+            Expect::status(
+                400,
+                "invalid resource version: resourceVersion: Invalid value",
+            ),
         ),
         list(
             "resourceVersion the cache never reaches",
