@@ -749,14 +749,30 @@ fn options_for(resource: &Resource, query: &Query, watch: bool) -> Result<Option
     if let Some(fields) = &o.fields {
         for term in fields.terms() {
             if !resource.info.selectable(term.field()) {
-                return Err(ApiError::bad_request(format!(
-                    "field label not supported: {}",
-                    term.field()
+                return Err(ApiError::bad_request(unselectable(
+                    &resource.info,
+                    term.field(),
                 )));
             }
         }
     }
     Ok(o)
+}
+
+/// Why a field selector may not name `field`, in the apiserver's words:
+/// a built-in kind with no conversion of its own (its labels are the
+/// metadata's two) refuses it with `runtime.DefaultMetaV1FieldSelectorConversion`'s
+/// message; the others (their own conversion, custom resources'
+/// `crConverter`) with `field label not supported`.
+fn unselectable(info: &herald_kube::ResourceInfo, field: &str) -> String {
+    if info.typed && info.fields.is_empty() && info.namespace_selectable != Some(false) {
+        format!(
+            "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+            herald_kube::quote::go_quote(field)
+        )
+    } else {
+        format!("field label not supported: {field}")
+    }
 }
 
 /// Who asks, as the resource handlers need it: its address (for

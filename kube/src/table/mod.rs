@@ -400,7 +400,8 @@ fn build<'a>(
             Value::Array(rows)
         },
     });
-    serde_json::to_vec(&t).unwrap_or_default()
+    // As Go writes it (`<none>` as `\u003cnone\u003e`).
+    crate::gojson::to_vec(&t).unwrap_or_default()
 }
 
 #[cfg(test)]
