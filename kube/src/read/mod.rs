@@ -98,6 +98,21 @@ const META: &[&str] = &[
 /// A top-level object's fields, in Go's order.
 const OBJECT: &[&str] = &["kind", "apiVersion", "metadata", "spec", "status"];
 
+/// Puts an `ObjectMeta`'s fields in Go's order (a custom resource's
+/// metadata is held with its keys sorted, as unstructured JSON is; typed
+/// metadata, such as a `Table` row's `PartialObjectMetadata`, is written
+/// in the struct's order); fields it does not declare go last.
+pub(crate) fn in_meta_order(metadata: &mut Map<String, Value>) {
+    let mut ordered = Map::new();
+    for field in META {
+        if let Some(v) = metadata.remove(*field) {
+            ordered.insert((*field).to_owned(), v);
+        }
+    }
+    ordered.append(metadata);
+    *metadata = ordered;
+}
+
 /// Whether objects of `group`'s `kind` stored at an older version than
 /// the one served are converted here (CRDs stored as `v1beta1`), so the
 /// resource can be served although its storage version is not its

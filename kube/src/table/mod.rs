@@ -300,6 +300,9 @@ fn row_object(kind: Option<&str>, object: &Value) -> Value {
             }
         }
     }
+    if let Some(m) = metadata.as_object_mut() {
+        crate::read::in_meta_order(m);
+    }
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": "meta.k8s.io/v1",

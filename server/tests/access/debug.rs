@@ -36,7 +36,16 @@ fn the_open_watches_show_their_user_filter_lag_and_state() {
         "/api/v1/namespaces/a/pods?watch=1&labelSelector=app%3Dweb",
         "Authorization: Bearer bob-token\r\n",
     );
-    let l = listing(&c);
+    // The watch is listed from its first byte; it says "starting" until
+    // its initial state is sent, then "following".
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let l = loop {
+        let l = listing(&c);
+        if l["watches"][0]["state"] != "starting" || Instant::now() > deadline {
+            break l;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(l["open"], 1, "{l}");
     let w = &l["watches"][0];
     assert_eq!(w["user"], "bob");
