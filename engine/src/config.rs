@@ -1,11 +1,13 @@
 //! The engine's settings ([`Config`]) and its slow-watcher policy choice
 //! ([`SlowWatchers`]); the defaults are the reference's constants, each
-//! named where it is set.
+//! named where it is set. A configuration that cannot work is refused
+//! with a [`ConfigError`] when the engine starts.
 
+use std::fmt;
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock};
-use crate::error::ConfigError;
+use crate::echo::Echo;
 
 /// Engine settings. The defaults are the reference's constants.
 ///
@@ -349,3 +351,53 @@ const DEFAULT_SPILL_BUDGET: u64 = 4 << 20;
 /// The smallest watcher queue (the reference's 10). One under loom, so
 /// that a model fills a queue with a single change.
 const MIN_QUEUE: usize = if cfg!(herald_loom) { 1 } else { 10 };
+
+/// An engine configuration that cannot work, or an engine that could not
+/// start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The history bounds are inverted or zero.
+    HistoryBounds {
+        /// The lower bound given.
+        lower: usize,
+        /// The upper bound given.
+        upper: usize,
+    },
+    /// A duration setting is zero.
+    ZeroDuration(&'static str),
+    /// An indexed field name is empty or listed twice. The message shows
+    /// at most the name's first 64 bytes.
+    BadIndex(String),
+    /// The dispatcher thread could not be spawned.
+    Spawn(std::io::Error),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::HistoryBounds { lower, upper } => write!(
+                f,
+                "history capacity bounds must satisfy 1 <= lower <= upper (got {lower}..{upper})"
+            ),
+            ConfigError::ZeroDuration(what) => write!(f, "{what} must be greater than zero"),
+            ConfigError::BadIndex(name) => {
+                write!(
+                    f,
+                    "indexed field {} is empty or listed twice",
+                    Echo::new(name)
+                )
+            }
+            ConfigError::Spawn(e) => write!(f, "could not spawn the dispatcher thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConfigError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -4,8 +4,8 @@
 //! the reads) never call back into it.
 
 use crate::config::Config;
+use crate::config::ConfigError;
 use crate::dispatch;
-use crate::error::{ConfigError, WatchError};
 use crate::event::Gone;
 use crate::policy;
 use crate::read::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel, ReadError};
@@ -13,7 +13,9 @@ use crate::rv::ResourceVersion;
 use crate::shared::{Lifecycle, Request, Shared};
 use crate::stats::{Counters, Stats};
 use crate::sync::{Arc, JoinHandle, Mutex, Ordering};
-use crate::watch::{Route, Start, Watch, WatchRequest, WatcherShared};
+use crate::watch::WatchError;
+use crate::watch::{Watch, WatchRequest};
+use crate::watcher::{Route, Start, WatcherShared};
 use crate::writer::Writer;
 
 /// The engine: a watch cache for one resource type. Cheap to clone (a
@@ -134,7 +136,11 @@ impl Engine {
         let mut resolved = req.resolve(
             &shared.index_fields,
             policy::has_followers(shared.config.slow_watchers),
-            || shared.most_recent().map_err(WatchError::Upstream),
+            || {
+                shared
+                    .most_recent()
+                    .map_err(|e| WatchError::Upstream(e.into()))
+            },
         )?;
         let (generation, ring_capacity) = {
             let st = shared.lock_state();

@@ -1,11 +1,11 @@
-//! The engine's typed errors. Each names what was wrong; none loses data: a
-//! refused call changes nothing.
+//! Why the writer refused a call ([`WriteError`]): raised by the
+//! [`Writer`](crate::Writer) and by the shared state's write protocol
+//! under the writer lock (`shared.rs`), so it sits below both; public as
+//! `herald::writer::WriteError`. A refused call changes nothing.
 
 use std::fmt;
 
-use crate::echo::Echo;
-use crate::options::OptionsError;
-use crate::{Gone, ResourceVersion};
+use crate::rv::ResourceVersion;
 
 /// A change, re-list or progress the writer refused. The engine is unchanged.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,96 +101,3 @@ impl fmt::Display for WriteError {
 }
 
 impl std::error::Error for WriteError {}
-
-/// A watch that could not be started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WatchError {
-    /// The start resource version is older than the history the cache keeps.
-    Gone(Gone),
-    /// The engine has been stopped.
-    EngineStopped,
-    /// The request's options break one of Kubernetes' rules for a watch
-    /// (see [`OptionsError`]).
-    InvalidOptions(OptionsError),
-    /// The watch starts at the most recent version (a watch-list, or
-    /// `send_initial_events(false)`, without a resource version), and the
-    /// engine's source could not say which that is (see
-    /// [`Reflector`](crate::Reflector)).
-    Upstream(crate::ReadError),
-}
-
-impl fmt::Display for WatchError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            WatchError::Gone(g) => fmt::Display::fmt(g, f),
-            WatchError::EngineStopped => f.write_str("the engine is stopped"),
-            WatchError::InvalidOptions(e) => fmt::Display::fmt(e, f),
-            WatchError::Upstream(e) => write!(f, "the most recent resource version: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for WatchError {}
-
-impl From<OptionsError> for WatchError {
-    fn from(e: OptionsError) -> Self {
-        WatchError::InvalidOptions(e)
-    }
-}
-
-impl From<Gone> for WatchError {
-    fn from(g: Gone) -> Self {
-        WatchError::Gone(g)
-    }
-}
-
-/// An engine configuration that cannot work, or an engine that could not
-/// start.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The history bounds are inverted or zero.
-    HistoryBounds {
-        /// The lower bound given.
-        lower: usize,
-        /// The upper bound given.
-        upper: usize,
-    },
-    /// A duration setting is zero.
-    ZeroDuration(&'static str),
-    /// An indexed field name is empty or listed twice. The message shows
-    /// at most the name's first 64 bytes.
-    BadIndex(String),
-    /// The dispatcher thread could not be spawned.
-    Spawn(std::io::Error),
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConfigError::HistoryBounds { lower, upper } => write!(
-                f,
-                "history capacity bounds must satisfy 1 <= lower <= upper (got {lower}..{upper})"
-            ),
-            ConfigError::ZeroDuration(what) => write!(f, "{what} must be greater than zero"),
-            ConfigError::BadIndex(name) => {
-                write!(
-                    f,
-                    "indexed field {} is empty or listed twice",
-                    Echo::new(name)
-                )
-            }
-            ConfigError::Spawn(e) => write!(f, "could not spawn the dispatcher thread: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ConfigError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConfigError::Spawn(e) => Some(e),
-            _ => None,
-        }
-    }
-}

@@ -1,61 +1,10 @@
-//! What a watcher may see: key scope, label and field selectors, and the
-//! Added/Modified/Deleted decision on an object's current and previous state.
+//! What a watcher may see: its key scope and selectors (`selector/`) as
+//! one [`Filter`], and the Added/Modified/Deleted decision on an object's
+//! current and previous state.
 
 use crate::event::{ChangeKind, EventKind};
-use crate::selector::FieldOperator;
-use crate::{FieldSelector, LabelSelector, Object, ShardSelector};
-
-/// Which keys a watch covers.
-///
-/// ```
-/// use herald::KeyScope;
-/// let s = KeyScope::prefix("team-a");
-/// assert!(s.contains("team-a/web-1"));
-/// assert!(!s.contains("team-ab/web-1"));
-/// assert!(KeyScope::exact("team-a/web-1").contains("team-a/web-1"));
-/// assert!(KeyScope::All.contains("anything"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum KeyScope {
-    /// Every key.
-    #[default]
-    All,
-    /// Exactly one key (`namespace/name` or `name`).
-    Exact(Box<str>),
-    /// Every key under a prefix (recursive): prefix `p` covers `p/...`.
-    /// Build it with [`KeyScope::prefix`], which normalises the prefix.
-    Prefix(Box<str>),
-}
-
-impl KeyScope {
-    /// One key.
-    pub fn exact(key: &str) -> Self {
-        KeyScope::Exact(key.into())
-    }
-
-    /// Every key under `prefix` (a trailing `/` is optional; the empty prefix
-    /// is [`KeyScope::All`]).
-    pub fn prefix(prefix: &str) -> Self {
-        let p = prefix.trim_end_matches('/');
-        if p.is_empty() {
-            KeyScope::All
-        } else {
-            KeyScope::Prefix(p.into())
-        }
-    }
-
-    /// Whether `key` is covered.
-    pub fn contains(&self, key: &str) -> bool {
-        match self {
-            KeyScope::All => true,
-            KeyScope::Exact(k) => **k == *key,
-            KeyScope::Prefix(p) => key
-                .strip_prefix(&**p)
-                .is_some_and(|rest| rest.starts_with('/')),
-        }
-    }
-}
+use crate::object::Object;
+use crate::selector::{FieldOperator, FieldSelector, KeyScope, LabelSelector, ShardSelector};
 
 /// The scope and selector setters of a request ([`WatchRequest`],
 /// [`ListRequest`]), written once so the two cannot drift apart. The
@@ -96,7 +45,7 @@ macro_rules! selection_setters {
 pub(crate) use selection_setters;
 
 /// The verdict of a filter on one change; encoded in the two low bits of a
-/// queue handle (see `watch/shared.rs`), so 0 is reserved for "nothing".
+/// queue handle (see `watcher/shared.rs`), so 0 is reserved for "nothing".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub(crate) enum Verdict {

@@ -13,7 +13,7 @@
 //! bucket at most once, so no watcher is offered a change twice.
 //!
 //! A watcher that admits everything under the park policy is a follower
-//! (see `watch/shared.rs`, Following): registered apart, offered nothing.
+//! (see `watcher/shared.rs`, Following): registered apart, offered nothing.
 //!
 //! # Selector routes
 //!
@@ -42,10 +42,12 @@
 //!
 //! # Synchronization
 //!
-//! The dispatcher is the only writer: it builds a new [`Routes`] value
-//! after registrations and sweeps and publishes it through an `ArcSwap`;
-//! readers (the dispatcher itself, once per batch, and anyone inspecting
-//! the routes) load it without locks. Buckets live in a persistent hash
+//! The dispatcher is the only writer and the only reader: it changes its
+//! master copy in place on registrations and sweeps, and a batch walks a
+//! snapshot of it (an `Arc<Routes>` the dispatcher takes when the routes
+//! have changed, `publish_routes`), so the batch can borrow the routes while
+//! the slow-watcher policy and the wakes borrow the dispatcher. No other
+//! thread touches them, so they need no atomics. Buckets live in a persistent hash
 //! map (`imbl`), so a registration costs O(log n + bucket size), not
 //! O(watchers) (but the "all" and follower buckets are flat vectors: a
 //! registration there copies the bucket once per publication). A removed
@@ -57,7 +59,7 @@ use crate::Object;
 use crate::filter::Routed;
 use crate::selector::ShardKey;
 use crate::sync::Arc;
-use crate::watch::{Route, WatcherShared};
+use crate::watcher::{Route, WatcherShared};
 
 /// Immutable once published: plain data sharing, so `std`'s `Arc` (it
 /// needs `make_mut`, which loom's lacks).
@@ -424,23 +426,96 @@ impl Routes {
     }
 }
 
+/// The routing table for the micro-benchmarks in `benches/` (feature
+/// `internals`, as `herald::internals::Routes`): a thin wrapper over
+/// inert watchers, so the module stays private.
+#[cfg(feature = "internals")]
+pub(crate) mod bench {
+    use crate::filter::Filter;
+    use crate::object::Object;
+    use crate::rv::ResourceVersion;
+    use crate::selector::{FieldSelector, KeyScope, LabelSelector, ShardSelector};
+    use crate::sync::Arc;
+    use crate::watcher::{Route, Start, WatcherShared, WatcherSpec};
+
+    /// The dispatcher's routing table, over inert watchers (admit
+    /// everything, never attached) identified by number.
+    #[derive(Debug)]
+    pub struct Routes(super::Routes, Vec<Box<str>>);
+
+    impl Routes {
+        /// An empty table with trigger indexes on `fields`.
+        pub fn new(fields: &[&str]) -> Routes {
+            let fields: Vec<Box<str>> = fields.iter().map(|f| Box::from(*f)).collect();
+            Routes(super::Routes::new(fields.clone().into()), fields)
+        }
+
+        /// Registers watcher `id` under `indexed` (index number, value), or
+        /// under "all" when `None`.
+        pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
+            // The routed value is read from the filter (see the module).
+            let field = indexed.and_then(|(i, _)| Some((u16::try_from(i).ok()?, self.1.get(i)?)));
+            let (route, filter) = match indexed.zip(field) {
+                Some(((_, v), (i, field))) => {
+                    let filter = Filter::new(
+                        KeyScope::All,
+                        LabelSelector::default(),
+                        FieldSelector::exact(field, v),
+                        ShardSelector::default(),
+                    );
+                    (Route::Indexed(i), filter)
+                }
+                None => (Route::All, Filter::default()),
+            };
+            let spec = WatcherSpec::new(id, filter, route, std::time::Instant::now(), None);
+            let start = Start::After(ResourceVersion::ZERO);
+            let w = WatcherShared::new(spec, start, false, None, 1);
+            self.0.insert(Arc::new(w));
+        }
+
+        /// Calls `f` with the id of every watcher a change of `object`
+        /// (previously `prev`) may concern, as the dispatcher looks them up.
+        #[inline]
+        pub fn for_each_candidate(
+            &self,
+            object: &Object,
+            prev: Option<&Object>,
+            mut f: impl FnMut(u64),
+        ) {
+            self.0.for_each_candidate(object, prev, |w, _| f(w.spec.id));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::selector::{ShardRange, ShardSelector};
-    use crate::watch::WatchRequest;
+    use crate::filter::Filter;
+    use crate::rv::ResourceVersion;
+    use crate::selector::{FieldSelector, KeyScope, LabelSelector, ShardRange, ShardSelector};
+    use crate::watcher::{Start, WatcherSpec};
 
-    /// A watcher of shard `i` of `n` (on uid), as the engine registers it.
-    fn shard_watcher(id: u64, i: u64, n: u64) -> Arc<WatcherShared> {
-        let range = ShardRange::nth(ShardKey::Uid, i, n).unwrap();
-        let resolved = WatchRequest::new()
-            .shard(ShardSelector::new([range]).unwrap())
-            .resolve(&[], true, || Ok(None))
-            .unwrap();
-        assert_eq!(resolved.route, Route::Sharded);
-        let start = resolved.start;
-        let spec = resolved.into_spec(id, std::time::Instant::now());
+    /// A watcher selecting one shard range, as the engine registers one
+    /// (a single range routes by shard: `WatchRequest::resolve`).
+    fn sharded(id: u64, range: ShardRange) -> Arc<WatcherShared> {
+        let shard = ShardSelector::new([range]).unwrap();
+        let filter = Filter::new(
+            KeyScope::All,
+            LabelSelector::default(),
+            FieldSelector::default(),
+            shard,
+        );
+        let spec = WatcherSpec::new(id, filter, Route::Sharded, std::time::Instant::now(), None);
+        let start = Start::Snapshot {
+            min_rv: ResourceVersion::ZERO,
+            initial_events_end: false,
+        };
         Arc::new(WatcherShared::new(spec, start, false, Some(1), 1))
+    }
+
+    /// A watcher of shard `i` of `n` (on uid).
+    fn shard_watcher(id: u64, i: u64, n: u64) -> Arc<WatcherShared> {
+        sharded(id, ShardRange::nth(ShardKey::Uid, i, n).unwrap())
     }
 
     fn pod(uid: &str) -> Object {
@@ -462,18 +537,7 @@ mod tests {
         // A second watcher on shard 7, and one on a range across 3 shards.
         routes.insert(shard_watcher(n, 7, n));
         let wide = ShardRange::new(ShardKey::Uid, 0, u128::from(u64::MAX / n * 3)).unwrap();
-        let resolved = WatchRequest::new()
-            .shard(ShardSelector::new([wide]).unwrap())
-            .resolve(&[], true, || Ok(None))
-            .unwrap();
-        let start = resolved.start;
-        routes.insert(Arc::new(WatcherShared::new(
-            resolved.into_spec(n + 1, std::time::Instant::now()),
-            start,
-            false,
-            Some(1),
-            1,
-        )));
+        routes.insert(sharded(n + 1, wide));
         let mut offered = 0;
         for u in 0..5000 {
             let object = pod(&format!("6f1c2a4e-{u:04x}-4a1b-8c3d-0242ac120002"));

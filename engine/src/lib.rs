@@ -241,7 +241,8 @@
 //! chunks of 128, each chunk published through an `ArcSwapOption` and
 //! stamped with its first position, so a reader takes protection once per
 //! chunk); one dispatcher thread follows the ring,
-//! looks candidates up in trigger indexes published through `ArcSwap`,
+//! looks candidates up in trigger indexes (persistent maps, snapshotted
+//! when they change),
 //! evaluates filters and pushes 8-byte handles (position and verdict) into
 //! per-watcher wait-free SPSC queues, waking a consumer at most once per
 //! batch and only if it sleeps. Watches replay history from the ring on
@@ -278,16 +279,17 @@ mod store;
 mod sync;
 mod wakes;
 mod watch;
+mod watcher;
 mod writer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use config::ConfigError;
 pub use config::{Config, SlowWatchers};
 pub use engine::Engine;
-pub use error::{ConfigError, WatchError, WriteError};
+pub use error::WriteError;
 pub use event::{
     Change, ChangeKind, EndReason, Event, EventKind, Gone, TooLargeResourceVersion, WatchItem,
 };
-pub use filter::KeyScope;
 pub use histogram::{Bucket, Histogram};
 pub use object::{FIELD_NAME, FIELD_NAMESPACE, Item, Object, ObjectBuilder};
 pub use options::OptionsError;
@@ -298,13 +300,14 @@ pub use read::{
 pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
 pub use rv::{InvalidResourceVersion, ResourceVersion, ResourceVersionMatch, UnsupportedMatch};
 pub use selector::{
-    ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, LabelOperator,
-    LabelRequirement, LabelSelector, MAX_SHARD_RANGES, SelectorError, SelectorErrorKind, ShardKey,
-    ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
+    ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, KeyScope,
+    LabelOperator, LabelRequirement, LabelSelector, MAX_SHARD_RANGES, SelectorError,
+    SelectorErrorKind, ShardKey, ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
 };
 pub use shared::Lifecycle;
 pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
 pub use stats::{Stats, Terminations};
+pub use watch::WatchError;
 pub use watch::{
     EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchProbe, WatchRequest,
     WatchState, WatchStopper,
@@ -313,13 +316,11 @@ pub use writer::{BatchError, Writer};
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature
 /// `internals`): thin wrappers, so the modules stay private and nothing
-/// here is a stable API.
+/// here is a stable API. The routing table's lives with the table
+/// (`index.rs`).
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
-    use crate::Object;
-    use crate::sync::Arc;
-
     /// The per-watcher SPSC queue of 8-byte handles (`queue.rs`).
     #[derive(Debug)]
     pub struct Spsc(crate::queue::Spsc);
@@ -343,55 +344,7 @@ pub mod internals {
         }
     }
 
-    /// The dispatcher's routing table (`index.rs`), over inert watchers
-    /// (admit everything, never attached) identified by number.
-    #[derive(Debug)]
-    pub struct Routes(crate::index::Routes, Vec<Box<str>>);
-
-    impl Routes {
-        /// An empty table with trigger indexes on `fields`.
-        pub fn new(fields: &[&str]) -> Routes {
-            let fields: Vec<Box<str>> = fields.iter().map(|f| Box::from(*f)).collect();
-            Routes(crate::index::Routes::new(fields.clone().into()), fields)
-        }
-
-        /// Registers watcher `id` under `indexed` (index number, value), or
-        /// under "all" when `None`.
-        pub fn insert(&mut self, id: u64, indexed: Option<(usize, &str)>) {
-            use crate::watch::{Route, Start, WatcherShared, WatcherSpec};
-            // The routed value is read from the filter (`index.rs`).
-            let field = indexed.and_then(|(i, _)| Some((u16::try_from(i).ok()?, self.1.get(i)?)));
-            let (route, filter) = match indexed.zip(field) {
-                Some(((_, v), (i, field))) => {
-                    let fields = crate::selector::FieldSelector::exact(field, v);
-                    let filter = crate::filter::Filter::new(
-                        crate::KeyScope::All,
-                        crate::LabelSelector::default(),
-                        fields,
-                        crate::ShardSelector::default(),
-                    );
-                    (Route::Indexed(i), filter)
-                }
-                None => (Route::All, crate::filter::Filter::default()),
-            };
-            let spec = WatcherSpec::new(id, filter, route, std::time::Instant::now(), None);
-            let start = Start::After(crate::ResourceVersion::ZERO);
-            let w = WatcherShared::new(spec, start, false, None, 1);
-            self.0.insert(Arc::new(w));
-        }
-
-        /// Calls `f` with the id of every watcher a change of `object`
-        /// (previously `prev`) may concern, as the dispatcher looks them up.
-        #[inline]
-        pub fn for_each_candidate(
-            &self,
-            object: &Object,
-            prev: Option<&Object>,
-            mut f: impl FnMut(u64),
-        ) {
-            self.0.for_each_candidate(object, prev, |w, _| f(w.spec.id));
-        }
-    }
+    pub use crate::index::bench::Routes;
 }
 
 #[cfg(test)]
@@ -409,7 +362,7 @@ mod tests {
     fn an_idle_watcher_stays_small() {
         use std::mem::size_of;
         assert_eq!(size_of::<Watch>(), 80);
-        assert_eq!(size_of::<crate::watch::WatcherShared>(), 208);
+        assert_eq!(size_of::<crate::watcher::WatcherShared>(), 208);
         assert_eq!(size_of::<crate::filter::Filter>(), 72);
         assert_eq!(size_of::<crate::queue::Queue>(), 16);
     }

@@ -38,8 +38,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::rv::ResourceVersion;
-use crate::shared::Upstream;
-use crate::source::{Source, SourceError, SourceEvent, SourceWatch};
+use crate::source::{Source, SourceError, SourceEvent, SourceWatch, Upstream, UpstreamError};
 use crate::{
     Clock, Engine, GetResponse, ListRequest, ListResponse, ReadAt, ReadError, SystemClock,
     WriteError, Writer,
@@ -431,7 +430,7 @@ impl Upstream for Shared {
     /// The source's current revision, once the engine is of the source's
     /// present history: a consistent read's target (see the type's docs,
     /// A source that goes back).
-    fn most_recent(&self) -> Result<ResourceVersion, ReadError> {
+    fn most_recent(&self) -> Result<ResourceVersion, UpstreamError> {
         let clock = &self.config.clock;
         let deadline = crate::clock::deadline_after(clock.now(), self.config.regression_wait);
         loop {
@@ -440,7 +439,10 @@ impl Upstream for Shared {
             // The engine's version before the source's revision: a source
             // behind it then went back (see the type's docs).
             let cache = self.engine.resource_version();
-            let rv = self.source.current_revision().map_err(ReadError::Source)?;
+            let rv = self
+                .source
+                .current_revision()
+                .map_err(UpstreamError::Source)?;
             if rv >= cache {
                 return Ok(rv);
             }
@@ -450,7 +452,7 @@ impl Upstream for Shared {
             self.relist_wanted.store(true, Ordering::Relaxed);
             while self.counters.lists.load(Ordering::Acquire) == lists {
                 if self.stopping() || clock.now() >= deadline {
-                    return Err(ReadError::SourceRegressed { source: rv, cache });
+                    return Err(UpstreamError::Regressed { source: rv, cache });
                 }
                 clock.park_until(deadline, RELIST_WAIT_STEP);
             }
@@ -461,16 +463,22 @@ impl Upstream for Shared {
         !self.source.progress_is_reliable()
     }
 
-    fn list_through(&self) -> Result<crate::Listing, ReadError> {
-        self.source.list().map_err(ReadError::Source)
+    fn list_through(&self) -> Result<crate::Listing, UpstreamError> {
+        self.source.list().map_err(UpstreamError::Source)
     }
 
-    fn list_at_through(&self, rv: ResourceVersion) -> Result<Option<crate::Listing>, ReadError> {
-        self.source.list_at(rv).map_err(ReadError::Source)
+    fn list_at_through(
+        &self,
+        rv: ResourceVersion,
+    ) -> Result<Option<crate::Listing>, UpstreamError> {
+        self.source.list_at(rv).map_err(UpstreamError::Source)
     }
 
-    fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError> {
-        self.source.get(key).map_err(ReadError::Source)
+    fn get_through(
+        &self,
+        key: &str,
+    ) -> Result<(Option<crate::Item>, ResourceVersion), UpstreamError> {
+        self.source.get(key).map_err(UpstreamError::Source)
     }
 }
 

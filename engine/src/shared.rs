@@ -29,18 +29,16 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::error::WriteError;
-use crate::index::Routes;
-use crate::read::ReadError;
 use crate::ring::{Gated, NewRecord, Record, Resize, Ring, RingWriter, Sizing};
 use crate::rv::ResourceVersion;
-use crate::source::SourceError;
+use crate::source::{SourceError, Upstream, UpstreamError};
 use crate::stats::Counters;
 use crate::store::State;
 use crate::sync::{
     Arc, ArcSwap, AtomicBool, AtomicU8, AtomicU64, CachePadded, Mutex, MutexGuard, OnceLock,
     Ordering, Thread, fence, park_timeout,
 };
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// Where the engine is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -192,7 +190,9 @@ pub(crate) struct Shared {
     /// Set once by `stop` (`Release`, after the lifecycle store); read with
     /// `Acquire` by the dispatcher and by waiting writers.
     pub(crate) stop_requested: AtomicBool,
-    pub(crate) routes: ArcSwap<Routes>,
+    /// The trigger indexes' fields (`Config::index`), by index number: a
+    /// watch's route names one (`WatchRequest::resolve`), the
+    /// dispatcher's routes (`index.rs`) are keyed by them.
     pub(crate) index_fields: std::sync::Arc<[Box<str>]>,
     /// The list indexes' fields (`Config::list_index`).
     pub(crate) list_fields: std::sync::Arc<[Box<str>]>,
@@ -227,29 +227,6 @@ pub(crate) struct Shared {
     unready: Mutex<Option<SourceError>>,
     /// The source behind the engine, while a reflector drives it.
     upstream: Mutex<Option<std::sync::Weak<dyn Upstream>>>,
-}
-
-/// The source behind an engine, as a [`Reflector`](crate::Reflector)
-/// attaches it: what "the most recent version" is.
-pub(crate) trait Upstream: Send + Sync {
-    /// The source's current revision, once the cache is known to be of
-    /// the source's present history (a consistent read's target; see the
-    /// reflector's docs on a source that goes back).
-    fn most_recent(&self) -> Result<ResourceVersion, ReadError>;
-
-    /// Whether consistent reads are served from the source itself (its
-    /// progress cannot be trusted).
-    fn reads_through(&self) -> bool;
-
-    /// The source's list now (a consistent list read through).
-    fn list_through(&self) -> Result<crate::Listing, ReadError>;
-
-    /// The source's list exactly at `rv`, if it can read the past.
-    fn list_at_through(&self, rv: ResourceVersion) -> Result<Option<crate::Listing>, ReadError>;
-
-    /// The source's object under `key` now (a consistent get read
-    /// through), and the revision read at.
-    fn get_through(&self, key: &str) -> Result<(Option<crate::Item>, ResourceVersion), ReadError>;
 }
 
 /// A read counted as waiting for a version while it lives
@@ -301,7 +278,6 @@ impl Shared {
             control: Mutex::new(Control::default()),
             control_pending: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
-            routes: ArcSwap::from_pointee(Routes::new(index_fields.clone())),
             view: ArcSwap::from_pointee(View {
                 state: State::new(list_fields.clone()),
                 rv: ResourceVersion::ZERO,
@@ -466,7 +442,7 @@ impl Shared {
 
     /// The most recent version: the source's current revision if a
     /// reflector drives the engine (`None` without one).
-    pub(crate) fn most_recent(&self) -> Result<Option<ResourceVersion>, ReadError> {
+    pub(crate) fn most_recent(&self) -> Result<Option<ResourceVersion>, UpstreamError> {
         self.upstream().map(|u| u.most_recent()).transpose()
     }
 

@@ -75,6 +75,48 @@ impl fmt::Display for SourceError {
 
 impl std::error::Error for SourceError {}
 
+/// The source behind an engine, as a [`Reflector`](crate::Reflector)
+/// attaches it (to `Shared::set_upstream`): what "the most recent
+/// version" is, for consistent reads and watches.
+pub(crate) trait Upstream: Send + Sync {
+    /// The source's current revision, once the cache is known to be of
+    /// the source's present history (a consistent read's target; see the
+    /// reflector's docs on a source that goes back).
+    fn most_recent(&self) -> Result<ResourceVersion, UpstreamError>;
+
+    /// Whether consistent reads are served from the source itself (its
+    /// progress cannot be trusted).
+    fn reads_through(&self) -> bool;
+
+    /// The source's list now (a consistent list read through).
+    fn list_through(&self) -> Result<Listing, UpstreamError>;
+
+    /// The source's list exactly at `rv`, if it can read the past.
+    fn list_at_through(&self, rv: ResourceVersion) -> Result<Option<Listing>, UpstreamError>;
+
+    /// The source's object under `key` now (a consistent get read
+    /// through), and the revision read at.
+    fn get_through(&self, key: &str) -> Result<(Option<Item>, ResourceVersion), UpstreamError>;
+}
+
+/// Why the source behind an engine could not answer for a consistent read
+/// or a watch ([`Upstream`]); a read reports it as
+/// [`ReadError::Source`](crate::read::ReadError::Source) or
+/// [`ReadError::SourceRegressed`](crate::read::ReadError::SourceRegressed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum UpstreamError {
+    /// The source failed.
+    Source(SourceError),
+    /// The source is behind the cache (its history went back), and the
+    /// cache did not re-list from it in time.
+    Regressed {
+        /// The source's revision.
+        source: ResourceVersion,
+        /// The cache's version, of the old history.
+        cache: ResourceVersion,
+    },
+}
+
 /// An upstream store with etcd v3's shape. Implementations are shared
 /// between the reflector and consistent readers, so every call takes
 /// `&self`.

@@ -15,8 +15,8 @@ use std::ops::Bound;
 
 use std::sync::Arc;
 
-use crate::filter::KeyScope;
 use crate::selector::FieldSelector;
+use crate::selector::KeyScope;
 use crate::{Object, ResourceVersion};
 
 /// The objects (persistent; clones share structure).

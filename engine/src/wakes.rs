@@ -6,12 +6,12 @@
 //! [`Wakes::flush`] issues one `SeqCst` fence after the pushes and then
 //! reads each touched watcher's `parked` flag; the consumer stores
 //! `parked`, fences, and looks at its queue once more before sleeping
-//! (`watch/shared.rs`, `prepare_sleep`). Either the consumer sees the
+//! (`watcher/shared.rs`, `prepare_sleep`). Either the consumer sees the
 //! push or the flush sees `parked` (Dekker). One fence per batch of
 //! changes, however many watchers it touched.
 
 use crate::sync::{Arc, Ordering, fence};
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// The watchers to wake at the next flush. Dispatcher-private.
 #[derive(Debug, Default)]

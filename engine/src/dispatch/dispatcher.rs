@@ -21,7 +21,7 @@ use crate::wakes::Wakes;
 use super::held::{Deadline, DeadlineKind, RvWaiter, place, retain_heap, shrink};
 
 mod ending;
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// Changes per batch: bounds the latency of registrations and of the
 /// dispatcher's cursor publication while amortising the wake-up fence.
@@ -189,8 +189,13 @@ pub(crate) fn run(shared: Arc<Shared>, slot: Option<Slot>) {
 
 struct Dispatcher {
     shared: Arc<Shared>,
-    /// The master copy of the routes; published to `shared.routes`.
+    /// The master copy of the routes, changed in place by registrations,
+    /// removals and sweeps.
     routes: Routes,
+    /// The routes a batch fans out by: a copy of `routes` taken when they
+    /// last changed (`publish_routes`), so the batch walks them while the
+    /// policy and the wakes borrow the dispatcher mutably.
+    published: Arc<Routes>,
     read: ReadCursor,
     /// Positions below this have been fanned out.
     cursor: u64,
@@ -253,6 +258,7 @@ impl Dispatcher {
         let next_tick = later(now, jitter.tick(shared.config.tick));
         Dispatcher {
             routes: Routes::new(shared.index_fields.clone()),
+            published: Arc::new(Routes::new(shared.index_fields.clone())),
             read: shared.ring.cursor(),
             cursor: 0,
             generation: 0,
@@ -617,7 +623,7 @@ impl Dispatcher {
 
     fn publish_routes(&mut self) {
         self.routes.trim();
-        self.shared.routes.store(Arc::new(self.routes.clone()));
+        self.published = Arc::new(self.routes.clone());
     }
 
     fn update_gauges(&self) {
@@ -640,7 +646,7 @@ impl Dispatcher {
         self.publish_routes_if_dirty();
         self.wakes.begin_batch();
         let start = self.cursor;
-        let mut routes = self.shared.routes.load_full();
+        let mut routes = self.published.clone();
         let mut deliveries = 0u64;
         let now = self.clock.now();
         let stamp = self.shared.stamp(now);
@@ -658,7 +664,7 @@ impl Dispatcher {
                 RecordKind::Relist => {
                     self.cursor = pos + 1;
                     self.relist(rec.generation);
-                    routes = self.shared.routes.load_full();
+                    routes = self.published.clone();
                 }
                 RecordKind::Change(kind) => {
                     let Some(object) = rec.object.as_ref() else {

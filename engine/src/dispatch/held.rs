@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::rv::ResourceVersion;
 use crate::sync::Arc;
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// Where the dispatcher holds a watcher (`WatcherShared::place`), so that
 /// removing one is O(1): it is marked, counted, and left where it is until

@@ -6,10 +6,10 @@
 //! The dispatcher is the single producer of every watcher queue and the only
 //! writer of the routing table. Per batch of up to `BATCH` (256) changes it:
 //!
-//! 1. loads the routes once (`ArcSwap`, no lock) and, for each change, asks
-//!    them for the candidates, evaluates each candidate's filter on the
-//!    current and previous object, and pushes a handle (position and
-//!    verdict) into its queue: a wait-free push;
+//! 1. takes the routes once (a snapshot of its own table, an `Arc`) and,
+//!    for each change, asks them for the candidates, evaluates each
+//!    candidate's filter on the current and previous object, and pushes a
+//!    handle (position and verdict) into its queue: a wait-free push;
 //! 2. issues one `SeqCst` fence and wakes only the touched watchers that are
 //!    parked (`wakes.rs`): one wake per watcher per batch at most,
 //!    and none for a watcher that is busy draining;
@@ -19,7 +19,7 @@
 //! Followers (watchers that admit everything, under the park policy) are
 //! pushed nothing: they read the ring up to its head themselves, and the
 //! dispatcher only wakes those that sleep, once per batch
-//! (`watch/shared.rs`, Following).
+//! (`watcher/shared.rs`, Following).
 //!
 //! With [`Config::inline_dispatch`](crate::Config::inline_dispatch) the
 //! dispatcher's state sits behind a lock its thread holds for one turn of

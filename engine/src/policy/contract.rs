@@ -7,7 +7,7 @@ use std::fmt;
 use crate::shared::Shared;
 use crate::sync::Arc;
 use crate::wakes::Wakes;
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// What a policy did with a handle that found its watcher's queue full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

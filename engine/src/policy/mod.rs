@@ -7,7 +7,7 @@
 //! | `park.rs` | [`SlowWatchers::Park`]: overflow within bounds, else park; the dispatcher never waits |
 //! | `time_budget.rs` | [`SlowWatchers::TimeBudget`]: the reference's shared time budget, then `TooSlow` |
 //!
-//! A policy is written in the steps `watch/shared.rs` offers and touches
+//! A policy is written in the steps `watcher/shared.rs` offers and touches
 //! no atomic of its own. A third (a park bounded in bytes, KEP-6268's
 //! variants) is a new file here, a variant of [`SlowWatchers`] and an arm
 //! in [`new`].
@@ -38,7 +38,7 @@ pub(crate) fn new(config: &Config, now: Instant) -> Box<dyn SlowWatcherPolicy> {
 }
 
 /// Whether watchers that admit everything follow the ring themselves
-/// (`watch/shared.rs`, Following) rather than being fed by the
+/// (`watcher/shared.rs`, Following) rather than being fed by the
 /// dispatcher: only where a full queue never makes it wait, since a
 /// follower has no queue to fill.
 pub(crate) fn has_followers(policy: SlowWatchers) -> bool {

@@ -4,7 +4,7 @@
 //! all overflows together fewer than [`Config::spill_budget`]; past
 //! either, or for a watcher that admits everything (its replay is as
 //! cheap as its queue), the watcher is parked at that change and feeds
-//! itself from the ring until it has caught up (`watch/shared.rs`,
+//! itself from the ring until it has caught up (`watcher/shared.rs`,
 //! Parking and Spilling).
 //!
 //! [`Config::spill_limit`]: crate::Config::spill_limit
@@ -14,7 +14,7 @@ use super::contract::{Full, SlowWatcherPolicy};
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sync::Arc;
-use crate::watch::WatcherShared;
+use crate::watcher::WatcherShared;
 
 /// The park policy, with its overflow bounds.
 #[derive(Debug)]

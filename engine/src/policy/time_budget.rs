@@ -19,7 +19,7 @@ use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sync::Arc;
 use crate::wakes::Wakes;
-use crate::watch::{Pushed, WatcherShared};
+use crate::watcher::{Pushed, WatcherShared};
 
 /// The time-budget policy: the budget, and the watchers whose queue was
 /// full for the current change, with their handle.

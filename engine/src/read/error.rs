@@ -8,7 +8,7 @@ use crate::echo::Echo;
 use crate::event::{Gone, TooLargeResourceVersion};
 use crate::options::OptionsError;
 use crate::rv::ResourceVersion;
-use crate::source::SourceError;
+use crate::source::{SourceError, UpstreamError};
 
 /// A continue token this engine refuses as one it could not have issued
 /// ([`ReadError::InvalidContinue`]); see the [rules](crate::Continue#rules).
@@ -254,3 +254,14 @@ impl fmt::Display for ReadError {
 }
 
 impl std::error::Error for ReadError {}
+
+impl From<UpstreamError> for ReadError {
+    fn from(e: UpstreamError) -> Self {
+        match e {
+            UpstreamError::Source(e) => ReadError::Source(e),
+            UpstreamError::Regressed { source, cache } => {
+                ReadError::SourceRegressed { source, cache }
+            }
+        }
+    }
+}

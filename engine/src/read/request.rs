@@ -2,10 +2,10 @@
 //! ([`GetResponse`], [`ListResponse`]).
 
 use super::token::Continue;
-use crate::filter::KeyScope;
 use crate::object::Item;
 use crate::options::OptionsError;
 use crate::rv::{ResourceVersion, ResourceVersionMatch};
+use crate::selector::KeyScope;
 use crate::selector::{FieldSelector, LabelSelector, ShardSelector};
 
 /// Which state a read is served from.

@@ -1,4 +1,5 @@
-//! Kubernetes label and field selectors.
+//! What a watch or a list selects: which keys ([`KeyScope`]), and
+//! Kubernetes label, field and shard selectors.
 //!
 //! A watch request can carry a `labelSelector` and a `fieldSelector`; the
 //! cache evaluates them against every event to decide which watchers receive
@@ -42,6 +43,7 @@ mod error;
 mod fields;
 mod labels;
 mod lexer;
+mod scope;
 mod shard;
 mod validate;
 
@@ -51,6 +53,7 @@ mod tests;
 pub use error::{ExpectedToken, InvalidLabelReason, SelectorError, SelectorErrorKind};
 pub use fields::{FieldOperator, FieldSelector, FieldTerm};
 pub use labels::{LabelOperator, LabelRequirement, LabelSelector};
+pub use scope::KeyScope;
 pub use shard::{
     MAX_SHARD_RANGES, ShardKey, ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
 };

@@ -7,7 +7,7 @@
 //! (replaying the ring up to where the dispatcher took over, then its
 //! queue; or, parked or following, the ring up to its head), `Done` (the
 //! end has been returned). Every step reads the watcher's shared state
-//! through the protocol's methods (`shared.rs`); the receive calls
+//! through the protocol's methods (`watcher/shared.rs`); the receive calls
 //! (`recv.rs`) drive the steps.
 
 use std::collections::VecDeque;
@@ -15,8 +15,6 @@ use std::fmt;
 use std::task::Waker;
 
 use super::item::{EventRef, Raw, record_event};
-use super::request::{Route, Start};
-use super::shared::{Attach, BOOKMARK, WatcherShared};
 use crate::event::{EndReason, Gone, WatchItem};
 use crate::filter::Verdict;
 use crate::object::Object;
@@ -25,6 +23,7 @@ use crate::rv::ResourceVersion;
 use crate::shared::Shared;
 use crate::stats::Counters;
 use crate::sync::{Arc, ThreadId};
+use crate::watcher::{Attach, BOOKMARK, Route, Start, WatcherShared};
 
 /// A live watch: receives the events its filter admits, in resource-version
 /// order, with no gap and no duplicate, then exactly one
@@ -75,8 +74,8 @@ pub(super) struct Occasional {
     initial: VecDeque<(Object, ResourceVersion)>,
     initial_end: Option<ResourceVersion>,
     /// Handles taken from the queue and the overflow together, served
-    /// before the queue (see `shared.rs`, Spilling); `spilled_at` is the
-    /// next one.
+    /// before the queue (see `watcher/shared.rs`, Spilling); `spilled_at`
+    /// is the next one.
     spilled: Vec<u64>,
     spilled_at: usize,
     pub(super) thread_waker: Option<(ThreadId, Waker)>,
@@ -562,7 +561,7 @@ impl Watch {
     }
 
     /// The queue is empty: takes the overflow, if the dispatcher started
-    /// one, with what the queue still holds before it (`shared.rs`,
+    /// one, with what the queue still holds before it (`watcher/shared.rs`,
     /// Spilling).
     #[cold]
     fn take_spill(&mut self) -> Option<u64> {

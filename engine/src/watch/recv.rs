@@ -2,7 +2,7 @@
 //! blocking, in batches, lent without copies, polled by an event loop, or
 //! as a [`futures_core::Stream`]. Each drives the consumer's state machine
 //! (`consumer.rs`) and, when it finds nothing, sleeps by the protocol of
-//! `shared.rs`: register a waker, announce, look once more.
+//! `watcher/shared.rs`: register a waker, announce, look once more.
 
 use std::fmt;
 use std::pin::Pin;

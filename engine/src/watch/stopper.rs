@@ -3,11 +3,10 @@
 use std::fmt;
 
 use super::consumer::Watch;
-use super::probe::WatchProbe;
-use super::shared::WatcherShared;
 use crate::event::EndReason;
 use crate::shared::Shared;
 use crate::sync::Arc;
+use crate::watcher::{WatchProbe, WatcherShared};
 
 /// Stops a [`Watch`] from any thread ([`Watch::stopper`]): a server whose
 /// client hung up ends the watch while a worker blocks in

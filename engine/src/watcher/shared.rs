@@ -99,7 +99,7 @@ use std::task::Waker;
 use std::time::{Duration, Instant};
 
 use super::probe::{WatchProbe, WatchState};
-use super::request::{Packed, Start, WatcherSpec};
+use super::spec::{Packed, Start, WatcherSpec};
 use crate::bookmarks::InitialEventsEnd;
 use crate::clock::Clock;
 use crate::event::EndReason;
