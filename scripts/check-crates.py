@@ -4,7 +4,8 @@ the crates' dependencies point inward.
 
 1. Each crate's source folders (`src/`, and `benches/` of the bench crate)
    pass `scripts/check-layout.py`: no import circle between files, no file
-   over 900 lines.
+   over 900 lines, and, in a crate whose README maps its layers (the
+   engine's), no import from a lower layer to a higher one.
 2. Each crate stands in a ring, and its dependencies on the workspace's
    own crates (normal and build dependencies; dev-dependencies are tests,
    which may use anything) go to a lower ring only:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""The engine's layout check: no import circle between the files of
-`engine/src/`, and no file there over 900 lines.
+"""A crate's layout check: no import circle between the files of its
+`src/`, no file there over 900 lines, and, for a crate whose README holds
+a map of layers, no import from a lower layer to a higher one.
 
 A file depends on another when its code names an item that the other file
 defines: through a `use` declaration or a path in the code (`crate::a::f()`,
@@ -11,10 +12,32 @@ is not a dependency. Declaring a module (`mod a;`) is not one either, but
 re-exporting from it (`pub use a::T;`) is, so a folder's `mod.rs` that
 re-exports its children must define nothing they use.
 
+The map of layers is the first Markdown table of the crate's `README.md`
+(next to `src/`) whose header row is `| layer | module | holds |`:
+
+    | layer | module | holds |
+    | --- | --- | --- |
+    | primitives | `sync.rs` | the sync types behind one shim |
+    | primitives | `queue.rs` | the SPSC queue |
+    | state | `shared.rs` | the state every thread shares |
+    | facade | `lib.rs` | crate docs, the public modules |
+
+One row per top-level module of `src/`: a file (`name.rs`, the crate root
+`lib.rs` or `main.rs`) or a folder (`name/`, with every file under it). The
+layers are named in the first column and listed from the ground up: the
+rows of one layer are consecutive, and a layer's first row comes after
+every row of the layers below it. A module may use any module of its own
+layer or of a lower one (the circle check still holds between files); a
+use of a higher layer's module fails, named with the file and line that
+makes it, as do a module the map does not place and a row naming no
+module. A crate without such a table gets the circle and length checks
+only.
+
 Usage: scripts/check-layout.py [SRC_DIR] (default engine/src), or
---self-test to check the checker on small trees with and without a circle.
-Exits 1 and names every circle (with the lines that make it) and every
-long file.
+--self-test to check the checker on small trees with and without a circle
+or an upward import. `--graph` also prints who uses whom. Exits 1 and names
+every circle (with the lines that make it), every upward import (and
+their count), every unplaced module and every long file.
 """
 
 import os
@@ -304,7 +327,103 @@ def cycle_in(edges, comp):
     return [start]
 
 
+MAP_HEADER = ["layer", "module", "holds"]
+
+
+def read_map(src_dir):
+    """The crate's map of layers: (readme, [layer names, ground first],
+    {module: (layer index, readme line)}, problems), or None when its
+    README holds no map."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(src_dir)), "README.md")
+    if not os.path.isfile(readme):
+        return None
+    lines = open(readme, encoding="utf-8").read().split("\n")
+    cells = lambda row: [c.strip() for c in row.strip().strip("|").split("|")]
+    start = next(
+        (k for k, row in enumerate(lines)
+         if row.strip().startswith("|") and [c.lower() for c in cells(row)] == MAP_HEADER),
+        None,
+    )
+    if start is None:
+        return None
+    layers, placed, problems = [], {}, []
+    where = lambda k: f"{os.path.basename(readme)}:{k + 1}"
+    for k in range(start + 2, len(lines)):
+        row = lines[k].strip()
+        if not row.startswith("|"):
+            break
+        c = cells(row)
+        if len(c) != 3 or not c[0]:
+            problems.append(f"{where(k)}: a map row is `| layer | module | holds |`: {row}")
+            continue
+        layer, module = c[0], c[1]
+        m = re.fullmatch(r"`(" + IDENT + r")(\.rs|/)`", module)
+        if not m:
+            problems.append(
+                f"{where(k)}: the module column names one file (`name.rs`) or folder (`name/`): {module}")
+            continue
+        if not layers or layers[-1] != layer:
+            if layer in layers:
+                problems.append(
+                    f"{where(k)}: layer `{layer}` again after `{layers[-1]}`: a layer's rows are consecutive")
+                continue
+            layers.append(layer)
+        name, kind = m.group(1), m.group(2)
+        if name in placed:
+            problems.append(f"{where(k)}: module `{name}` is placed twice")
+            continue
+        placed[name] = (len(layers) - 1, k + 1, kind)
+    return readme, layers, placed, problems
+
+
+def top_module(src_dir, file):
+    """The top-level module a file belongs to, as the map spells it:
+    `a.rs` for src/a.rs, `a/` for anything under src/a/."""
+    rel = os.path.relpath(file, src_dir).split(os.sep)
+    return (rel[0][:-3], ".rs") if len(rel) == 1 else (rel[0], "/")
+
+
+def check_layers(src_dir, edges, layer_map):
+    """Upward imports, unplaced modules and stale rows: (problems, the
+    upward imports as (file, line, target))."""
+    readme, layers, placed, problems = layer_map
+    problems = list(problems)
+    rel = lambda f: os.path.relpath(f, src_dir)
+    files = sorted(edges)
+    present = {}
+    for f in files:
+        name, kind = top_module(src_dir, f)
+        present.setdefault(name, (kind, f))
+    for name, (kind, f) in sorted(present.items()):
+        if name not in placed:
+            problems.append(
+                f"{rel(f)}: module `{name}{kind}` is not placed in the map of layers "
+                f"({os.path.basename(readme)})")
+        elif placed[name][2] != kind:
+            problems.append(
+                f"{os.path.basename(readme)}:{placed[name][1]}: module `{name}` is a "
+                f"{'folder' if kind == '/' else 'file'}: write `{name}{kind}`")
+    for name, (_, line, kind) in sorted(placed.items()):
+        if name not in present:
+            problems.append(
+                f"{os.path.basename(readme)}:{line}: the map places `{name}{kind}`, "
+                f"which is not a module of {src_dir}")
+    upward = []
+    for f in files:
+        a = placed.get(top_module(src_dir, f)[0])
+        for t, line in sorted(edges[f].items(), key=lambda e: e[1]):
+            b = placed.get(top_module(src_dir, t)[0])
+            if a is not None and b is not None and b[0] > a[0]:
+                upward.append((f, line, t))
+                problems.append(
+                    f"{rel(f)}:{line}: upward import: `{top_module(src_dir, f)[0]}` "
+                    f"(layer {layers[a[0]]}) uses {rel(t)} (layer {layers[b[0]]})")
+    return problems, upward
+
+
 def check(src_dir):
+    """Every problem of the tree, its import graph, and its map's verdict:
+    None without a map, else (layers, upward imports)."""
     problems = []
     modules = parse(src_dir)
     edges, sccs = find_circles(modules)
@@ -318,17 +437,34 @@ def check(src_dir):
             f"import circle among {len(comp)} files ({', '.join(map(rel, comp))}); "
             f"one cycle: {steps}"
         )
+    layered = None
+    layer_map = read_map(src_dir)
+    if layer_map is not None:
+        found, upward = check_layers(src_dir, edges, layer_map)
+        problems += found
+        layered = (layer_map[1], upward)
+        if upward:
+            problems.append(f"{len(upward)} upward imports (listed above)")
     for f in sorted({m.file for m in modules.values()}):
         lines = sum(1 for _ in open(f, encoding="utf-8"))
         if lines > MAX_LINES:
             problems.append(f"{rel(f)} has {lines} lines (at most {MAX_LINES})")
-    return problems, edges
+    return problems, edges, layered
+
+
+MAP = "| layer | module | holds |\n| --- | --- | --- |\n"
 
 
 def self_test():
     """The checker finds a circle (direct, through a chain, through a
     re-export, through a path in code), ignores doc links, strings and
-    child modules, and flags a long file."""
+    child modules, and flags a long file; with a map of layers, it flags
+    an import from a lower layer to a higher one (directly, through a
+    re-export, from a folder's file), a module the map does not place, a
+    row naming no module and a layer split in two, and lets a module use
+    its own layer or a lower one."""
+    layered = lambda rows: MAP + "".join(f"| {l} | `{m}` | x |\n" for l, m in rows)
+    base = [("low", "a.rs"), ("low", "b.rs"), ("high", "c.rs"), ("high", "lib.rs")]
     cases = {
         "direct": ({"lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B; pub struct A;",
                     "b.rs": "use crate::a::A; pub struct B;"}, 1),
@@ -347,15 +483,44 @@ def self_test():
                    "b.rs": "pub struct B; #[cfg(test)] mod tests { use super::*; }",
                    "w/mod.rs": "mod r; pub use r::R;", "w/r.rs": "use super::super::b::B; pub struct R;"}, 0),
         "long": ({"lib.rs": "mod a;", "a.rs": "\n" * (MAX_LINES + 1)}, 1),
+        "layers kept": ({"../README.md": "# c\n\n" + layered(base),
+                         "lib.rs": "mod a; mod b; mod c; pub use c::C;",
+                         "a.rs": "pub struct A;", "b.rs": "use crate::a::A; pub struct B;",
+                         "c.rs": "use crate::b::B; pub struct C; fn f() { crate::a::A; }"}, 0),
+        "no map, no layers": ({"../README.md": "| layer | files |\n| --- | --- |\n| x | `a.rs` |\n",
+                               "lib.rs": "mod a; mod b;", "a.rs": "use crate::b::B; pub struct A;",
+                               "b.rs": "pub struct B;"}, 0),
+        "upward": ({"../README.md": layered(base), "lib.rs": "mod a; mod b; mod c;",
+                    "a.rs": "use crate::c::C; pub struct A;", "b.rs": "pub struct B;",
+                    "c.rs": "pub struct C;"}, 2),
+        "upward in code, through the root": (
+            {"../README.md": layered(base), "lib.rs": "mod a; mod b; mod c; pub use c::C;",
+             "a.rs": "pub struct A;", "b.rs": "fn f() -> crate::C { todo!() }",
+             "c.rs": "pub struct C;"}, 2),
+        "upward from a folder": (
+            {"../README.md": layered([("low", "w/"), ("low", "b.rs"), ("high", "c.rs"), ("high", "lib.rs")]),
+             "lib.rs": "mod w; mod b; mod c;", "w/mod.rs": "mod r;",
+             "w/r.rs": "use crate::c::C;", "b.rs": "", "c.rs": "pub struct C;"}, 2),
+        "unplaced": ({"../README.md": layered(base), "lib.rs": "mod a; mod b; mod c; mod d;",
+                      "a.rs": "", "b.rs": "", "c.rs": "", "d.rs": ""}, 1),
+        "stale row": ({"../README.md": layered(base + [("high", "gone.rs")]),
+                       "lib.rs": "mod a; mod b; mod c;", "a.rs": "", "b.rs": "", "c.rs": ""}, 1),
+        "folder written as a file": (
+            {"../README.md": layered([("low", "a.rs"), ("low", "b.rs"), ("high", "c.rs"), ("high", "lib.rs")]),
+             "lib.rs": "mod a; mod b; mod c;", "a/mod.rs": "", "b.rs": "", "c.rs": ""}, 1),
+        "layer split": ({"../README.md": layered([("low", "a.rs"), ("high", "c.rs"), ("low", "b.rs"), ("high", "lib.rs")]),
+                         "lib.rs": "mod a; mod b; mod c;", "a.rs": "", "b.rs": "", "c.rs": ""}, 2),
     }
     failed = False
     for name, (tree, expected) in cases.items():
         with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "src")
             for path, text in tree.items():
-                os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
-                with open(os.path.join(d, path), "w") as out:
+                full = os.path.normpath(os.path.join(src, path))
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+                with open(full, "w") as out:
                     out.write(text + "\n")
-            problems, _ = check(d)
+            problems, _, _ = check(src)
             if len(problems) != expected:
                 failed = True
                 print(f"self-test {name}: expected {expected} problem(s), got {problems}")
@@ -370,7 +535,7 @@ def main():
     paths = [a for a in args if not a.startswith("--")]
     src = paths[0] if paths else os.path.join(os.path.dirname(__file__), "..", "engine", "src")
     src = os.path.normpath(src)
-    problems, edges = check(src)
+    problems, edges, layered = check(src)
     if "--graph" in args:
         for f in sorted(edges):
             print(os.path.relpath(f, src), "->", ", ".join(sorted(os.path.relpath(t, src) for t in edges[f])))
@@ -378,7 +543,11 @@ def main():
         print("layout:", p)
     if problems:
         return 1
-    print(f"layout: {src}: no import circle between files, none over {MAX_LINES} lines")
+    layers = ""
+    if layered is not None:
+        names, upward = layered
+        layers = f"{len(names)} layers ({', '.join(names)}), {len(upward)} upward imports; "
+    print(f"layout: {src}: {layers}no import circle between files, none over {MAX_LINES} lines")
     return 0
 
 

@@ -20,8 +20,9 @@
 # `.ci/run` calls this after its format and lint gates.
 #
 # `scripts/test.sh fast`: the edit-compile-test loop's tier: the layout
-# gates, the engine's and the Kubernetes shape's (herald-kube) tests,
-# offline, nothing installed, no protoc (a few minutes on 2 cores).
+# gates (the engine's layers, circles, long files), the engine's and the
+# Kubernetes shape's (herald-kube) tests, offline, nothing installed, no
+# protoc (a few minutes on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +42,7 @@ fi
 # differential test (whose build took 250 s of a cold run without it).
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 
-echo "== engine, object-manager and HTTP front layout (no import circle between files, none over 900 lines)"
+echo "== engine, object-manager and HTTP front layout (the engine's map of layers, engine/README.md: no upward import; no import circle between files, none over 900 lines)"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "python3 is missing: installing it (apt-get)"
     { apt-get update -qq && apt-get install -y -qq python3 >/dev/null; } \
