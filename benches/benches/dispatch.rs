@@ -31,7 +31,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, SamplingMode, Throughput};
-use herald::{Change, Config, Engine, Object, WatchRequest};
+use herald::{Change, Config, Engine, Object, Relist, WatchRequest};
 
 const WATCHERS: usize = 1_000;
 /// Changes per iteration.
@@ -66,7 +66,7 @@ fn dispatch(c: &mut Criterion) {
         let (engine, mut writer) =
             Engine::new(Config::default().history_bounds(8_192, 8_192)).expect("config");
         writer
-            .replace(objects.iter().cloned(), 1.into())
+            .replace(Relist::new(objects.iter().cloned(), 1.into()))
             .expect("list");
         let mut watches: Vec<_> = (0..WATCHERS)
             .map(|_| {

@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use herald::{Change, Config, Engine, ListRequest, Object, ReadAt, Writer};
+use herald::{Change, Config, Engine, ListRequest, Object, ReadAt, Relist, Writer};
 
 const PODS: u64 = 10_000;
 const NODES: u64 = 100;
@@ -55,7 +55,7 @@ fn engine(indexed: bool) -> (Engine, Writer) {
     }
     let (engine, mut writer) = Engine::new(config).expect("config");
     writer
-        .replace((0..PODS).map(|i| pod(i, 0)), LIST_RV.into())
+        .replace(Relist::new((0..PODS).map(|i| pod(i, 0)), LIST_RV.into()))
         .expect("list");
     for c in 0..CHANGES {
         let i = (c * 7_919) % PODS;

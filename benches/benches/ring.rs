@@ -41,7 +41,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput};
-use herald::{Change, Config, Engine, Object, WatchItem, WatchRequest};
+use herald::{Change, Config, Engine, Object, Relist, WatchItem, WatchRequest};
 
 /// History slots for `append`: small, so the ring wraps all the time.
 const RING: usize = 1_024;
@@ -76,7 +76,7 @@ fn append(c: &mut Criterion) {
         let (engine, mut writer) =
             Engine::new(Config::default().history_bounds(RING, RING)).expect("config");
         writer
-            .replace(objects.iter().cloned(), 1.into())
+            .replace(Relist::new(objects.iter().cloned(), 1.into()))
             .expect("list");
         let mut rv = 1u64;
         group.bench_function("herald", |b| {
@@ -155,7 +155,7 @@ fn replay(c: &mut Criterion) {
         let (engine, mut writer) =
             Engine::new(Config::default().history_bounds(2 * REPLAY, 2 * REPLAY)).expect("config");
         writer
-            .replace(objects.iter().cloned(), 1.into())
+            .replace(Relist::new(objects.iter().cloned(), 1.into()))
             .expect("list");
         for rv in 2..2 + REPLAY as u64 {
             let obj = &objects[rv as usize % objects.len()];

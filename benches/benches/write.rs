@@ -24,7 +24,7 @@ use std::hint::black_box;
 use std::sync::Mutex;
 
 use criterion::{Criterion, Throughput};
-use herald::{Change, Config, Engine, Object, ResourceVersion, Writer};
+use herald::{Change, Config, Engine, Object, Relist, ResourceVersion, Writer};
 use herald_testkit::lock;
 
 const PODS: usize = 1_000;
@@ -47,7 +47,7 @@ fn engine(pods: &[Object]) -> (Engine, Writer) {
     let (engine, mut writer) =
         Engine::new(Config::default().index("spec.nodeName")).expect("a valid config");
     writer
-        .replace(pods.iter().cloned(), ResourceVersion::new(1))
+        .replace(Relist::new(pods.iter().cloned(), ResourceVersion::new(1)))
         .expect("the first list");
     (engine, writer)
 }

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use herald::{Change, Config, Engine, Object, SlowWatchers, WatchItem, WatchRequest};
+use herald::{Change, Config, Engine, Object, Relist, SlowWatchers, WatchItem, WatchRequest};
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args()
@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .history_bounds(100, (changes as usize + 1).max(100))
             .slow_watchers(policy),
     )?;
-    writer.replace([], 1.into())?;
+    writer.replace(Relist::new([], 1.into()))?;
     let objects: Vec<Object> = (0..1_000)
         .map(|i| {
             Object::builder("ns", &format!("pod-{i}"))

@@ -7,8 +7,8 @@
 use std::thread;
 
 use herald::{
-    Change, Config, Engine, EventKind, KeyScope, Object, ResourceVersionMatch, TryRecvError,
-    WatchItem, WatchRequest,
+    Change, Config, Engine, EventKind, KeyScope, Object, Relist, ResourceVersionMatch,
+    TryRecvError, WatchItem, WatchRequest,
 };
 
 fn pod(ns: &str, name: &str, app: &str, node: &str) -> Object {
@@ -23,14 +23,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (engine, mut writer) = Engine::new(Config::default().index("spec.nodeName"))?;
 
     // The initial list: the engine is ready from here on.
-    writer.replace(
+    writer.replace(Relist::new(
         [
             pod("team-a", "web-1", "web", "node-1"),
             pod("team-a", "db-1", "db", "node-2"),
             pod("team-b", "web-2", "web", "node-2"),
         ],
         100.into(),
-    )?;
+    ))?;
 
     let watches = [
         (

@@ -123,7 +123,7 @@ impl Engine {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4))?;
-    /// writer.replace([], 10.into())?;
+    /// writer.replace(Relist::new([], 10.into()))?;
     /// for rv in 11..=20 {
     ///     writer.apply(Change::added(Object::builder("ns", &rv.to_string()).build(), rv.into()))?;
     /// }
@@ -206,7 +206,7 @@ impl Engine {
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// engine.stop();
     /// assert_eq!(engine.lifecycle(), Lifecycle::Stopped);
-    /// assert_eq!(writer.replace([], 1.into()), Err(WriteError::Stopped));
+    /// assert_eq!(writer.replace(Relist::new([], 1.into())), Err(WriteError::Stopped));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn stop(&self) {
@@ -228,7 +228,7 @@ impl Engine {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// let mut watch = engine.watch(
     ///     WatchRequest::new()
     ///         .resource_version(Some(5.into()))
@@ -284,7 +284,7 @@ impl Engine {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// writer.apply(Change::added(Object::builder("ns", "b").build(), 6.into()))?;
     /// let now = engine.get("ns/b", ReadAt::Any)?;
     /// assert_eq!(now.resource_version.get(), 6);
@@ -304,7 +304,7 @@ impl Engine {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let cancel = ReadCancel::new();
     /// cancel.cancel();
     /// let waiting = engine.get_with("ns/a", ReadAt::NotOlderThan(2.into()), &cancel);
@@ -334,7 +334,7 @@ impl Engine {
     /// let pod = |name: &str, node: &str| {
     ///     Object::builder("ns", name).field("spec.nodeName", node).build()
     /// };
-    /// writer.replace([pod("a", "n1"), pod("b", "n2"), pod("c", "n1")], 10.into())?;
+    /// writer.replace(Relist::new([pod("a", "n1"), pod("b", "n2"), pod("c", "n1")], 10.into()))?;
     /// let on_n1 = engine.list(&ListRequest::new().fields("spec.nodeName=n1".parse()?))?;
     /// let names: Vec<_> = on_n1.items.iter().map(|i| i.object.name()).collect();
     /// assert_eq!(names, ["a", "c"]);
@@ -363,7 +363,7 @@ impl Engine {
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// assert_eq!(engine.resource_version().get(), 0);
-    /// writer.replace([], 3.into())?;
+    /// writer.replace(Relist::new([], 3.into()))?;
     /// writer.progress(8.into())?;
     /// assert_eq!(engine.resource_version().get(), 8);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -377,7 +377,7 @@ impl Engine {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// assert_eq!(engine.stats().relists, 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

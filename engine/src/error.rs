@@ -19,9 +19,9 @@ pub enum WriteError {
         /// The engine's current version.
         current: ResourceVersion,
     },
-    /// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression)
-    /// with a version not older than the engine's: nothing went back, so
-    /// [`Writer::replace`](crate::Writer::replace) is the call.
+    /// A re-list [after a regression](crate::Relist::after_regression)
+    /// with a version not older than the engine's: nothing went back, so a
+    /// plain re-list is the call.
     NotARegression {
         /// The version given.
         given: ResourceVersion,
@@ -34,7 +34,7 @@ pub enum WriteError {
     /// ```
     /// # use herald::*;
     /// let (_engine, mut writer) = Engine::new(Config::default())?;
-    /// let err = writer.replace([Object::builder("a/b", "c").build()], 1.into()).unwrap_err();
+    /// let err = writer.replace(Relist::new([Object::builder("a/b", "c").build()], 1.into())).unwrap_err();
     /// assert_eq!(err.to_string(), "invalid namespace \"a/b\": may not contain '/'");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -48,13 +48,13 @@ pub enum WriteError {
     },
     /// A listed object's own version is above the list's: no consistent
     /// list holds an object changed after it was taken
-    /// ([`Writer::replace_items`](crate::Writer::replace_items)).
+    /// ([`Relist::items`](crate::Relist::items)).
     ///
     /// ```
     /// # use herald::*;
     /// let (_engine, mut writer) = Engine::new(Config::default())?;
     /// let a = Item::new(Object::builder("ns", "a").build(), 8.into());
-    /// let err = writer.replace_items([a], 7.into()).unwrap_err();
+    /// let err = writer.replace(Relist::items([a], 7.into())).unwrap_err();
     /// assert_eq!(err.to_string(), "object \"ns/a\" at resource version 8 is newer than its list at 7");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -117,7 +117,7 @@ pub enum EventKind {
 /// ```
 /// # use herald::*;
 /// # let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-/// # writer.replace([Object::builder("ns", "a").build()], 1.into()).unwrap();
+/// # writer.replace(Relist::new([Object::builder("ns", "a").build()], 1.into())).unwrap();
 /// let mut watch = engine.watch(WatchRequest::new())?;
 /// let WatchItem::Event(ev) = watch.recv().unwrap() else { panic!() };
 /// assert_eq!(ev.kind(), EventKind::Added);

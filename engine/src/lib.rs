@@ -18,7 +18,7 @@
 //! };
 //!
 //! // The initial list makes the engine ready.
-//! writer.replace([pod("web-1", "node-1")], 10.into())?;
+//! writer.replace(Relist::new([pod("web-1", "node-1")], 10.into()))?;
 //!
 //! // A kubelet-shaped watch: the pods of one node, routed by the index.
 //! let mut node2 = engine.watch(
@@ -57,7 +57,7 @@
 //! nothing. A re-list ([`Writer::replace`]) may keep the version; a progress
 //! notification ([`Writer::progress`]) advances it without a change. A
 //! source whose history went back (restored from a backup) is followed
-//! with [`Writer::replace_after_regression`], a re-list at a lower version
+//! with a re-list [after a regression](Relist::after_regression), at a lower version
 //! that ends every watch and empties the history; the [`Reflector`] does
 //! it when it finds the source behind the cache, and its consistent reads
 //! never answer from the old history (see the reflector's docs).
@@ -224,8 +224,8 @@
 //! | the history | grows while full and young, shrinks only when a write finds it old | the same, and also shrinks when idle (the tick), and may be bounded in bytes ([`Config::history_max_bytes`]) | an idle cache should not keep a burst's memory for ever |
 //! | a deletion of a key the cache never held | delivered to no one (a deletion without a previous object passes no filter: seeds/000 `convertToWatchEvent`) | the same: no event, no history; the version moves as with [`Writer::progress`] | no watcher can have seen the object. (Herald delivered it before issue 14.) |
 //! | names | validated by the API server (`path.IsValidPathSegmentName`) | the writer enforces the same rule ([`WriteError::InvalidName`]) | a cache fed by anything but an API server must still keep keys apart: see [Keys](#keys) |
-//! | a source restored to a lower revision | the reflector re-lists whatever the version | the same, through a deliberate call ([`Writer::replace_after_regression`]); `replace` keeps refusing to go back, and consistent reads never answer from the old history | a careless writer is still caught, and a restore cannot make a stale read look fresh (see the [`Reflector`]) |
-//! | a re-list's objects | each keeps its own version | the same with [`Writer::replace_items`] (the reflector's way); [`Writer::replace`] stamps the list's version on objects whose own is unknown | a writer fed by a source without versions per object still works |
+//! | a source restored to a lower revision | the reflector re-lists whatever the version | the same, through a deliberate re-list ([`Relist::after_regression`]); any other keeps refusing to go back, and consistent reads never answer from the old history | a careless writer is still caught, and a restore cannot make a stale read look fresh (see the [`Reflector`]) |
+//! | a re-list's objects | each keeps its own version | the same with [`Relist::items`] (the reflector's way); [`Relist::new`] stamps the list's version on objects whose own is unknown | a writer fed by a source without versions per object still works |
 //!
 //! Checked to be the same, for the record: the start of a watch and of a
 //! read for every combination of the version options (see
@@ -312,7 +312,7 @@ pub use watch::{
     EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchProbe, WatchRequest,
     WatchState, WatchStopper,
 };
-pub use writer::{BatchError, Writer};
+pub use writer::{BatchError, Relist, Stamped, Writer};
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature
 /// `internals`): thin wrappers, so the modules stay private and nothing

@@ -489,7 +489,7 @@ impl ObjectBuilder {
 
 /// One object with the resource version of its last change (etcd's
 /// `mod_revision`): what a read returns, and what a re-list gives the
-/// writer ([`Writer::replace_items`](crate::Writer::replace_items)).
+/// writer ([`Relist::items`](crate::Relist::items)).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
     /// The object.

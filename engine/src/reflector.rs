@@ -41,7 +41,7 @@ use crate::rv::ResourceVersion;
 use crate::source::{Source, SourceError, SourceEvent, SourceWatch, Upstream, UpstreamError};
 use crate::{
     Clock, Engine, GetResponse, ListRequest, ListResponse, ReadAt, ReadError, SystemClock,
-    WriteError, Writer,
+    WriteError, Writer, writer::Relist,
 };
 
 /// How a [`Reflector`] retries and polls.
@@ -260,8 +260,8 @@ struct Shared {
 /// progress notification below it while the source's current revision is
 /// too, or when a lost watch is opened again and the source's revision is
 /// below the engine's: a restored store that restarted and is quiet would
-/// otherwise hold the resumed watch silent): it re-lists with
-/// [`Writer::replace_after_regression`](crate::Writer::replace_after_regression),
+/// otherwise hold the resumed watch silent): it re-lists
+/// [after a regression](crate::Relist::after_regression),
 /// which ends every watch with `Relisted` and starts a new generation at
 /// the lower version, and says so in [`Reflector::last_error`] and
 /// [`ReflectorStats::regressions`].
@@ -662,9 +662,9 @@ fn round(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Ro
              backup?): re-listed into a new generation, every watch ended",
             listing.revision
         ));
-        writer.replace_items_after_regression(listing.items, listing.revision)
+        writer.replace(Relist::items(listing.items, listing.revision).after_regression())
     } else {
-        writer.replace_items(listing.items, listing.revision)
+        writer.replace(Relist::items(listing.items, listing.revision))
     };
     if let Err(e) = replaced {
         if e == WriteError::Stopped {

@@ -1,7 +1,12 @@
-//! The facade's other half: [`Writer`], the engine's one writer. Each call
-//! validates, then appends under the writer lock through the shared core
-//! (`Shared::write`), which waits for the dispatcher only when the ring is
-//! full of undispatched changes.
+//! The facade's other half: [`Writer`], the engine's one writer, and what
+//! it is given: a change ([`Writer::apply`]), a batch of them
+//! ([`Writer::apply_batch`]), a re-list ([`Writer::replace`] of a
+//! [`Relist`], which says whether objects carry their own versions and
+//! whether the source went back), progress ([`Writer::progress`]) and the
+//! loss of the source ([`Writer::mark_unready`]). Each call validates, then
+//! appends under the writer lock through the shared core (`Shared::write`),
+//! which waits for the dispatcher only when the ring is full of
+//! undispatched changes.
 
 use std::time::Instant;
 
@@ -40,13 +45,156 @@ impl std::error::Error for BatchError {
     }
 }
 
+/// A re-list for [`Writer::replace`]: the whole state, at the version the
+/// list was taken at, and whether the source's history went back.
+///
+/// [`Relist::new`] takes objects and gives each the list's version;
+/// [`Relist::items`] takes each object with the version of its last
+/// change (etcd's `mod_revision`), which watches' initial events, gets
+/// and lists then report, as the apiserver does. A list normally moves
+/// the engine's version forward (or keeps it); one
+/// [`after_regression`](Relist::after_regression) takes it back.
+///
+/// ```
+/// use herald::*;
+/// let (engine, mut writer) = Engine::new(Config::default())?;
+/// let pod = |name: &str| Object::builder("ns", name).build();
+/// writer.replace(Relist::new([pod("a"), pod("b")], 10.into()))?;
+/// writer.replace(Relist::items([Item::new(pod("a"), 3.into())], 12.into()))?;
+/// writer.replace(Relist::new([pod("a")], 5.into()).after_regression())?;
+/// assert_eq!((engine.resource_version().get(), engine.generation()), (5, 3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a re-list does nothing until it is given to Writer::replace"]
+pub struct Relist<I> {
+    items: I,
+    rv: ResourceVersion,
+    direction: Direction,
+}
+
 /// Which way a re-list may move the engine's version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Relist {
-    /// `Writer::replace`: not below the engine's.
+enum Direction {
+    /// Not below the engine's.
     Forward,
-    /// `Writer::replace_after_regression`: below it.
+    /// Below it ([`Relist::after_regression`]).
     Back,
+}
+
+impl<O: Iterator<Item = Object>> Relist<Stamped<O>> {
+    /// A list of `objects` at `rv`, each at `rv` too (for a source without
+    /// a version per object; [`Relist::items`] keeps each object's own).
+    ///
+    /// ```
+    /// use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
+    /// let a = engine.get("ns/a", ReadAt::Any)?;
+    /// assert_eq!(a.item.unwrap().resource_version.get(), 5);
+    /// writer.replace(Relist::new([], 6.into()))?; // empty: nothing left
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(objects: impl IntoIterator<IntoIter = O>, rv: ResourceVersion) -> Self {
+        Relist {
+            items: Stamped {
+                objects: objects.into_iter(),
+                rv,
+            },
+            rv,
+            direction: Direction::Forward,
+        }
+    }
+}
+
+impl<I: Iterator<Item = Item>> Relist<I> {
+    /// A list of `items` at `rv`, each object at its own version: the
+    /// version of its last change (etcd's `mod_revision`), which must be
+    /// at most `rv` ([`WriteError::ItemAhead`] refuses the whole list
+    /// otherwise). The [`Reflector`](crate::Reflector) re-lists this way.
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// let pod = |name: &str| Object::builder("ns", name).build();
+    /// writer.replace(Relist::items([Item::new(pod("a"), 3.into()), Item::new(pod("b"), 9.into())], 12.into()))?;
+    /// let a = engine.get("ns/a", ReadAt::Any)?;
+    /// assert_eq!((a.resource_version.get(), a.item.unwrap().resource_version.get()), (12, 3));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn items(items: impl IntoIterator<IntoIter = I>, rv: ResourceVersion) -> Self {
+        Relist {
+            items: items.into_iter(),
+            rv,
+            direction: Direction::Forward,
+        }
+    }
+
+    /// This list follows a source whose history went back (an etcd
+    /// restored from a backup without `--bump-revision`): its version must
+    /// be *older* than the engine's, since the versions after it that the
+    /// engine has seen belong to a history that no longer exists. A list
+    /// without it refuses to go back ([`WriteError::OutOfOrder`]), to
+    /// guard against careless writers; this is the deliberate way
+    /// through, as the reference's reflector, which re-lists into the
+    /// watch cache whatever the version (seeds/004 `Replace`).
+    ///
+    /// As any re-list it starts a new generation and ends every watch
+    /// with [`EndReason::Relisted`](crate::EndReason::Relisted) (so each
+    /// client re-lists too); the history ring restarts empty at the list's
+    /// version, so a watch or an exact read from an older version is
+    /// `Gone`, a continue token of the old generation is `Gone`, and a
+    /// watch or read waiting for a version the old history had reached
+    /// waits for the new history to reach it. The engine's version goes
+    /// back to the list's.
+    ///
+    /// Refused, changing nothing: before the first list
+    /// ([`WriteError::NotReady`]: there is nothing to go back from), with a
+    /// version not older than the engine's ([`WriteError::NotARegression`]:
+    /// leave this out), after a stop ([`WriteError::Stopped`]).
+    ///
+    /// ```
+    /// # use herald::*;
+    /// let (engine, mut writer) = Engine::new(Config::default())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 20.into()))?;
+    /// let mut watch = engine.watch(WatchRequest::new())?;
+    /// // The source was restored to a backup taken at version 12.
+    /// writer.replace(Relist::new([Object::builder("ns", "b").build()], 12.into()).after_regression())?;
+    /// assert_eq!((engine.resource_version().get(), engine.generation()), (12, 2));
+    /// assert_eq!(engine.list(&ListRequest::new())?.items[0].object.name(), "b");
+    /// // Whatever it had received of the old state, the watch has ended.
+    /// let last = std::iter::from_fn(|| watch.recv()).last();
+    /// assert_eq!(last, Some(WatchItem::End(EndReason::Relisted)));
+    /// assert_eq!(
+    ///     writer.replace(Relist::new([], 12.into()).after_regression()),
+    ///     Err(WriteError::NotARegression { given: 12.into(), current: 12.into() })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn after_regression(mut self) -> Self {
+        self.direction = Direction::Back;
+        self
+    }
+}
+
+/// The objects of a [`Relist::new`], each at the list's version.
+#[derive(Debug, Clone)]
+pub struct Stamped<O> {
+    objects: O,
+    rv: ResourceVersion,
+}
+
+impl<O: Iterator<Item = Object>> Iterator for Stamped<O> {
+    type Item = Item;
+
+    #[inline]
+    fn next(&mut self) -> Option<Item> {
+        self.objects.next().map(|object| Item::new(object, self.rv))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.objects.size_hint()
+    }
 }
 
 /// The one writer of an engine: applies changes, re-lists and progress, in
@@ -89,7 +237,7 @@ impl Writer {
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// let a = Object::builder("ns", "a").build();
     /// assert_eq!(writer.apply(Change::added(a.clone(), 1.into())), Err(WriteError::NotReady));
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// writer.apply(Change::added(a.clone(), 2.into()))?;
     /// assert_eq!(
     ///     writer.apply(Change::modified(a, 2.into())),
@@ -119,7 +267,7 @@ impl Writer {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let a = Object::builder("ns", "a").build();
     /// writer.apply_batch([
     ///     Change::added(a.clone(), 2.into()),
@@ -170,125 +318,39 @@ impl Writer {
         Ok(())
     }
 
-    /// Replaces the whole state (a re-list) at `rv`, which must not be older
-    /// than the engine's. The first call makes the engine ready; every later
-    /// call ends every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
-    /// and starts a new generation. Objects with the same key: the last wins.
-    /// One object with an invalid name refuses the whole list
-    /// ([`WriteError::InvalidName`]). A source whose history went back (restored from a backup) is
-    /// followed with [`Writer::replace_after_regression`] instead.
+    /// Replaces the whole state with a re-list (see [`Relist`]). Its
+    /// version must not be older than the engine's (unless it is
+    /// [after a regression](Relist::after_regression), when it must be
+    /// older). The first call makes the engine ready; every later call ends
+    /// every watch with [`EndReason::Relisted`](crate::EndReason::Relisted)
+    /// and starts a new generation. Objects with the same key: the last
+    /// wins. One object with an invalid name refuses the whole list
+    /// ([`WriteError::InvalidName`]), as does one newer than the list
+    /// ([`WriteError::ItemAhead`]).
     ///
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// assert_eq!((engine.lifecycle(), engine.generation()), (Lifecycle::Ready, 1));
     /// assert_eq!(engine.resource_version().get(), 5);
     /// assert_eq!(
-    ///     writer.replace([], 4.into()),
+    ///     writer.replace(Relist::new([], 4.into())),
     ///     Err(WriteError::OutOfOrder { given: 4.into(), current: 5.into() })
     /// );
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn replace(
-        &mut self,
-        objects: impl IntoIterator<Item = Object>,
-        rv: ResourceVersion,
-    ) -> Result<(), WriteError> {
-        let items = objects.into_iter().map(|object| Item::new(object, rv));
-        self.relist(items, rv, Relist::Forward)
+    pub fn replace<I: Iterator<Item = Item>>(&mut self, list: Relist<I>) -> Result<(), WriteError> {
+        self.relist(list.items, list.rv, list.direction)
     }
 
-    /// [`Writer::replace`] with each object's own version: the version of
-    /// its last change (etcd's `mod_revision`), which watches' initial
-    /// events, gets and lists then report, as the apiserver does. Each must
-    /// be at most `rv`, or the whole list is refused
-    /// ([`WriteError::ItemAhead`]). The [`Reflector`](crate::Reflector)
-    /// re-lists this way.
-    ///
-    /// ```
-    /// # use herald::*;
-    /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// let pod = |name: &str| Object::builder("ns", name).build();
-    /// writer.replace_items([Item::new(pod("a"), 3.into()), Item::new(pod("b"), 9.into())], 12.into())?;
-    /// let a = engine.get("ns/a", ReadAt::Any)?;
-    /// assert_eq!((a.resource_version.get(), a.item.unwrap().resource_version.get()), (12, 3));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn replace_items(
-        &mut self,
-        items: impl IntoIterator<Item = Item>,
-        rv: ResourceVersion,
-    ) -> Result<(), WriteError> {
-        self.relist(items, rv, Relist::Forward)
-    }
-
-    /// Replaces the whole state with a list at `rv`, which must be *older*
-    /// than the engine's: the source's history went back (an etcd restored
-    /// from a backup without `--bump-revision`), so the versions after `rv`
-    /// that the engine has seen belong to a history that no longer exists.
-    /// [`Writer::replace`] refuses such a list ([`WriteError::OutOfOrder`])
-    /// to guard against careless writers; this call is the deliberate way
-    /// through, as the reference's reflector, which re-lists into the watch
-    /// cache whatever the version (seeds/004 `Replace`).
-    ///
-    /// As any re-list it starts a new generation and ends every watch with
-    /// [`EndReason::Relisted`](crate::EndReason::Relisted) (so each client
-    /// re-lists too); the history ring restarts empty at `rv`, so a watch
-    /// or an exact read from an older version is `Gone`, a continue token
-    /// of the old generation is `Gone`, and a watch or read waiting for a
-    /// version the old history had reached waits for the new history to
-    /// reach it. The engine's version goes back to `rv`.
-    ///
-    /// Refused, changing nothing: before the first list
-    /// ([`WriteError::NotReady`]: there is nothing to go back from), with a
-    /// version not older than the engine's ([`WriteError::NotARegression`]:
-    /// use [`Writer::replace`]), after a stop ([`WriteError::Stopped`]).
-    ///
-    /// ```
-    /// # use herald::*;
-    /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 20.into())?;
-    /// let mut watch = engine.watch(WatchRequest::new())?;
-    /// // The source was restored to a backup taken at version 12.
-    /// writer.replace_after_regression([Object::builder("ns", "b").build()], 12.into())?;
-    /// assert_eq!((engine.resource_version().get(), engine.generation()), (12, 2));
-    /// assert_eq!(engine.list(&ListRequest::new())?.items[0].object.name(), "b");
-    /// // Whatever it had received of the old state, the watch has ended.
-    /// let last = std::iter::from_fn(|| watch.recv()).last();
-    /// assert_eq!(last, Some(WatchItem::End(EndReason::Relisted)));
-    /// assert_eq!(
-    ///     writer.replace_after_regression([], 12.into()),
-    ///     Err(WriteError::NotARegression { given: 12.into(), current: 12.into() })
-    /// );
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn replace_after_regression(
-        &mut self,
-        objects: impl IntoIterator<Item = Object>,
-        rv: ResourceVersion,
-    ) -> Result<(), WriteError> {
-        let items = objects.into_iter().map(|object| Item::new(object, rv));
-        self.relist(items, rv, Relist::Back)
-    }
-
-    /// [`Writer::replace_after_regression`] with each object's own version
-    /// (see [`Writer::replace_items`]).
-    pub fn replace_items_after_regression(
-        &mut self,
-        items: impl IntoIterator<Item = Item>,
-        rv: ResourceVersion,
-    ) -> Result<(), WriteError> {
-        self.relist(items, rv, Relist::Back)
-    }
-
-    /// Every re-list: `replace` and `replace_after_regression`, with or
-    /// without the objects' own versions.
+    /// Every re-list, forward or back, with or without the objects' own
+    /// versions.
     fn relist(
         &mut self,
-        items: impl IntoIterator<Item = Item>,
+        items: impl Iterator<Item = Item>,
         rv: ResourceVersion,
-        direction: Relist,
+        direction: Direction,
     ) -> Result<(), WriteError> {
         let shared = &*self.shared;
         let mut store = State::new(shared.list_fields.clone());
@@ -314,12 +376,12 @@ impl Writer {
             // Listed before (ready, or fallen back to pending since).
             let listed = st.generation > 0;
             let out_of_order = match direction {
-                Relist::Forward if listed && rv < st.rv => WriteError::OutOfOrder {
+                Direction::Forward if listed && rv < st.rv => WriteError::OutOfOrder {
                     given: rv,
                     current: st.rv,
                 },
-                Relist::Back if !listed => WriteError::NotReady,
-                Relist::Back if rv >= st.rv => WriteError::NotARegression {
+                Direction::Back if !listed => WriteError::NotReady,
+                Direction::Back if rv >= st.rv => WriteError::NotARegression {
                     given: rv,
                     current: st.rv,
                 },
@@ -329,6 +391,7 @@ impl Writer {
             Err(out_of_order.into())
         })
     }
+
     /// Says the engine lost its source: the lifecycle falls back to
     /// [`Lifecycle::Pending`] until the next re-list (`replace`, which
     /// makes it ready again). Meanwhile reads that need a fresh cache
@@ -345,12 +408,12 @@ impl Writer {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 5.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// writer.mark_unready(SourceError::Unavailable("etcd: connection refused".into()))?;
     /// assert_eq!(engine.lifecycle(), Lifecycle::Pending);
     /// let Err(ReadError::NotReady(why)) = engine.get("ns/a", ReadAt::Any) else { panic!() };
     /// assert_eq!(why.cause(), Some(&SourceError::Unavailable("etcd: connection refused".into())));
-    /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 7.into()))?;
     /// assert_eq!(engine.lifecycle(), Lifecycle::Ready);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -364,7 +427,7 @@ impl Writer {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 5.into())?;
+    /// writer.replace(Relist::new([], 5.into()))?;
     /// writer.progress(9.into())?;
     /// assert_eq!(engine.resource_version().get(), 9);
     /// assert!(writer.progress(8.into()).is_err());

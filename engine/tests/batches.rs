@@ -39,7 +39,7 @@ fn check_batches(
 ) -> Stats {
     let (engine, mut writer) = Engine::new(config).unwrap();
     writer
-        .replace(base.iter().cloned(), base_rv.into())
+        .replace(Relist::new(base.iter().cloned(), base_rv.into()))
         .unwrap();
     let model = Model::new(base_rv, base, changes);
     let filters = if watch { filters() } else { Vec::new() };
@@ -166,7 +166,7 @@ fn a_batch_through_a_ring_too_small_for_it_waits_for_the_dispatcher() {
 #[test]
 fn a_refused_change_stops_the_batch_where_single_applies_would() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let obj = |i: u64| Object::builder("ns", &format!("o{}", i % 10)).build();
     // 100 changes in order, then one out of order, then more: the batch
     // stops at the 101st, past the first run.

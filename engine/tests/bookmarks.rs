@@ -89,7 +89,7 @@ fn expect_event(w: &mut Watch, rv: u64) {
 #[test]
 fn one_bookmark_per_frequency_carrying_the_last_version() {
     let mut rig = Rig::new(Config::default());
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(after(1));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -111,7 +111,7 @@ fn one_bookmark_per_frequency_carrying_the_last_version() {
 #[test]
 fn the_frequency_is_a_setting() {
     let mut rig = Rig::new(Config::default().bookmark_frequency(5 * S));
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(after(1));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -124,7 +124,7 @@ fn the_frequency_is_a_setting() {
 #[test]
 fn only_for_watchers_that_allow_them() {
     let mut rig = Rig::new(Config::default());
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(WatchRequest::new().resource_version(Some(1.into())));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -136,7 +136,7 @@ fn only_for_watchers_that_allow_them() {
 #[test]
 fn two_seconds_before_the_deadline_then_deadline() {
     let mut rig = Rig::new(Config::default());
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(after(1).timeout(30 * S));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -155,7 +155,7 @@ fn two_seconds_before_the_deadline_then_deadline() {
 #[test]
 fn no_bookmark_when_the_deadline_is_less_than_two_seconds_away() {
     let mut rig = Rig::new(Config::default());
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(after(1).timeout(S));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -181,7 +181,7 @@ fn none_before_the_first_list() {
     expect_nothing(&mut w);
     assert_eq!(rig.engine.stats().bookmarks_sent, 0);
     // Listed: the initial-events-end bookmark, then periodic ones.
-    rig.writer.replace([], 7.into()).unwrap();
+    rig.writer.replace(Relist::new([], 7.into())).unwrap();
     let Some(WatchItem::Event(end)) = w.recv() else {
         panic!("the initial-events-end bookmark")
     };
@@ -201,7 +201,7 @@ fn none_before_the_first_list() {
 #[test]
 fn progress_advances_the_bookmark_version() {
     let mut rig = Rig::new(Config::default());
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = rig.watch(after(1));
     rig.add(2);
     expect_event(&mut w, 2);
@@ -219,7 +219,7 @@ fn progress_advances_the_bookmark_version() {
 fn a_bookmark_at_the_start_version_is_dropped() {
     let rig = Rig::new(Config::default());
     let mut rig = rig;
-    rig.writer.replace([], 10.into()).unwrap();
+    rig.writer.replace(Relist::new([], 10.into())).unwrap();
     let mut w = rig.watch(after(10));
     rig.advance(61 * S);
     expect_nothing(&mut w);
@@ -235,7 +235,7 @@ fn a_bookmark_at_the_start_version_is_dropped() {
 fn the_initial_events_end_bookmark_once_then_plain_ones() {
     let mut rig = Rig::new(Config::default());
     rig.writer
-        .replace([Object::builder("ns", "a").build()], 3.into())
+        .replace(Relist::new([Object::builder("ns", "a").build()], 3.into()))
         .unwrap();
     let mut w = rig.watch(
         after(0)
@@ -268,7 +268,7 @@ fn the_initial_events_end_bookmark_once_then_plain_ones() {
 fn bookmarks_never_block_or_end_a_watcher() {
     for policy in [SlowWatchers::Park, SlowWatchers::reference_budget()] {
         let mut rig = Rig::new(Config::default().slow_watchers(policy));
-        rig.writer.replace([], 1.into()).unwrap();
+        rig.writer.replace(Relist::new([], 1.into())).unwrap();
         let mut w = rig.watch(after(1).scope(KeyScope::prefix("ns")));
         // Exactly full (10).
         for rv in 2..=11 {
@@ -299,7 +299,7 @@ fn deadlines_end_waiting_and_live_watches() {
         .engine
         .watch(WatchRequest::new().timeout(5 * S))
         .unwrap();
-    rig.writer.replace([], 1.into()).unwrap();
+    rig.writer.replace(Relist::new([], 1.into())).unwrap();
     let mut live = rig.watch(
         WatchRequest::new()
             .resource_version(Some(1.into()))

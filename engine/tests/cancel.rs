@@ -18,7 +18,7 @@ const PROMPTLY: Duration = Duration::from_secs(10);
 
 fn listed() -> (Engine, Writer) {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     (engine, writer)
 }
 
@@ -159,7 +159,7 @@ fn a_cancelled_waiting_read_ends_and_others_still_time_out() {
     let (engine, _writer) =
         Engine::new(Config::default().too_large_timeout(Duration::from_millis(300))).unwrap();
     let mut writer = _writer;
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let cancel = ReadCancel::new();
     let future = ReadAt::NotOlderThan(9.into());
     let list = {

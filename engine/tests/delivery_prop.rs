@@ -175,7 +175,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     )
     .unwrap();
     let mut rv = 10u64;
-    writer.replace([], rv.into()).unwrap();
+    writer.replace(Relist::new([], rv.into())).unwrap();
     let mut gens = vec![Model::new(rv, &[], &[])];
     let mut state: BTreeMap<String, Object> = BTreeMap::new();
     let mut watchers: Vec<Watcher> = Vec::new();
@@ -222,7 +222,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .map(|o| (o.key().to_owned(), o.clone()))
                     .collect();
                 gens.push(Model::new(rv, &objects, &[]));
-                writer.replace(objects, rv.into()).unwrap();
+                writer.replace(Relist::new(objects, rv.into())).unwrap();
             }
             Op::Watch { filter: fi, start } => {
                 let f = filter(fi);

@@ -21,7 +21,7 @@
 //!
 //! Usually an initial list first (plain, or with per-object versions),
 //! then random operations (weights in `op()`): changes and bursts of them,
-//! progress, re-lists (`replace`, or `replace_items` with object `i` at the
+//! progress, re-lists (`Relist::new`, or `Relist::items` with object `i` at the
 //! list's version minus `i % 4`, sometimes with an object above the list:
 //! `ItemAhead`), re-lists after a regression (the same two ways), falls
 //! back to pending (`mark_unready`; most are followed a few operations
@@ -307,11 +307,12 @@ impl fmt::Debug for StartSpec {
 /// How a list gives each object its version.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Versions {
-    /// `replace` (`replace_after_regression`): every object at the list's
-    /// version.
+    /// `Relist::new` (and its model's `replace`, `replace_after_regression`):
+    /// every object at the list's version.
     Plain,
-    /// `replace_items` (`replace_items_after_regression`): object `i` at
-    /// the list's version minus `i % 4`.
+    /// `Relist::items` (and its model's `replace_items`,
+    /// `replace_items_after_regression`): object `i` at the list's version
+    /// minus `i % 4`.
     Items,
     /// The same, but object `k` (modulo the list's length) and every
     /// second one after it are above the list (`ItemAhead` for the first).
@@ -370,7 +371,7 @@ enum Op {
         timeout: Option<u8>,
     },
     /// A re-list after the source went back
-    /// (`Writer::replace_after_regression`).
+    /// (`Relist::after_regression`).
     Regress {
         objects: Vec<ObjSpec>,
         rv: RvStep,
@@ -975,12 +976,12 @@ impl Harness {
             if back {
                 (
                     self.writer
-                        .replace_after_regression(built.clone(), to.into()),
+                        .replace(Relist::new(built.clone(), to.into()).after_regression()),
                     self.model.replace_after_regression(built, to),
                 )
             } else {
                 (
-                    self.writer.replace(built.clone(), to.into()),
+                    self.writer.replace(Relist::new(built.clone(), to.into())),
                     self.model.replace(built, to),
                 )
             }
@@ -998,12 +999,12 @@ impl Harness {
             if back {
                 (
                     self.writer
-                        .replace_items_after_regression(engine_items, to.into()),
+                        .replace(Relist::items(engine_items, to.into()).after_regression()),
                     self.model.replace_items_after_regression(items, to),
                 )
             } else {
                 (
-                    self.writer.replace_items(engine_items, to.into()),
+                    self.writer.replace(Relist::items(engine_items, to.into())),
                     self.model.replace_items(items, to),
                 )
             }

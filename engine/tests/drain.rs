@@ -31,7 +31,9 @@ fn until_drained(w: &mut Watch) -> (Vec<Seen>, u64) {
 #[test]
 fn a_drained_watch_ends_after_a_bookmark_at_what_was_dispatched() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a", true)], 5.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("a", true)], 5.into()))
+        .unwrap();
     let mut marked = engine
         .watch(
             WatchRequest::new()
@@ -109,7 +111,9 @@ fn a_drained_watch_ends_after_a_bookmark_at_what_was_dispatched() {
 #[test]
 fn a_snapshot_begun_after_the_drain_drops_the_bookmark() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a", true)], 5.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("a", true)], 5.into()))
+        .unwrap();
     let mut late = engine
         .watch(WatchRequest::new().allow_bookmarks(true))
         .unwrap();
@@ -140,7 +144,7 @@ fn a_snapshot_begun_after_the_drain_drops_the_bookmark() {
 #[test]
 fn resuming_after_drains_under_writes_misses_and_repeats_nothing() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let engine = Arc::new(engine);
     let done = Arc::new(AtomicBool::new(false));
     const CHANGES: u64 = 20_000;

@@ -191,7 +191,7 @@ fn changes_fan_out_to_a_thousand_watchers_exactly() {
     )
     .unwrap();
     writer
-        .replace(base.iter().cloned(), LIST_RV.into())
+        .replace(Relist::new(base.iter().cloned(), LIST_RV.into()))
         .unwrap();
     for c in &changes[..HISTORY] {
         writer.apply(c.clone()).unwrap();

@@ -17,7 +17,7 @@ fn pod(name: &str, labels: &[(&str, &str)], node: &str) -> Object {
 
 fn listed(config: Config) -> (Engine, Writer) {
     let (engine, mut writer) = Engine::new(config).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     (engine, writer)
 }
 
@@ -348,7 +348,9 @@ fn initial_events_of_a_narrow_watch_are_the_filtered_store() {
             );
         }
     }
-    writer.replace(objects.clone(), 5.into()).unwrap();
+    writer
+        .replace(Relist::new(objects.clone(), 5.into()))
+        .unwrap();
     let initial = |req: WatchRequest| -> Vec<String> {
         let req = req
             .send_initial_events(true)

@@ -69,7 +69,7 @@ fn huge_durations_are_never_and_the_dispatcher_lives() {
             Ok(pair) => pair,
             Err(e) => panic!("{what}: Duration::MAX is a valid 'never', refused: {e}"),
         };
-        writer.replace([], 1.into()).unwrap();
+        writer.replace(Relist::new([], 1.into())).unwrap();
         // A bookmark watch with a deadline at the end of time, and one
         // waiting for a future version: each schedules a wake-up.
         let _bookmarks = engine
@@ -98,7 +98,7 @@ fn huge_durations_are_never_and_the_dispatcher_lives() {
 #[test]
 fn duration_max_means_no_timeout_for_callers() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -150,7 +150,7 @@ fn huge_history_bounds_are_a_config_error() {
 fn every_concurrent_stop_returns_after_the_engine_stopped() {
     for round in 0..30 {
         let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-        writer.replace([obj("a")], 1.into()).unwrap();
+        writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
         let watches: Vec<Watch> = (0..200)
             .map(|_| engine.watch(WatchRequest::new()).unwrap())
             .collect();
@@ -196,7 +196,7 @@ fn every_concurrent_stop_returns_after_the_engine_stopped() {
 #[test]
 fn churn_does_not_stall_the_dispatcher() {
     let (engine, mut writer) = Engine::new(Config::default().index("spec.nodeName")).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let kinds = [
         WatchRequest::new().resource_version(Some(1.into())),
         WatchRequest::new().labels("app=web".parse().unwrap()),
@@ -231,7 +231,7 @@ fn churn_does_not_stall_the_dispatcher() {
 #[test]
 fn churn_beside_the_writer_keeps_changes_flowing() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut steady = engine
         .watch(
             WatchRequest::new()
@@ -305,7 +305,7 @@ fn a_dispatcher_panic_ends_every_watch_and_is_reported() {
     let clock = Arc::new(FailingClock::default());
     let (engine, mut writer) =
         Engine::new(Config::default().clock(SharedClock(clock.clone()))).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     let mut live = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
@@ -370,7 +370,7 @@ fn stalled_watchers_share_one_overflow_budget() {
             .history_bounds(4_096, 4_096),
     )
     .unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut stalled: Vec<Watch> = (0..20)
         .map(|_| {
             engine
@@ -413,7 +413,7 @@ fn stalled_watchers_share_one_overflow_budget() {
 fn a_read_waits_without_end_under_duration_max() {
     let (engine, mut writer) =
         Engine::new(Config::default().too_large_timeout(Duration::MAX)).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     let reader = {
         let engine = engine.clone();
         std::thread::spawn(move || engine.get("ns/b", ReadAt::NotOlderThan(2.into())))

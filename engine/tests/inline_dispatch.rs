@@ -92,7 +92,9 @@ fn woken_elsewhere(rec: &Recorder) {
 #[test]
 fn a_write_wakes_its_watch_from_the_writers_thread() {
     let (engine, mut writer) = engine(true);
-    writer.replace([on_node("a", 1)], 1.into()).unwrap();
+    writer
+        .replace(Relist::new([on_node("a", 1)], 1.into()))
+        .unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -139,7 +141,7 @@ fn a_write_wakes_its_watch_from_the_writers_thread() {
 #[test]
 fn without_it_the_dispatcher_thread_wakes() {
     let (engine, mut writer) = engine(false);
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
@@ -159,7 +161,7 @@ fn many_watches_get_exactly_their_changes_in_order() {
     const NODES: u64 = 16;
     const CHANGES: u64 = 4000;
     let (engine, mut writer) = engine(true);
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let watches: Vec<Watch> = (0..NODES)
         .map(|n| {
             engine
@@ -216,7 +218,7 @@ fn many_watches_get_exactly_their_changes_in_order() {
 #[test]
 fn a_watch_waiting_for_a_version_starts_when_an_inline_write_reaches_it() {
     let (engine, mut writer) = engine(true);
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(WatchRequest::new().resource_version(Some(5.into())))
         .unwrap();
@@ -240,14 +242,16 @@ fn a_relist_ends_watches_and_later_writes_reach_new_ones() {
 
 fn relist_case(inline: bool) {
     let (engine, mut writer) = engine(inline);
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut old = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
     writer
         .apply(Change::added(on_node("a", 0), 2.into()))
         .unwrap();
-    writer.replace([on_node("a", 0)], 3.into()).unwrap();
+    writer
+        .replace(Relist::new([on_node("a", 0)], 3.into()))
+        .unwrap();
     let mut new = engine
         .watch(WatchRequest::new().resource_version(Some(3.into())))
         .unwrap();
@@ -289,7 +293,7 @@ impl Wake for Stopper {
 fn a_waker_that_stops_the_engine_does_not_deadlock() {
     for inline in [true, false] {
         let (engine, mut writer) = engine(inline);
-        writer.replace([], 1.into()).unwrap();
+        writer.replace(Relist::new([], 1.into())).unwrap();
         let mut w = engine
             .watch(WatchRequest::new().resource_version(Some(1.into())))
             .unwrap();
@@ -324,7 +328,7 @@ fn the_time_budget_keeps_dispatching_on_its_thread() {
             .inline_dispatch(true),
     )
     .unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();

@@ -1,5 +1,5 @@
 //! Each listed object keeps its own resource version (issue 16, point 1):
-//! a re-list with `replace_items` stamps every object with the version of
+//! a re-list of `Relist::items` stamps every object with the version of
 //! its last change, and initial events, gets and lists report it, as the
 //! apiserver reports `metadata.resourceVersion`; the reflector re-lists
 //! with the source's per-object revisions.
@@ -33,7 +33,7 @@ fn versions(items: &[Item]) -> Vec<(String, u64)> {
 #[test]
 fn gets_and_lists_report_each_objects_version() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace_items(listed(), 12.into()).unwrap();
+    writer.replace(Relist::items(listed(), 12.into())).unwrap();
     writer.apply(Change::modified(obj("a"), 13.into())).unwrap();
     let want = vec![("a".into(), 13), ("b".into(), 9), ("c".into(), 12)];
     let now = engine.list(&ListRequest::new()).unwrap();
@@ -63,7 +63,7 @@ fn gets_and_lists_report_each_objects_version() {
 #[test]
 fn initial_events_carry_each_objects_version() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace_items(listed(), 12.into()).unwrap();
+    writer.replace(Relist::items(listed(), 12.into())).unwrap();
     for req in [
         WatchRequest::new(),
         WatchRequest::new().resource_version(Some(0.into())),
@@ -86,13 +86,13 @@ fn initial_events_carry_each_objects_version() {
 #[test]
 fn an_object_newer_than_its_list_is_refused_and_nothing_changes() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace_items(listed(), 12.into()).unwrap();
+    writer.replace(Relist::items(listed(), 12.into())).unwrap();
     let ahead = [
         Item::new(obj("x"), 20.into()),
         Item::new(obj("y"), 1.into()),
     ];
     assert_eq!(
-        writer.replace_items(ahead, 15.into()),
+        writer.replace(Relist::items(ahead, 15.into())),
         Err(WriteError::ItemAhead {
             key: "ns/x".into(),
             item: 20.into(),
@@ -102,7 +102,7 @@ fn an_object_newer_than_its_list_is_refused_and_nothing_changes() {
     assert_eq!(engine.generation(), 1);
     assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 3);
     // `replace` keeps stamping every object with the list's version.
-    writer.replace([obj("z")], 15.into()).unwrap();
+    writer.replace(Relist::new([obj("z")], 15.into())).unwrap();
     let z = engine.get("ns/z", ReadAt::Any).unwrap().item.unwrap();
     assert_eq!(z.resource_version.get(), 15);
 }

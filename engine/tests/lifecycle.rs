@@ -15,7 +15,7 @@ fn obj(name: &str) -> Object {
 #[test]
 fn a_relist_ends_every_watch_and_starts_a_generation() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     assert_eq!(engine.generation(), 1);
     let mut from_state = engine.watch(WatchRequest::new()).unwrap();
     let mut from_rv = engine
@@ -27,7 +27,7 @@ fn a_relist_ends_every_watch_and_starts_a_generation() {
     let (seen, _) = recv_events(&mut from_rv, 1);
     assert_eq!(seen[0].rv, 2);
 
-    writer.replace([obj("c")], 5.into()).unwrap();
+    writer.replace(Relist::new([obj("c")], 5.into())).unwrap();
     assert_eq!(engine.generation(), 2);
     for w in [&mut from_state, &mut from_rv] {
         let (seen, end) = recv_to_end(w);
@@ -50,7 +50,7 @@ fn a_relist_ends_every_watch_and_starts_a_generation() {
 #[test]
 fn a_watch_begun_against_an_older_generation_ends_at_once() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     // Begun at generation 1; whether the dispatcher registers it before or
     // after the re-list, it must end with Relisted and see nothing of gen 2.
     for _ in 0..50 {
@@ -58,7 +58,9 @@ fn a_watch_begun_against_an_older_generation_ends_at_once() {
         let mut w = engine
             .watch(WatchRequest::new().resource_version(Some(rv.into())))
             .unwrap();
-        writer.replace([obj("b")], (rv + 1).into()).unwrap();
+        writer
+            .replace(Relist::new([obj("b")], (rv + 1).into()))
+            .unwrap();
         let (seen, end) = recv_to_end(&mut w);
         assert!(seen.is_empty(), "{seen:?}");
         assert_eq!(end, EndReason::Relisted);
@@ -68,7 +70,7 @@ fn a_watch_begun_against_an_older_generation_ends_at_once() {
 #[test]
 fn dropping_a_watch_unregisters_it() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let w = engine.watch(WatchRequest::new()).unwrap();
     let mut other = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
@@ -91,7 +93,7 @@ fn dropping_a_watch_unregisters_it() {
 fn stop_is_final_and_says_why() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     let mut pending = engine.watch(WatchRequest::new()).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     let mut live = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
@@ -123,7 +125,7 @@ fn stop_is_final_and_says_why() {
 #[test]
 fn dropping_the_last_engine_handle_stops_it() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine.watch(WatchRequest::new()).unwrap();
     let clone = engine.clone();
     drop(engine);
@@ -131,13 +133,16 @@ fn dropping_the_last_engine_handle_stops_it() {
     drop(clone);
     let (_, end) = recv_to_end(&mut w);
     assert_eq!(end, EndReason::EngineStopped);
-    assert_eq!(writer.replace([], 2.into()), Err(WriteError::Stopped));
+    assert_eq!(
+        writer.replace(Relist::new([], 2.into())),
+        Err(WriteError::Stopped)
+    );
 }
 
 #[test]
 fn stop_by_the_owner_ends_with_stopped_exactly_once() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     let mut w = engine.watch(WatchRequest::new()).unwrap();
     w.stop();
     w.stop();
@@ -157,7 +162,9 @@ fn stop_by_the_owner_ends_with_stopped_exactly_once() {
 #[test]
 fn counters_follow_what_happens() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(2, 8)).unwrap();
-    writer.replace([obj("a"), obj("b")], 1.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("a"), obj("b")], 1.into()))
+        .unwrap();
     let mut w = engine.watch(WatchRequest::new()).unwrap();
     let (seen, _) = recv_events(&mut w, 2);
     assert_eq!(seen.len(), 2);
@@ -211,7 +218,7 @@ fn the_history_shrinks_back_when_the_writer_goes_idle() {
             .tick(Duration::from_millis(10)),
     )
     .unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     for rv in 2..=41 {
         writer
             .apply(Change::added(obj(&rv.to_string()), rv.into()))
@@ -242,7 +249,7 @@ fn the_history_shrinks_back_when_the_writer_goes_idle() {
 fn grown_capacity(config: Config, changes: u64) -> u64 {
     let clock = ManualClock::new();
     let (engine, mut writer) = Engine::new(config.clock(clock)).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let o = obj("a");
     for rv in 2..=changes + 1 {
         writer

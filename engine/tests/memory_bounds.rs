@@ -56,7 +56,7 @@ fn dropped_bookmark_watches_are_released_on_a_still_clock() {
     let _turn = lock(&TURN);
     let clock = ManualClock::new();
     let (engine, mut writer) = Engine::new(Config::default().clock(clock.clone())).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let keep = engine
         .watch(WatchRequest::new().allow_bookmarks(true))
         .unwrap();
@@ -96,7 +96,7 @@ fn dropped_bookmark_watches_are_released_on_a_still_clock() {
 fn churned_watches_are_released() {
     let _turn = lock(&TURN);
     let (engine, mut writer) = Engine::new(Config::default().index("spec.nodeName")).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let _ = settled_above(&engine, 0, 0);
     let base = live_bytes();
     for i in 0..50_000u64 {

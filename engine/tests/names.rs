@@ -7,7 +7,7 @@ use herald::*;
 fn ready() -> (Engine, Writer) {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     writer
-        .replace([Object::builder("a", "x").build()], 1.into())
+        .replace(Relist::new([Object::builder("a", "x").build()], 1.into()))
         .unwrap();
     (engine, writer)
 }
@@ -46,7 +46,7 @@ fn colliding_keys_are_refused_and_change_nothing() {
     // A list with one bad object is refused whole.
     let good = Object::builder("a", "y").build();
     assert!(matches!(
-        writer.replace([good.clone(), by_name], 5.into()),
+        writer.replace(Relist::new([good.clone(), by_name], 5.into())),
         Err(WriteError::InvalidName { .. })
     ));
     assert_eq!(

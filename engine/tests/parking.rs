@@ -22,7 +22,7 @@ fn obj(i: u64) -> Object {
 /// parks it at once.
 fn listed_with_watch(config: Config) -> (Engine, Writer, Watch) {
     let (engine, mut writer) = Engine::new(config.spill_limit(0)).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -65,7 +65,7 @@ fn a_parked_watcher_catches_up_from_the_ring_and_resumes() {
 #[test]
 fn a_stalled_watcher_slows_no_one_and_loses_nothing_while_in_history() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut stalled = engine
         .watch(WatchRequest::new().resource_version(Some(1.into())))
         .unwrap();
@@ -155,7 +155,7 @@ fn a_parked_replay_never_crosses_a_relist() {
     for rv in 2..=100 {
         writer.apply(Change::modified(obj(rv), rv.into())).unwrap();
     }
-    writer.replace([obj(0)], 200.into()).unwrap();
+    writer.replace(Relist::new([obj(0)], 200.into())).unwrap();
     writer.apply(Change::modified(obj(1), 201.into())).unwrap();
     let (seen, end) = recv_to_end(&mut w);
     // Some prefix of the old generation, never anything of the new one.
@@ -167,7 +167,9 @@ fn a_parked_replay_never_crosses_a_relist() {
 #[test]
 fn visiting_lends_exactly_what_receiving_gives() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj(0), obj(1)], 1.into()).unwrap();
+    writer
+        .replace(Relist::new([obj(0), obj(1)], 1.into()))
+        .unwrap();
     let req = || {
         WatchRequest::new()
             .labels("app=web".parse().unwrap())
@@ -224,7 +226,7 @@ fn visiting_lends_exactly_what_receiving_gives() {
 #[test]
 fn a_selective_watcher_spills_instead_of_parking() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -263,7 +265,7 @@ fn a_selective_watcher_spills_instead_of_parking() {
 fn an_overflow_past_its_limit_parks_and_loses_nothing() {
     for limit in [0, 25] {
         let (engine, mut writer) = Engine::new(Config::default().spill_limit(limit)).unwrap();
-        writer.replace([], 1.into()).unwrap();
+        writer.replace(Relist::new([], 1.into())).unwrap();
         let mut w = engine
             .watch(
                 WatchRequest::new()

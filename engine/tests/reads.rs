@@ -24,7 +24,7 @@ fn setup(config: Config, n: usize, seed: u64) -> (Engine, Writer, Model) {
     let changes = workload(&mut rng, LIST_RV, n, 400, 4, 8, &mut live);
     let (engine, mut writer) = Engine::new(config).unwrap();
     writer
-        .replace(base.iter().cloned(), LIST_RV.into())
+        .replace(Relist::new(base.iter().cloned(), LIST_RV.into()))
         .unwrap();
     for c in &changes {
         writer.apply(c.clone()).unwrap();
@@ -104,7 +104,7 @@ fn lists_at_every_version_of_the_window_equal_the_model() {
 fn the_list_version_and_those_before_the_first_change_are_listable() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(100, 100)).unwrap();
     let a = Object::builder("ns", "a").build();
-    writer.replace([a.clone()], 10.into()).unwrap();
+    writer.replace(Relist::new([a.clone()], 10.into())).unwrap();
     writer
         .apply(Change::added(Object::builder("ns", "b").build(), 15.into()))
         .unwrap();
@@ -353,7 +353,9 @@ fn expired_malformed_and_misused_tokens_are_typed_errors() {
     assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
     // A re-list expires every token, even a young one.
     let young = engine.list(&ListRequest::new().limit(5)).unwrap();
-    writer.replace([], (last + 500).into()).unwrap();
+    writer
+        .replace(Relist::new([], (last + 500).into()))
+        .unwrap();
     let err = engine.list(&ListRequest::new().continue_from(young.continue_token.unwrap()));
     assert!(matches!(err, Err(ReadError::Gone(_))), "{err:?}");
     // And the version before the re-list is gone for exact reads.
@@ -388,7 +390,7 @@ fn reads_before_the_list_and_after_the_stop_say_so() {
         Err(ReadError::NotReady(_))
     ));
     writer
-        .replace([Object::builder("ns", "a").build()], 1.into())
+        .replace(Relist::new([Object::builder("ns", "a").build()], 1.into()))
         .unwrap();
     assert_eq!(engine.list(&ListRequest::new()).unwrap().items.len(), 1);
     engine.stop();
@@ -420,7 +422,8 @@ fn index_served_lists_equal_scans_for_the_empty_value_and_missing_fields() {
     let (scanned, mut w2) = Engine::new(history(Config::default())).unwrap();
     let base: Vec<Object> = (0..40).map(|k| pod(k, k % 4)).collect();
     for w in [&mut w1, &mut w2] {
-        w.replace(base.iter().cloned(), LIST_RV.into()).unwrap();
+        w.replace(Relist::new(base.iter().cloned(), LIST_RV.into()))
+            .unwrap();
     }
     let mut rng = Rng::new(21);
     let mut live: BTreeMap<u64, Object> = (0..40).zip(base).collect();
@@ -513,7 +516,9 @@ fn tokens_naming_a_state_the_engine_has_not_reached_are_invalid() {
     let objs: Vec<Object> = (0..43)
         .map(|i| Object::builder("ns", &format!("pod-{i:02}")).build())
         .collect();
-    writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+    writer
+        .replace(Relist::new(objs.iter().cloned(), 10.into()))
+        .unwrap();
     let token = engine
         .list(&ListRequest::new().limit(5))
         .unwrap()
@@ -558,7 +563,9 @@ fn tokens_from_another_engine_are_refused() {
     let engines: Vec<(Engine, Writer)> = (0..2)
         .map(|_| {
             let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-            writer.replace(objs.iter().cloned(), 10.into()).unwrap();
+            writer
+                .replace(Relist::new(objs.iter().cloned(), 10.into()))
+                .unwrap();
             (engine, writer)
         })
         .collect();

@@ -225,15 +225,17 @@ fn the_writer_refuses_a_misused_relist_after_regression_and_changes_nothing() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     // Nothing listed yet: nothing to go back from.
     assert_eq!(
-        writer.replace_after_regression([obj("a", "x")], 5.into()),
+        writer.replace(Relist::new([obj("a", "x")], 5.into()).after_regression()),
         Err(WriteError::NotReady)
     );
     assert_eq!(engine.lifecycle(), Lifecycle::Pending);
-    writer.replace([obj("a", "old")], 10.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("a", "old")], 10.into()))
+        .unwrap();
     // Not behind: a plain replace is the call.
     for rv in [10, 11] {
         assert_eq!(
-            writer.replace_after_regression([obj("b", "x")], rv.into()),
+            writer.replace(Relist::new([obj("b", "x")], rv.into()).after_regression()),
             Err(WriteError::NotARegression {
                 given: rv.into(),
                 current: 10.into()
@@ -248,7 +250,7 @@ fn the_writer_refuses_a_misused_relist_after_regression_and_changes_nothing() {
     assert_eq!(contents(&list.items), pairs(&[("a", "old")]));
     // The careless writer's guard stays: replace still refuses to go back.
     assert_eq!(
-        writer.replace([], 9.into()),
+        writer.replace(Relist::new([], 9.into())),
         Err(WriteError::OutOfOrder {
             given: 9.into(),
             current: 10.into()
@@ -256,7 +258,7 @@ fn the_writer_refuses_a_misused_relist_after_regression_and_changes_nothing() {
     );
     engine.stop();
     assert_eq!(
-        writer.replace_after_regression([], 5.into()),
+        writer.replace(Relist::new([], 5.into()).after_regression()),
         Err(WriteError::Stopped)
     );
 }
@@ -265,7 +267,9 @@ fn the_writer_refuses_a_misused_relist_after_regression_and_changes_nothing() {
 fn the_old_history_is_gone_after_a_relist_after_regression() {
     let config = Config::default().too_large_timeout(Duration::from_millis(50));
     let (engine, mut writer) = Engine::new(config).unwrap();
-    writer.replace([obj("a", "old")], 10.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("a", "old")], 10.into()))
+        .unwrap();
     for rv in 11..=20u64 {
         let change = Change::added(obj(&format!("o{rv}"), "old"), rv.into());
         writer.apply(change).unwrap();
@@ -278,7 +282,7 @@ fn the_old_history_is_gone_after_a_relist_after_regression() {
         .watch(WatchRequest::new().resource_version(Some(25.into())))
         .unwrap();
     writer
-        .replace_after_regression([obj("a", "backup")], 12.into())
+        .replace(Relist::new([obj("a", "backup")], 12.into()).after_regression())
         .unwrap();
     assert_eq!(recv_to_end(&mut live).1, EndReason::Relisted);
     assert_eq!(recv_to_end(&mut waiting).1, EndReason::Relisted);

@@ -23,7 +23,7 @@ fn shard(i: u64, n: u64) -> ShardSelector {
 fn n_shards_together_receive_every_change_exactly_once() {
     for n in [1u64, 2, 3, 8] {
         let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-        writer.replace([], 1.into()).unwrap();
+        writer.replace(Relist::new([], 1.into())).unwrap();
         let mut watches: Vec<Watch> = (0..n)
             .map(|i| {
                 let req = WatchRequest::new()
@@ -93,7 +93,7 @@ fn n_shards_together_receive_every_change_exactly_once() {
 fn a_shard_selector_combines_with_the_others_and_parses_from_the_wire() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     writer
-        .replace(
+        .replace(Relist::new(
             (0..40).map(|k| {
                 pod("ns", &format!("p{k}"))
                     .app("web")
@@ -101,7 +101,7 @@ fn a_shard_selector_combines_with_the_others_and_parses_from_the_wire() {
                     .build()
             }),
             5.into(),
-        )
+        ))
         .unwrap();
     let wire = "shardRange(object.metadata.uid, '0x0', '0x8000000000000000') || \
                 shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')";

@@ -61,7 +61,7 @@ fn expect_end(w: &mut Watch, reason: &EndReason) {
 fn too_slow_with_an_empty_budget_and_healthy_watchers_unaffected() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut stalled = live_watch(&engine, 1);
     let mut healthy = live_watch(&engine, 2);
     for rv in 2..=30 {
@@ -92,7 +92,7 @@ fn too_slow_with_an_empty_budget_and_healthy_watchers_unaffected() {
 fn the_round_waits_out_the_budget_then_ends_the_watcher() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut stalled = live_watch(&engine, 1);
     for rv in 2..=11 {
         add(&mut writer, rv);
@@ -118,7 +118,7 @@ fn the_round_waits_out_the_budget_then_ends_the_watcher() {
 fn a_watcher_that_drains_within_the_budget_survives() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     let mut slow = live_watch(&engine, 1);
     for rv in 2..=11 {
         add(&mut writer, rv);
@@ -145,7 +145,7 @@ fn a_watcher_that_drains_within_the_budget_survives() {
 fn after_the_budget_each_blocked_watcher_gets_one_more_try() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     // Registered first: the round waits for it first.
     let mut a = live_watch(&engine, 1);
     let mut b = live_watch(&engine, 2);
@@ -178,7 +178,7 @@ fn the_graceful_drain() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
     let objects: Vec<Object> = (0..30).map(|i| obj(&format!("init{i:02}"))).collect();
-    writer.replace(objects, 1.into()).unwrap();
+    writer.replace(Relist::new(objects, 1.into())).unwrap();
     let initial = || {
         WatchRequest::new()
             .send_initial_events(true)
@@ -243,7 +243,7 @@ fn the_graceful_drain() {
 fn a_tick_bookmark_makes_a_waiting_watcher_end_gracefully() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([obj("a")], 1.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 1.into())).unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -293,7 +293,7 @@ fn park_stall_drain_resume_then_gone_once_aged_out() {
             .spill_limit(0),
     )
     .unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     // Scoped: a watch of everything follows the ring and never parks.
     let mut w = engine
         .watch(
@@ -374,7 +374,7 @@ fn watches_begun_while_the_dispatcher_lags_are_not_handed_the_lag() {
             .slow_watchers(SlowWatchers::reference_budget()),
     )
     .unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     // Hold the dispatcher in a budget round: a blocker that never reads,
     // budget accrued (2 s: the 100 ms cap), then changes until its queue
     // is full and the round begins.
@@ -459,7 +459,7 @@ fn watches_begun_while_the_dispatcher_lags_are_not_handed_the_lag() {
 fn a_watcher_ended_in_the_ticks_catch_up_is_no_longer_active() {
     let clock = ManualClock::new();
     let (engine, mut writer) = engine(&clock, SlowWatchers::reference_budget());
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     // Three watchers that never read, one per namespace.
     let watch = |ns| {
         engine

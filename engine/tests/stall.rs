@@ -186,7 +186,7 @@ fn run(policy: SlowWatchers, stalled_end: fn(&EndReason) -> bool) -> Stats {
             .slow_watchers(policy),
     )
     .unwrap();
-    writer.replace([], LIST_RV.into()).unwrap();
+    writer.replace(Relist::new([], LIST_RV.into())).unwrap();
     let fs = filters();
     let mut watches: Vec<Watch> = (0..WATCHERS)
         .map(|i| {

@@ -16,7 +16,9 @@ fn obj(name: &str) -> Object {
 /// An engine listed at 10 with objects b, a, then changes at 12, 14, 16.
 fn engine_with_history(config: Config) -> (Engine, Writer) {
     let (engine, mut writer) = Engine::new(config).unwrap();
-    writer.replace([obj("b"), obj("a")], 10.into()).unwrap();
+    writer
+        .replace(Relist::new([obj("b"), obj("a")], 10.into()))
+        .unwrap();
     writer.apply(Change::added(obj("c"), 12.into())).unwrap();
     writer.apply(Change::modified(obj("a"), 14.into())).unwrap();
     writer.apply(Change::deleted(obj("b"), 16.into())).unwrap();
@@ -102,7 +104,7 @@ fn the_list_rv_is_servable_while_nothing_was_evicted() {
 #[test]
 fn gone_below_the_oldest_kept_change() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4)).unwrap();
-    writer.replace([], 100.into()).unwrap();
+    writer.replace(Relist::new([], 100.into())).unwrap();
     for rv in 101..=110 {
         writer
             .apply(Change::added(obj(&rv.to_string()), rv.into()))
@@ -129,7 +131,7 @@ fn a_replay_overtaken_by_eviction_ends_with_gone() {
     // History of 500 changes (several of the ring's chunks), a window that
     // holds them all.
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(512, 512)).unwrap();
-    writer.replace([], 100.into()).unwrap();
+    writer.replace(Relist::new([], 100.into())).unwrap();
     for rv in 101..=600 {
         writer
             .apply(Change::added(obj(&rv.to_string()), rv.into()))
@@ -179,7 +181,7 @@ fn a_replay_overtaken_by_eviction_ends_with_gone() {
 #[test]
 fn a_queued_change_overwritten_before_it_is_read_ends_with_gone() {
     let (engine, mut writer) = Engine::new(Config::default().history_bounds(4, 4)).unwrap();
-    writer.replace([], 100.into()).unwrap();
+    writer.replace(Relist::new([], 100.into())).unwrap();
     let mut w = engine
         .watch(
             WatchRequest::new()
@@ -313,7 +315,7 @@ fn watches_begun_before_the_first_list_wait_for_it() {
         .watch(WatchRequest::new().resource_version(Some(5.into())))
         .unwrap();
     assert_quiet(&mut from_state);
-    writer.replace([obj("a")], 5.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 5.into())).unwrap();
     assert_eq!(engine.lifecycle(), Lifecycle::Ready);
     writer.apply(Change::added(obj("b"), 6.into())).unwrap();
     let (seen, _) = recv_events(&mut from_state, 2);
@@ -342,7 +344,7 @@ fn out_of_order_writes_are_refused_and_change_nothing() {
         );
     }
     assert_eq!(
-        writer.replace([], 15.into()),
+        writer.replace(Relist::new([], 15.into())),
         Err(WriteError::OutOfOrder {
             given: 15.into(),
             current: 16.into()

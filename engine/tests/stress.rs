@@ -449,7 +449,9 @@ fn thousands_of_watchers_real_threads() {
     let objects: Vec<Object> = (0..KEYS / 2)
         .map(|k| object(&mut rng, k * 2, "list1"))
         .collect();
-    writer.replace(objects.clone(), rv.into()).unwrap();
+    writer
+        .replace(Relist::new(objects.clone(), rv.into()))
+        .unwrap();
     model.replace(objects, rv).unwrap();
 
     let shared = Arc::new(Shared {
@@ -529,12 +531,14 @@ fn thousands_of_watchers_real_threads() {
                 rv -= 1 + rng.below(rv / 2);
                 eprintln!("stress: re-list after a regression, at {rv}");
                 writer
-                    .replace_after_regression(objects.clone(), rv.into())
+                    .replace(Relist::new(objects.clone(), rv.into()).after_regression())
                     .unwrap();
                 model.replace_after_regression(objects, rv).unwrap();
             } else {
                 rv += 1;
-                writer.replace(objects.clone(), rv.into()).unwrap();
+                writer
+                    .replace(Relist::new(objects.clone(), rv.into()))
+                    .unwrap();
                 model.replace(objects, rv).unwrap();
             }
             generation += 1;

@@ -15,7 +15,7 @@ fn obj(name: &str) -> Object {
 #[test]
 fn a_deletion_of_an_unknown_key_reaches_no_watcher_and_moves_the_version() {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
-    writer.replace([obj("a")], 10.into()).unwrap();
+    writer.replace(Relist::new([obj("a")], 10.into())).unwrap();
     let from_list = || WatchRequest::new().resource_version(Some(10.into()));
     let requests = [
         // Everything (a follower under the default policy), a selector,

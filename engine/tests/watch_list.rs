@@ -22,7 +22,7 @@ fn obj(name: &str) -> Object {
 fn engine_at_11() -> (Engine, Writer) {
     let (engine, mut writer) = Engine::new(Config::default()).unwrap();
     let listed = [Item::new(obj("a"), 3.into()), Item::new(obj("b"), 7.into())];
-    writer.replace_items(listed, 10.into()).unwrap();
+    writer.replace(Relist::items(listed, 10.into())).unwrap();
     writer.apply(Change::added(obj("c"), 11.into())).unwrap();
     (engine, writer)
 }

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use herald::{
     Change, Config, Engine, EventKind, ListRequest, ManualClock, Object, ReadAt, RecvTimeoutError,
-    SlowWatchers, TryRecvError, Watch, WatchItem, WatchRequest,
+    Relist, SlowWatchers, TryRecvError, Watch, WatchItem, WatchRequest,
 };
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
@@ -182,7 +182,10 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     };
     let mut rv: u64 = 10;
     writer
-        .replace((0..u.int_in_range(0..=8u8)?).map(|i| pod(i, i)), rv.into())
+        .replace(Relist::new(
+            (0..u.int_in_range(0..=8u8)?).map(|i| pod(i, i)),
+            rv.into(),
+        ))
         .expect("the first list");
     let mut watchers: Vec<Watcher> = Vec::new();
     for _ in 0..u.int_in_range(0..=24u8)? {

@@ -33,7 +33,7 @@ use std::sync::OnceLock;
 
 use herald::{
     Change, Config, Continue, Engine, InvalidContinue, Item, KeyScope, ListRequest, Object, ReadAt,
-    ReadError, ResourceVersion,
+    ReadError, Relist, ResourceVersion,
 };
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
@@ -65,10 +65,10 @@ fn fixture() -> &'static Fixture {
         let config = Config::default().list_index(INDEX).history_bounds(16, 16);
         let (engine, mut writer) = Engine::new(config).expect("config");
         writer
-            .replace((0..12).map(|i| pod(i, 0)), 100.into())
+            .replace(Relist::new((0..12).map(|i| pod(i, 0)), 100.into()))
             .expect("list");
         writer
-            .replace((0..20).map(|i| pod(i, 1)), 200.into())
+            .replace(Relist::new((0..20).map(|i| pod(i, 1)), 200.into()))
             .expect("re-list");
         for rv in 201..=240 {
             let i = rv % 24;

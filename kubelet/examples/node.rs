@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use herald::{Change, Config, Engine, Object};
+use herald::{Change, Config, Engine, Object, Relist};
 use herald_kube::Decoder;
 use herald_kubelet::{
     EngineUpstream, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream, Upstream,
@@ -43,7 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }),
             None => {
                 let (engine, mut writer) = Engine::new(Config::default())?;
-                writer.replace(["db", "tls", "token"].map(|n| secret(n, "v1")), 1.into())?;
+                writer.replace(Relist::new(
+                    ["db", "tls", "token"].map(|n| secret(n, "v1")),
+                    1.into(),
+                ))?;
                 local = Some(writer);
                 Box::new(move || Ok(manager(EngineUpstream::new(engine))?))
             }

@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use herald::{Change, Config, Engine, Object};
+use herald::{Change, Config, Engine, Object, Relist};
 use herald_kubelet::{EngineUpstream, ManagerConfig, ObjectManager};
 
 fn object(i: usize, v: u64) -> Object {
@@ -30,7 +30,7 @@ fn object(i: usize, v: u64) -> Object {
 /// out of the history and were opened again).
 fn run(n: usize, changes: u64) -> Result<(f64, f64, u64), Box<dyn std::error::Error>> {
     let (engine, mut writer) = Engine::new(Config::default())?;
-    writer.replace((0..n).map(|i| object(i, 0)), 1.into())?;
+    writer.replace(Relist::new((0..n).map(|i| object(i, 0)), 1.into()))?;
     let manager = ObjectManager::new(
         EngineUpstream::new(engine.clone()),
         ManagerConfig::default(),

@@ -91,12 +91,12 @@ pub struct ManagerStats {
 /// Thread-safe: share it behind an `Arc`. Dropping it stops it.
 ///
 /// ```
-/// use herald::{Config, Engine, Object};
+/// use herald::{Config, Engine, Object, Relist};
 /// use herald_kubelet::{EngineUpstream, ManagerConfig, ObjectManager, PodRefs};
 ///
 /// let (engine, mut writer) = Engine::new(Config::default())?;
 /// let secret = Object::builder("prod", "db-password").payload(r#"{"data":{}}"#).build();
-/// writer.replace([secret], 10.into())?;
+/// writer.replace(Relist::new([secret], 10.into()))?;
 ///
 /// let manager = ObjectManager::new(EngineUpstream::new(engine), ManagerConfig::default())?;
 /// let pod = PodRefs {

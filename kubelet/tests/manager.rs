@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herald::{BackoffConfig, Change, Config, Engine, ManualClock, Object, Writer};
+use herald::{BackoffConfig, Change, Config, Engine, ManualClock, Object, Relist, Writer};
 use herald_kubelet::{
     EngineUpstream, GetError, ManagerConfig, ManagerStats, ObjectManager, PodRefs,
 };
@@ -62,7 +62,7 @@ impl Fixture {
     /// Listed with `objects`.
     fn with(objects: Vec<Object>) -> Fixture {
         let mut f = Fixture::pending(ManagerConfig::default());
-        f.writer.replace(objects, 1.into()).unwrap();
+        f.writer.replace(Relist::new(objects, 1.into())).unwrap();
         f
     }
 
@@ -204,7 +204,7 @@ fn a_get_before_the_sync_waits_for_it() {
     assert!(!getter.0.is_finished(), "the get returned before any sync");
     let mut writer = f.writer;
     writer
-        .replace([secret("s", "v1", false)], 5.into())
+        .replace(Relist::new([secret("s", "v1", false)], 5.into()))
         .unwrap();
     let got = getter.0.join().unwrap().unwrap().unwrap();
     assert_eq!(data(&got), "v1");
@@ -357,7 +357,7 @@ fn an_ended_watch_is_opened_again_after_its_backoff() {
     assert_eq!(f.get_data("s").as_deref(), Some("v1"));
     // A re-list ends every engine watch (Relisted).
     f.writer
-        .replace([secret("s", "v2", false)], 10.into())
+        .replace(Relist::new([secret("s", "v2", false)], 10.into()))
         .unwrap();
     f.rv = 10;
     f.until("the end", |s| s.watch_ends == 1);
@@ -455,7 +455,7 @@ fn a_panicking_immutability_test_is_counted_and_the_change_applied() {
         false
     }));
     f.writer
-        .replace([secret("s", "v1", false)], 1.into())
+        .replace(Relist::new([secret("s", "v1", false)], 1.into()))
         .unwrap();
     f.manager.add_reference("ns", "s", "p").unwrap();
     assert_eq!(f.get_data("s").as_deref(), Some("v1"));

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use herald::{Change, Config, Engine, Object, ResourceVersion, WatchRequest};
+use herald::{Change, Config, Engine, Object, Relist, ResourceVersion, WatchRequest};
 use herald_c::set::ReadySet;
 
 /// Latency is sampled on this many watches (every event of each).
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rate = arg(&args, "--rate", 0.0);
     let payload = (arg(&args, "--payload", 8.0) as usize).max(8);
     let (engine, mut writer) = Engine::new(Config::default())?;
-    writer.replace([], ResourceVersion::new(1))?;
+    writer.replace(Relist::new([], ResourceVersion::new(1)))?;
 
     let set = Arc::new(ReadySet::new()?);
     let mut ws = Vec::with_capacity(watches);

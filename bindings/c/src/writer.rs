@@ -1,6 +1,6 @@
 //! The writer: one change, a batch, a replace (a re-list), progress.
 
-use herald::{Change, ChangeKind, ResourceVersion, Writer};
+use herald::{Change, ChangeKind, Relist, ResourceVersion, Writer};
 
 use crate::args::*;
 use crate::data::*;
@@ -143,7 +143,7 @@ pub unsafe extern "C" fn herald_writer_replace(
             .map(|o| unsafe { object(o) })
             .collect::<Result<Vec<_>, _>>()?;
         with_writer(writer, |w| {
-            Ok(w.replace(objects, ResourceVersion::new(resource_version))?)
+            Ok(w.replace(Relist::new(objects, ResourceVersion::new(resource_version)))?)
         })
     })
 }

@@ -5,7 +5,7 @@ use std::sync::Mutex;
 
 use herald::{
     Change, ChangeKind, Config, Continue, FieldSelector, KeyScope, LabelSelector, ListRequest,
-    ReadAt, ResourceVersion, ResourceVersionMatch, SlowWatchers, WatchRequest,
+    ReadAt, Relist, ResourceVersion, ResourceVersionMatch, SlowWatchers, WatchRequest,
 };
 use pyo3::PyClassInitializer;
 use pyo3::prelude::*;
@@ -523,7 +523,7 @@ impl Writer {
     ) -> PyResult<()> {
         let objects: Vec<herald::Object> = objects.iter().map(|o| o.inner.clone()).collect();
         self.with(py, |w| {
-            w.replace(objects, ResourceVersion::new(resource_version))
+            w.replace(Relist::new(objects, ResourceVersion::new(resource_version)))
         })
     }
 

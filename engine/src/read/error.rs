@@ -190,8 +190,8 @@ pub enum ReadError {
     /// let obj = |n: &str| Object::builder("ns", n).build();
     /// let (a, mut wa) = Engine::new(Config::default())?;
     /// let (b, mut wb) = Engine::new(Config::default())?;
-    /// wa.replace([obj("x"), obj("y")], 5.into())?;
-    /// wb.replace([obj("x"), obj("y")], 5.into())?;
+    /// wa.replace(Relist::new([obj("x"), obj("y")], 5.into()))?;
+    /// wb.replace(Relist::new([obj("x"), obj("y")], 5.into()))?;
     /// let token = a.list(&ListRequest::new().limit(1))?.continue_token.unwrap();
     /// let err = b.list(&ListRequest::new().continue_from(token));
     /// assert_eq!(err, Err(ReadError::ForeignContinue));

@@ -40,7 +40,7 @@
 //! exactly when a watch from `R` would be.
 //!
 //! The version must belong to the generation of the view, since a re-list
-//! after a regression ([`Writer::replace_after_regression`]) lowers it: a
+//! after a regression ([`Relist::after_regression`]) lowers it: a
 //! version of the old history on a state of the new one would claim the
 //! new history had reached it. So the reader loads the view's generation
 //! before the version and checks that the view it replays has the same
@@ -52,7 +52,7 @@
 //! behind it after their wait (the history went back meanwhile) wait
 //! again, so an answer never names a version its state has not reached.
 //!
-//! [`Writer::replace_after_regression`]: crate::Writer::replace_after_regression
+//! [`Relist::after_regression`]: crate::Relist::after_regression
 //!
 //! # Pages
 //!

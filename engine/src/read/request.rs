@@ -214,7 +214,7 @@ pub struct ListResponse {
 /// ```
 /// # use herald::*;
 /// let (engine, mut writer) = Engine::new(Config::default())?;
-/// writer.replace([], 1.into())?;
+/// writer.replace(Relist::new([], 1.into()))?;
 /// let cancel = ReadCancel::new();
 /// let waiting = {
 ///     let (engine, cancel) = (engine.clone(), cancel.clone());

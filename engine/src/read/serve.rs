@@ -398,7 +398,7 @@ impl Shared {
         // forged. Without this check the read below finds nothing to undo
         // and labels the present with it. A token of an older generation
         // may name a version above the present one after the source went
-        // back (`Writer::replace_after_regression`): its history is gone.
+        // back (`Relist::after_regression`): its history is gone.
         let mut reached = ResourceVersion::new(self.current_rv.load(Ordering::Acquire));
         if token.rv > reached {
             // The writer publishes a record before it stores its version,

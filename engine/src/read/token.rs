@@ -51,7 +51,7 @@ use crate::rv::ResourceVersion;
 /// use herald::*;
 /// let (engine, mut writer) = Engine::new(Config::default())?;
 /// let obj = |n: &str| Object::builder("ns", n).build();
-/// writer.replace([obj("a"), obj("b"), obj("c")], 10.into())?;
+/// writer.replace(Relist::new([obj("a"), obj("b"), obj("c")], 10.into()))?;
 /// let page = engine.list(&ListRequest::new().limit(2))?;
 /// let token = page.continue_token.unwrap();
 /// let text = token.to_string();
@@ -76,7 +76,7 @@ impl Continue {
     /// ```
     /// # use herald::*;
     /// # let (engine, mut writer) = Engine::new(Config::default())?;
-    /// # writer.replace([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 7.into())?;
+    /// # writer.replace(Relist::new([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 7.into()))?;
     /// let page = engine.list(&ListRequest::new().limit(1))?;
     /// assert_eq!(page.continue_token.unwrap().resource_version().get(), 7);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -83,7 +83,7 @@ impl Raw {
 /// ```
 /// # use herald::*;
 /// let (engine, mut writer) = Engine::new(Config::default())?;
-/// writer.replace([], 1.into())?;
+/// writer.replace(Relist::new([], 1.into()))?;
 /// let mut w = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
 /// writer.apply(Change::added(Object::builder("ns", "a").payload("{}").build(), 2.into()))?;
 /// let mut bytes = 0;

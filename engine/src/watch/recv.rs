@@ -116,7 +116,7 @@ impl Watch {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
     /// writer.apply(Change::added(Object::builder("ns", "a").build(), 2.into()))?;
     /// let Some(WatchItem::Event(ev)) = watch.recv() else { panic!() };
@@ -136,7 +136,7 @@ impl Watch {
     /// # use herald::*;
     /// # use std::time::Duration;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
     /// assert_eq!(watch.recv_timeout(Duration::from_millis(5)), Err(RecvTimeoutError::Timeout));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -151,7 +151,7 @@ impl Watch {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
     /// assert_eq!(watch.try_recv(), Err(TryRecvError::Empty));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -170,7 +170,7 @@ impl Watch {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 1.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new())?;
     /// let mut out = Vec::new();
     /// while out.len() < 2 {
@@ -205,7 +205,7 @@ impl Watch {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 1.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new())?;
     /// engine.stop();
     /// let mut keys = Vec::new();
@@ -236,7 +236,7 @@ impl Watch {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").payload("A").build()], 1.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").payload("A").build()], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new())?;
     /// let mut lease = Lease::default();
     /// let mut payloads: Vec<*const [u8]> = Vec::new();
@@ -322,7 +322,7 @@ impl Watch {
     /// # use herald::*;
     /// use std::task::{Context, Poll, Waker};
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
     /// let mut cx = Context::from_waker(Waker::noop());
     /// let mut seen = 0;
@@ -370,7 +370,7 @@ impl Watch {
     /// # use herald::*;
     /// use std::task::{Context, Poll, Waker};
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([], 1.into())?;
+    /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
     /// let mut cx = Context::from_waker(Waker::noop());
     /// let mut lease = Lease::default();

@@ -93,7 +93,7 @@ impl WatchRequest {
     /// ```
     /// # use herald::*;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
-    /// writer.replace([Object::builder("ns", "a").build()], 7.into())?;
+    /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 7.into()))?;
     /// let mut w = engine.watch(
     ///     WatchRequest::new()
     ///         .send_initial_events(true)

@@ -26,7 +26,7 @@ use crate::watcher::{WatchProbe, WatcherShared};
 /// ```
 /// # use herald::*;
 /// let (engine, mut writer) = Engine::new(Config::default())?;
-/// writer.replace([], 1.into())?;
+/// writer.replace(Relist::new([], 1.into()))?;
 /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
 /// let stopper = watch.stopper();
 /// let worker = std::thread::spawn(move || watch.recv());

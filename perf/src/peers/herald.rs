@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use herald::{
-    Change, Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, SlowWatchers, Watch,
-    WatchItem, WatchRequest, Writer,
+    Change, Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Relist, SlowWatchers,
+    Watch, WatchItem, WatchRequest, Writer,
 };
 
 use crate::system::{Drained, Publisher, Spec, Subscriber, System};
@@ -264,7 +264,7 @@ impl System for Herald {
             reached(preloaded.last().map_or(Workload::LIST_RV, |c| c.rv));
             Feed::Source(source, Some(reflector))
         } else {
-            writer.replace(initial, Workload::LIST_RV.into())?;
+            writer.replace(Relist::new(initial, Workload::LIST_RV.into()))?;
             for (i, c) in preloaded.iter().enumerate() {
                 writer.apply(Change::modified(objects[i].clone(), c.rv.into()))?;
             }

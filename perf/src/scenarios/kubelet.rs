@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use herald::{Change, Config, Engine, Object};
+use herald::{Change, Config, Engine, Object, Relist};
 use herald_kubelet::{EngineUpstream, ManagerConfig, ObjectManager, PodRefs, is_immutable};
 
 use crate::alloc::Counting;
@@ -198,7 +198,10 @@ fn histogram() -> Histogram<u64> {
 fn run(system: SystemKind, sizes: &Sizes) -> anyhow::Result<Outcome> {
     let (engine, mut writer) = Engine::new(Config::default())?;
     let mut rv = 1u64;
-    writer.replace((0..sizes.secrets).map(|i| secret(sizes, i, rv)), rv.into())?;
+    writer.replace(Relist::new(
+        (0..sizes.secrets).map(|i| secret(sizes, i, rv)),
+        rv.into(),
+    ))?;
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     let mut pods: Vec<PodRefs> = (0..sizes.pods)
         .map(|s| pod(sizes, &mut rng, s, 0))

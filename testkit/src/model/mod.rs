@@ -18,16 +18,18 @@
 //!   resource versions must strictly increase, otherwise the call is
 //!   refused with `WriteError::OutOfOrder` and nothing changes; `progress`
 //!   (advances the version, equal is a no-op, lower is refused); `replace`
-//!   and `replace_items` (a (re-)list: may keep the version, never go back,
-//!   whether the engine is ready or pending after a list; bumps the
-//!   generation; makes the engine Ready); `replace_items` gives each object
-//!   its own version, and one above the list's refuses the whole list with
-//!   `ItemAhead` (the first such item in the list's order, before any
-//!   lifecycle check); `replace_after_regression` (a re-list below the
-//!   engine's version: `NotReady` only before the first list); `mark_unready`
-//!   (falls back to Pending; refused only after a stop). While Pending (before
-//!   the first list, or since `mark_unready`) the writer's `apply`/`progress`
-//!   fail with `NotReady`, after `stop` everything fails with `Stopped`.
+//!   of a `Relist` (here `replace` and `replace_items`: a (re-)list: may
+//!   keep the version, never go back, whether the engine is ready or
+//!   pending after a list; bumps the generation; makes the engine Ready);
+//!   `Relist::items` (`replace_items`) gives each object its own version,
+//!   and one above the list's refuses the whole list with `ItemAhead` (the
+//!   first such item in the list's order, before any lifecycle check); a
+//!   `Relist` after a regression (`replace_after_regression`: a re-list
+//!   below the engine's version: `NotReady` only before the first list);
+//!   `mark_unready` (falls back to Pending; refused only after a stop).
+//!   While Pending (before the first list, or since `mark_unready`) the
+//!   writer's `apply`/`progress` fail with `NotReady`, after `stop`
+//!   everything fails with `Stopped`.
 //! - **History** (SEMANTICS 2), for a ring with *fixed* bounds
 //!   (`history_bounds(N, N)`, `N` a power of two, which never resizes):
 //!   every change and every re-list marker takes one position (progress

@@ -323,13 +323,15 @@ impl Model {
         Ok(())
     }
 
-    /// `Writer::replace`: a (re-)list, every object at the list's version.
+    /// `Writer::replace` of a `Relist::new`: a (re-)list, every object at
+    /// the list's version.
     pub fn replace(&mut self, objects: Vec<Object>, rv: u64) -> Result<(), WriteError> {
         self.replace_items(at_list(objects, rv), rv)
     }
 
-    /// `Writer::replace_items`: a (re-)list, each object at its own version
-    /// (the version of its last change, at most the list's).
+    /// `Writer::replace` of a `Relist::items`: a (re-)list, each object at
+    /// its own version (the version of its last change, at most the
+    /// list's).
     pub fn replace_items(&mut self, items: Vec<(Object, u64)>, rv: u64) -> Result<(), WriteError> {
         let store = listed_state(items, rv)?;
         match self.lifecycle {
@@ -348,7 +350,8 @@ impl Model {
         }
     }
 
-    /// `Writer::replace_after_regression`: a re-list at a version below the
+    /// `Writer::replace` of a `Relist::new(..).after_regression()`: a
+    /// re-list at a version below the
     /// engine's (the source went back); otherwise a re-list like any other
     /// (SEMANTICS 2, 8: a new generation, the window emptied, every watch
     /// ended with Relisted).
@@ -360,8 +363,8 @@ impl Model {
         self.replace_items_after_regression(at_list(objects, rv), rv)
     }
 
-    /// `Writer::replace_items_after_regression`: the same, each object at
-    /// its own version.
+    /// `Writer::replace` of a `Relist::items(..).after_regression()`: the
+    /// same, each object at its own version.
     pub fn replace_items_after_regression(
         &mut self,
         items: Vec<(Object, u64)>,
