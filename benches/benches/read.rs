@@ -30,7 +30,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput};
-use herald::{Change, Config, Engine, ListRequest, Object, ReadAt, Relist, Writer};
+use herald::read::{ListRequest, ReadAt};
+use herald::{Change, Config, Engine, Object, Relist, Writer};
 
 const PODS: u64 = 10_000;
 const NODES: u64 = 100;

@@ -25,7 +25,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput};
-use herald::{FieldSelector, LabelSelector, Object};
+use herald::Object;
+use herald::selector::{FieldSelector, LabelSelector};
 
 const LABELS: &str = "app=web,tier in (a,b),!canary";
 const FIELDS: &str = "spec.nodeName=node-7,metadata.namespace!=kube-system";

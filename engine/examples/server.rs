@@ -11,10 +11,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use herald::{
-    Config, Engine, EventKind, KeyScope, ListRequest, MemorySource, Object, Reflector,
-    ReflectorConfig, Source, SourceError, WatchItem, WatchRequest,
-};
+use herald::read::ListRequest;
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::selector::KeyScope;
+use herald::source::{MemorySource, Source, SourceError};
+use herald::{Config, Engine, EventKind, Object, WatchItem, WatchRequest};
 
 fn pod(ns: &str, name: &str, node: &str, app: &str) -> Object {
     Object::builder(ns, name)
@@ -89,7 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }))
         })
-        .collect::<Result<_, herald::WatchError>>()?;
+        .collect::<Result<_, herald::watch::WatchError>>()?;
 
     // The store changes: a pod moves, one is deleted, one is added.
     source.put(pod("prod", "web-0", "node-1", "web"));

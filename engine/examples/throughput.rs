@@ -23,7 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use herald::{Change, Config, Engine, Object, Relist, SlowWatchers, WatchItem, WatchRequest};
+use herald::config::SlowWatchers;
+use herald::{Change, Config, Engine, Object, Relist, WatchItem, WatchRequest};
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args()

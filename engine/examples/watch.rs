@@ -6,10 +6,10 @@
 
 use std::thread;
 
-use herald::{
-    Change, Config, Engine, EventKind, KeyScope, Object, Relist, ResourceVersionMatch,
-    TryRecvError, WatchItem, WatchRequest,
-};
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::watch::TryRecvError;
+use herald::{Change, Config, Engine, EventKind, Object, Relist, WatchItem, WatchRequest};
 
 fn pod(ns: &str, name: &str, app: &str, node: &str) -> Object {
     Object::builder(ns, name)

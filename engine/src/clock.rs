@@ -107,7 +107,7 @@ impl Clock for SystemClock {
 ///
 /// ```
 /// use std::time::Duration;
-/// use herald::{Clock, ManualClock};
+/// use herald::clock::{Clock, ManualClock};
 /// let clock = ManualClock::new();
 /// let t0 = clock.now();
 /// clock.advance(Duration::from_secs(61));

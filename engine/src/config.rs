@@ -137,7 +137,8 @@ impl Config {
     /// here, the upper bound no longer follows the window.
     ///
     /// ```
-    /// use herald::{Config, ConfigError, Engine};
+    /// use herald::{Config, Engine};
+    /// use herald::config::ConfigError;
     /// let huge = Config::default().history_bounds(100, usize::MAX);
     /// assert!(matches!(Engine::new(huge), Err(ConfigError::HistoryBounds { .. })));
     /// ```
@@ -266,7 +267,7 @@ impl Config {
 
     /// Under [`SlowWatchers::Park`]: how many change handles (8 bytes
     /// each) all the overflows of the engine may hold together (default
-    /// 4 Mi handles, 32 MiB; [`Stats::overflow_handles`](crate::Stats::overflow_handles)
+    /// 4 Mi handles, 32 MiB; [`Stats::overflow_handles`](crate::stats::Stats::overflow_handles)
     /// says how many they hold). Once they hold that many, a selective
     /// watcher whose queue is full is parked instead of spilling: a parked
     /// watcher holds nothing beyond its queue and feeds itself from the
@@ -287,10 +288,11 @@ impl Config {
     }
 
     /// The clock every time rule reads (default [`SystemClock`]); tests use
-    /// a [`ManualClock`](crate::ManualClock).
+    /// a [`ManualClock`](crate::clock::ManualClock).
     ///
     /// ```
-    /// use herald::{Config, ManualClock};
+    /// use herald::Config;
+    /// use herald::clock::ManualClock;
     /// let clock = ManualClock::new();
     /// let config = Config::default().clock(clock.clone());
     /// ```

@@ -1,16 +1,17 @@
-//! The facade: [`Engine`], the handle every caller holds. It starts the
-//! dispatcher, creates watches and serves reads and statistics; the
-//! mechanisms it stands on (the shared core, the dispatcher, the watches,
-//! the reads) never call back into it.
+//! The facade: [`Engine`], the handle every caller holds, and where it
+//! is in its life ([`Lifecycle`]). It starts the dispatcher, creates
+//! watches and serves reads and statistics; the mechanisms it stands on
+//! (the shared core, the dispatcher, the watches, the reads) never call
+//! back into it.
 
-use crate::config::Config;
-use crate::config::ConfigError;
+use crate::config::{Config, ConfigError};
 use crate::dispatch;
 use crate::event::Gone;
 use crate::policy;
 use crate::read::{GetResponse, ListRequest, ListResponse, ReadAt, ReadCancel, ReadError};
 use crate::rv::ResourceVersion;
-use crate::shared::{Lifecycle, Request, Shared};
+pub use crate::shared::Lifecycle;
+use crate::shared::{Request, Shared};
 use crate::stats::{Counters, Stats};
 use crate::sync::{Arc, JoinHandle, Mutex, Ordering};
 use crate::watch::WatchError;
@@ -71,9 +72,9 @@ impl Engine {
     ///
     /// ```
     /// let (engine, writer) = herald::Engine::new(herald::Config::default())?;
-    /// assert_eq!(engine.lifecycle(), herald::Lifecycle::Pending);
+    /// assert_eq!(engine.lifecycle(), herald::engine::Lifecycle::Pending);
     /// # drop(writer);
-    /// # Ok::<(), herald::ConfigError>(())
+    /// # Ok::<(), herald::config::ConfigError>(())
     /// ```
     pub fn new(config: Config) -> Result<(Engine, Writer), ConfigError> {
         config.validate()?;
@@ -198,11 +199,13 @@ impl Engine {
 
     /// Stops the engine: every watch ends with
     /// [`EndReason::EngineStopped`](crate::EndReason::EngineStopped), the
-    /// writer's calls fail with [`WriteError::Stopped`](crate::WriteError::Stopped), new watches fail.
+    /// writer's calls fail with [`WriteError::Stopped`](crate::writer::WriteError::Stopped), new watches fail.
     /// Final; idempotent. Waits for the dispatcher thread to exit.
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::engine::Lifecycle;
+    /// # use herald::writer::WriteError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// engine.stop();
     /// assert_eq!(engine.lifecycle(), Lifecycle::Stopped);
@@ -263,7 +266,7 @@ impl Engine {
 
     /// Why the engine stopped on its own, if it did: its dispatcher
     /// failed (a panic, for instance in a user-supplied
-    /// [`Clock`](crate::Clock)). The engine is then stopped, every watch
+    /// [`Clock`](crate::clock::Clock)). The engine is then stopped, every watch
     /// ended with [`EndReason::EngineFailed`](crate::EndReason::EngineFailed),
     /// and this holds the panic's message. `None` for a healthy or
     /// normally stopped engine.
@@ -283,6 +286,7 @@ impl Engine {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::ReadAt;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// writer.apply(Change::added(Object::builder("ns", "b").build(), 6.into()))?;
@@ -303,6 +307,7 @@ impl Engine {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::{ReadAt, ReadCancel, ReadError};
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([], 1.into()))?;
     /// let cancel = ReadCancel::new();
@@ -330,6 +335,7 @@ impl Engine {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::ListRequest;
     /// let (engine, mut writer) = Engine::new(Config::default().list_index("spec.nodeName"))?;
     /// let pod = |name: &str, node: &str| {
     ///     Object::builder("ns", name).field("spec.nodeName", node).build()

@@ -52,6 +52,7 @@ pub enum WriteError {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::object::Item;
     /// let (_engine, mut writer) = Engine::new(Config::default())?;
     /// let a = Item::new(Object::builder("ns", "a").build(), 8.into());
     /// let err = writer.replace(Relist::items([a], 7.into())).unwrap_err();

@@ -23,7 +23,8 @@ pub enum ChangeKind {
 /// watch cache does (`watchCache.processEvent`), so a change need not carry it.
 ///
 /// ```
-/// use herald::{Change, ChangeKind, Object, ResourceVersion};
+/// use herald::{Change, Object, ResourceVersion};
+/// use herald::event::ChangeKind;
 /// let c = Change::added(Object::builder("ns", "a").build(), ResourceVersion::new(5));
 /// assert_eq!(c.kind(), ChangeKind::Added);
 /// assert_eq!(c.resource_version().get(), 5);
@@ -39,7 +40,8 @@ impl Change {
     /// A change of the given kind.
     ///
     /// ```
-    /// # use herald::{Change, ChangeKind, Object, ResourceVersion};
+    /// # use herald::{Change, Object, ResourceVersion};
+    /// # use herald::event::ChangeKind;
     /// let c = Change::new(ChangeKind::Modified, Object::builder("ns", "a").build(), 3.into());
     /// assert_eq!(c.object().key(), "ns/a");
     /// ```
@@ -50,7 +52,8 @@ impl Change {
     /// An [`Added`](ChangeKind::Added) change.
     ///
     /// ```
-    /// # use herald::{Change, ChangeKind, Object};
+    /// # use herald::{Change, Object};
+    /// # use herald::event::ChangeKind;
     /// assert_eq!(Change::added(Object::builder("", "n").build(), 1.into()).kind(), ChangeKind::Added);
     /// ```
     pub fn added(object: Object, rv: ResourceVersion) -> Self {
@@ -60,7 +63,8 @@ impl Change {
     /// A [`Modified`](ChangeKind::Modified) change.
     ///
     /// ```
-    /// # use herald::{Change, ChangeKind, Object};
+    /// # use herald::{Change, Object};
+    /// # use herald::event::ChangeKind;
     /// assert_eq!(Change::modified(Object::builder("", "n").build(), 1.into()).kind(), ChangeKind::Modified);
     /// ```
     pub fn modified(object: Object, rv: ResourceVersion) -> Self {
@@ -70,7 +74,8 @@ impl Change {
     /// A [`Deleted`](ChangeKind::Deleted) change carrying the object's last state.
     ///
     /// ```
-    /// # use herald::{Change, ChangeKind, Object};
+    /// # use herald::{Change, Object};
+    /// # use herald::event::ChangeKind;
     /// assert_eq!(Change::deleted(Object::builder("", "n").build(), 1.into()).kind(), ChangeKind::Deleted);
     /// ```
     pub fn deleted(object: Object, rv: ResourceVersion) -> Self {
@@ -123,7 +128,7 @@ pub enum EventKind {
 /// assert_eq!(ev.kind(), EventKind::Added);
 /// assert_eq!(ev.object().unwrap().key(), "ns/a");
 /// assert_eq!(ev.resource_version().get(), 1);
-/// # Ok::<(), herald::WatchError>(())
+/// # Ok::<(), herald::watch::WatchError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -213,7 +218,7 @@ pub enum EndReason {
     /// The cache did not reach the requested resource version in time.
     TooLargeResourceVersion(TooLargeResourceVersion),
     /// The engine's dispatcher failed (a panic, for instance in a
-    /// user-supplied [`Clock`](crate::Clock)); the engine has stopped and
+    /// user-supplied [`Clock`](crate::clock::Clock)); the engine has stopped and
     /// [`Engine::failure`](crate::Engine::failure) says why. Watch a
     /// healthy engine again.
     EngineFailed,
@@ -247,7 +252,7 @@ impl fmt::Display for EndReason {
 /// keeps (HTTP 410 Gone, "Expired", in Kubernetes).
 ///
 /// ```
-/// let g = herald::Gone::new(5.into(), 9.into());
+/// let g = herald::event::Gone::new(5.into(), 9.into());
 /// assert_eq!(g.to_string(), "too old resource version: 5 (9)");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,7 +301,7 @@ impl std::error::Error for Gone {}
 /// (HTTP 504 with a retry-after of one second in Kubernetes).
 ///
 /// ```
-/// let t = herald::TooLargeResourceVersion::new(9.into(), 5.into());
+/// let t = herald::event::TooLargeResourceVersion::new(9.into(), 5.into());
 /// assert_eq!(t.to_string(), "Too large resource version: 9, current: 5");
 /// assert_eq!(t.retry_after(), std::time::Duration::from_secs(1));
 /// ```

@@ -11,32 +11,32 @@ use crate::selector::{FieldOperator, FieldSelector, KeyScope, LabelSelector, Sha
 /// type must have `scope`, `labels`, `fields` and `shard` fields.
 ///
 /// [`WatchRequest`]: crate::WatchRequest
-/// [`ListRequest`]: crate::ListRequest
+/// [`ListRequest`]: crate::read::ListRequest
 macro_rules! selection_setters {
     ($routed:literal) => {
         /// Which keys (default: all).
-        pub fn scope(mut self, scope: $crate::KeyScope) -> Self {
+        pub fn scope(mut self, scope: $crate::selector::KeyScope) -> Self {
             self.scope = scope;
             self
         }
 
         /// The label selector (default: everything).
-        pub fn labels(mut self, selector: $crate::LabelSelector) -> Self {
+        pub fn labels(mut self, selector: $crate::selector::LabelSelector) -> Self {
             self.labels = selector;
             self
         }
 
         /// The field selector (default: everything).
         #[doc = $routed]
-        pub fn fields(mut self, selector: $crate::FieldSelector) -> Self {
+        pub fn fields(mut self, selector: $crate::selector::FieldSelector) -> Self {
             self.fields = selector;
             self
         }
 
         /// The shard selector (KEP-5866; default: everything): only
         /// objects whose hashed uid or namespace falls in one of its
-        /// ranges (see [`ShardSelector`]($crate::ShardSelector)).
-        pub fn shard(mut self, selector: $crate::ShardSelector) -> Self {
+        /// ranges (see [`ShardSelector`]($crate::selector::ShardSelector)).
+        pub fn shard(mut self, selector: $crate::selector::ShardSelector) -> Self {
             self.shard = selector;
             self
         }

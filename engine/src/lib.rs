@@ -45,6 +45,34 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # The API
+//!
+//! The API is the crate's modules, one room each:
+//!
+//! | module | holds |
+//! | --- | --- |
+//! | [`engine`] | [`Engine`], the handle every caller holds, and its [`Lifecycle`](engine::Lifecycle) |
+//! | [`writer`] | [`Writer`], what it is given ([`Relist`]) and its refusals ([`WriteError`](writer::WriteError), [`BatchError`](writer::BatchError)) |
+//! | [`watch`] | [`WatchRequest`], [`Watch`] and what it lends ([`EventRef`](watch::EventRef)), [`WatchStopper`](watch::WatchStopper), [`WatchError`](watch::WatchError) |
+//! | [`read`] | gets and lists: [`ListRequest`](read::ListRequest), [`ReadAt`](read::ReadAt), their answers, continue tokens, [`ReadError`](read::ReadError) |
+//! | [`event`] | [`Change`], [`Event`], [`WatchItem`], [`EndReason`], and the too-old and too-new versions |
+//! | [`object`] | [`Object`] and its builder; [`Item`](object::Item), an object at its version |
+//! | [`rv`] | [`ResourceVersion`] and [`ResourceVersionMatch`](rv::ResourceVersionMatch) |
+//! | [`options`] | [`OptionsError`](options::OptionsError): Kubernetes' rules for combining version options |
+//! | [`selector`] | [`KeyScope`](selector::KeyScope), label, field and shard selectors |
+//! | [`config`] | [`Config`], [`SlowWatchers`](config::SlowWatchers), [`ConfigError`](config::ConfigError) |
+//! | [`clock`] | [`Clock`](clock::Clock), and [`ManualClock`](clock::ManualClock) for tests |
+//! | [`stats`] | [`Stats`](stats::Stats) and its latency [`Histogram`](stats::Histogram)s |
+//! | [`source`] | [`Source`](source::Source), an upstream's shape, and [`MemorySource`](source::MemorySource) |
+//! | [`reflector`] | [`Reflector`](reflector::Reflector): a source kept in step with an engine, and consistent reads |
+//!
+//! The root re-exports the thirteen names nearly every user needs: to
+//! start an engine ([`Engine`], [`Config`]), feed it ([`Writer`],
+//! [`Relist`], [`Change`], [`Object`], [`ResourceVersion`]) and watch it
+//! ([`WatchRequest`], [`Watch`], [`WatchItem`], [`Event`], [`EventKind`],
+//! [`EndReason`]). Everything else is named by its module:
+//! `herald::read::ReadAt`, `herald::selector::LabelSelector`, ...
+//!
 //! # Semantics
 //!
 //! The contract is the reference's (`k8s.io/apiserver/pkg/storage/cacher`),
@@ -248,71 +276,76 @@
 //! batch and only if it sleeps. Watches replay history from the ring on
 //! their own, so a watcher catching up never slows the others and never
 //! blocks the writer.
+//!
+//! [`Clock`]: clock::Clock
+//! [`Continue`]: read::Continue
+//! [`EventRef`]: watch::EventRef
+//! [`FieldSelector`]: selector::FieldSelector
+//! [`Gone`]: event::Gone
+//! [`Histogram`]: stats::Histogram
+//! [`KeyScope`]: selector::KeyScope
+//! [`LabelSelector`]: selector::LabelSelector
+//! [`Lifecycle::Pending`]: engine::Lifecycle::Pending
+//! [`Lifecycle::Ready`]: engine::Lifecycle::Ready
+//! [`MAX_SHARD_RANGES`]: selector::MAX_SHARD_RANGES
+//! [`ManualClock`]: clock::ManualClock
+//! [`OptionsError`]: options::OptionsError
+//! [`ReadAt::for_list`]: read::ReadAt::for_list
+//! [`ReadCancel`]: read::ReadCancel
+//! [`ReadError::ForeignContinue`]: read::ReadError::ForeignContinue
+//! [`ReadError::NotReady`]: read::ReadError::NotReady
+//! [`Reflector`]: reflector::Reflector
+//! [`ShardSelector`]: selector::ShardSelector
+//! [`SlowWatchers::Park`]: config::SlowWatchers::Park
+//! [`SlowWatchers::TimeBudget`]: config::SlowWatchers::TimeBudget
+//! [`Stats::watchers_retiring`]: stats::Stats::watchers_retiring
+//! [`WatchStopper`]: watch::WatchStopper
+//! [`WriteError::InvalidName`]: writer::WriteError::InvalidName
+//! [`WriteError::OutOfOrder`]: writer::WriteError::OutOfOrder
+//! [`fnv1a64`]: selector::fnv1a64
 
-mod bookmarks;
-mod clock;
-mod config;
-mod dispatch;
-mod echo;
-mod engine;
-mod error;
-mod event;
-mod filter;
-mod histogram;
-mod index;
+pub mod clock;
+pub mod config;
+pub mod engine;
+pub mod event;
+pub mod object;
+pub mod options;
+pub mod read;
+pub mod reflector;
+pub mod rv;
+pub mod selector;
+pub mod source;
+pub mod stats;
+pub mod watch;
+pub mod writer;
+
 #[cfg(herald_loom)]
 #[doc(hidden)]
 pub mod model;
-mod object;
-mod options;
+
+mod bookmarks;
+mod dispatch;
+mod echo;
+mod error;
+mod filter;
+mod histogram;
+mod index;
 mod policy;
 mod queue;
-mod read;
-mod reflector;
 mod ring;
-mod rv;
-mod selector;
 mod shared;
-mod source;
-mod stats;
 mod store;
 mod sync;
 mod wakes;
-mod watch;
 mod watcher;
-mod writer;
 
-pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::ConfigError;
-pub use config::{Config, SlowWatchers};
+pub use config::Config;
 pub use engine::Engine;
-pub use error::WriteError;
-pub use event::{
-    Change, ChangeKind, EndReason, Event, EventKind, Gone, TooLargeResourceVersion, WatchItem,
-};
-pub use histogram::{Bucket, Histogram};
-pub use object::{FIELD_NAME, FIELD_NAMESPACE, Item, Object, ObjectBuilder};
-pub use options::OptionsError;
-pub use read::{
-    Continue, GetResponse, InvalidContinue, ListRequest, ListResponse, MalformedContinue, NotReady,
-    ReadAt, ReadCancel, ReadError,
-};
-pub use reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig, ReflectorStats};
-pub use rv::{InvalidResourceVersion, ResourceVersion, ResourceVersionMatch, UnsupportedMatch};
-pub use selector::{
-    ExpectedToken, FieldOperator, FieldSelector, FieldTerm, InvalidLabelReason, KeyScope,
-    LabelOperator, LabelRequirement, LabelSelector, MAX_SHARD_RANGES, SelectorError,
-    SelectorErrorKind, ShardKey, ShardRange, ShardSelector, ShardSelectorError, fnv1a64,
-};
-pub use shared::Lifecycle;
-pub use source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
-pub use stats::{Stats, Terminations};
-pub use watch::WatchError;
-pub use watch::{
-    EventRef, Lease, RecvTimeoutError, TryRecvError, Visited, Watch, WatchProbe, WatchRequest,
-    WatchState, WatchStopper,
-};
-pub use writer::{BatchError, Relist, Stamped, Writer};
+pub use event::{Change, EndReason, Event, EventKind, WatchItem};
+pub use object::Object;
+pub use rv::ResourceVersion;
+pub use watch::{Watch, WatchRequest};
+pub use writer::{Relist, Writer};
 
 /// Engine internals for the micro-benchmarks in `benches/` (feature
 /// `internals`): thin wrappers, so the modules stay private and nothing
@@ -378,7 +411,7 @@ mod tests {
         send_sync::<Object>();
         send_sync::<Event>();
         send_sync::<WatchItem>();
-        send_sync::<LabelSelector>();
-        send_sync::<FieldSelector>();
+        send_sync::<crate::selector::LabelSelector>();
+        send_sync::<crate::selector::FieldSelector>();
     }
 }

@@ -23,7 +23,7 @@ pub const FIELD_NAMESPACE: &str = "metadata.namespace";
 /// and a filter reading its labels reads one contiguous block.
 ///
 /// An object's key is `namespace/name`, or `name` for a cluster-scoped object
-/// (empty namespace). Watches select on keys (see [`KeyScope`](crate::KeyScope)).
+/// (empty namespace). Watches select on keys (see [`KeyScope`](crate::selector::KeyScope)).
 ///
 /// # Names
 ///
@@ -31,7 +31,7 @@ pub const FIELD_NAMESPACE: &str = "metadata.namespace";
 /// namespace `a/b` with name `c` and namespace `a` with name `b/c` would
 /// both be `a/b/c`. The [`Writer`](crate::Writer) refuses an object whose
 /// name, or non-empty namespace, is not a valid path segment, with
-/// [`WriteError::InvalidName`](crate::WriteError::InvalidName): Kubernetes'
+/// [`WriteError::InvalidName`](crate::writer::WriteError::InvalidName): Kubernetes'
 /// rule for every object name (`path.IsValidPathSegmentName`): not empty,
 /// not `.` or `..`, no `/` and no `%`. Herald validates rather than
 /// escapes: a key stays the one Kubernetes stores (`namespace/name`),
@@ -286,7 +286,7 @@ impl Object {
 
     /// Whether the namespace (if any) and the name pass Kubernetes'
     /// path-segment rule (see [Names](Object#names)): the writer refuses
-    /// an object that does not ([`WriteError::InvalidName`](crate::WriteError::InvalidName)).
+    /// an object that does not ([`WriteError::InvalidName`](crate::writer::WriteError::InvalidName)).
     /// A source that reads names from untrusted data checks them first and
     /// skips what fails, rather than have one bad object refuse a whole
     /// list.

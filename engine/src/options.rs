@@ -1,6 +1,7 @@
 //! Kubernetes' rules for combining a request's version options
-//! ([`OptionsError`]): shared by watches (`watch/request.rs`) and reads
-//! (`read/request.rs`).
+//! ([`OptionsError`]): shared by watches
+//! ([`WatchRequest`](crate::WatchRequest)) and reads
+//! ([`ListRequest`](crate::read::ListRequest), [`ReadAt`](crate::read::ReadAt)).
 
 use std::fmt;
 
@@ -11,6 +12,8 @@ use std::fmt;
 ///
 /// ```
 /// # use herald::*;
+/// # use herald::options::OptionsError;
+/// # use herald::watch::WatchError;
 /// let (engine, _writer) = Engine::new(Config::default())?;
 /// let err = engine.watch(WatchRequest::new().send_initial_events(true)).unwrap_err();
 /// assert_eq!(err, WatchError::InvalidOptions(OptionsError::InitialEventsNeedNotOlderThan));

@@ -30,19 +30,20 @@
 
 //!
 //! A source that goes back (restored from a backup): see
-//! [`Reflector`](crate::Reflector#a-source-that-goes-back).
+//! [`Reflector`](crate::reflector::Reflector#a-source-that-goes-back).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::clock::{Clock, SystemClock};
+use crate::engine::Engine;
+use crate::error::WriteError;
+use crate::read::{GetResponse, ListRequest, ListResponse, ReadAt, ReadError};
 use crate::rv::ResourceVersion;
 use crate::source::{Source, SourceError, SourceEvent, SourceWatch, Upstream, UpstreamError};
-use crate::{
-    Clock, Engine, GetResponse, ListRequest, ListResponse, ReadAt, ReadError, SystemClock,
-    WriteError, Writer, writer::Relist,
-};
+use crate::writer::{Relist, Writer};
 
 /// How a [`Reflector`] retries and polls.
 #[derive(Debug, Clone)]
@@ -129,7 +130,7 @@ impl Default for BackoffConfig {
 ///
 /// ```
 /// use std::time::{Duration, Instant};
-/// use herald::{Backoff, BackoffConfig};
+/// use herald::reflector::{Backoff, BackoffConfig};
 /// let mut b = Backoff::new(BackoffConfig { jitter: 0.0, ..BackoffConfig::default() });
 /// let t = Instant::now();
 /// let delays: Vec<u128> = (0..7).map(|_| b.next_delay(t).as_millis()).collect();
@@ -238,6 +239,9 @@ struct Shared {
 ///
 /// ```
 /// use herald::*;
+/// use herald::read::ListRequest;
+/// use herald::reflector::{Reflector, ReflectorConfig};
+/// use herald::source::MemorySource;
 /// use std::sync::Arc;
 /// let source = MemorySource::new();
 /// source.put(Object::builder("ns", "a").build());
@@ -275,10 +279,9 @@ struct Shared {
 /// before the source went back leaves the engine ahead, and the read asks
 /// again); if the engine is still ahead after
 /// [`ReflectorConfig::regression_wait`], it fails with
-/// [`ReadError::SourceRegressed`](crate::ReadError::SourceRegressed)
-/// rather than answer from the old history. Waiting is the usual outcome
-/// (a re-list takes one list); the error bounds it when the source cannot
-/// be listed.
+/// [`ReadError::SourceRegressed`] rather than answer from the old history.
+/// Waiting is the usual outcome (a re-list takes one list); the error
+/// bounds it when the source cannot be listed.
 ///
 /// What numbers cannot tell: a restored source whose new history has
 /// already passed the engine's version when a read asks looks like one
@@ -372,6 +375,9 @@ impl Reflector {
     ///
     /// ```
     /// use herald::*;
+    /// use herald::read::ListRequest;
+    /// use herald::reflector::{Reflector, ReflectorConfig};
+    /// use herald::source::MemorySource;
     /// use std::sync::Arc;
     /// let source = MemorySource::new();
     /// for name in ["a", "b", "c"] {
@@ -395,6 +401,8 @@ impl Reflector {
     ///
     /// ```
     /// use herald::*;
+    /// use herald::reflector::{Reflector, ReflectorConfig};
+    /// use herald::source::MemorySource;
     /// use std::sync::Arc;
     /// let source = MemorySource::new();
     /// source.put(Object::builder("ns", "a").build());
@@ -463,21 +471,21 @@ impl Upstream for Shared {
         !self.source.progress_is_reliable()
     }
 
-    fn list_through(&self) -> Result<crate::Listing, UpstreamError> {
+    fn list_through(&self) -> Result<crate::source::Listing, UpstreamError> {
         self.source.list().map_err(UpstreamError::Source)
     }
 
     fn list_at_through(
         &self,
         rv: ResourceVersion,
-    ) -> Result<Option<crate::Listing>, UpstreamError> {
+    ) -> Result<Option<crate::source::Listing>, UpstreamError> {
         self.source.list_at(rv).map_err(UpstreamError::Source)
     }
 
     fn get_through(
         &self,
         key: &str,
-    ) -> Result<(Option<crate::Item>, ResourceVersion), UpstreamError> {
+    ) -> Result<(Option<crate::object::Item>, ResourceVersion), UpstreamError> {
         self.source.get(key).map_err(UpstreamError::Source)
     }
 }
@@ -690,7 +698,7 @@ fn round(shared: &Shared, writer: &mut Writer, lost: &mut Option<Instant>) -> Ro
 /// The first list, reaching back [`ReflectorConfig::backfill`]
 /// revisions, if asked for and if the source can read there; `None`: list
 /// as usual.
-fn backfilled(shared: &Shared) -> Option<crate::Listing> {
+fn backfilled(shared: &Shared) -> Option<crate::source::Listing> {
     let back = shared.config.backfill;
     // Only the first: a later list is a re-list, whose window is new.
     if back == 0 || shared.engine.resource_version() != ResourceVersion::ZERO {

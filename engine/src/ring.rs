@@ -263,7 +263,7 @@ impl Ring {
 
     /// [`Ring::read_borrowed`], handing the chunk the cursor lets go of
     /// (when it loads another) to `keep` rather than dropping it: a
-    /// [`Lease`](crate::Lease) keeps what a batch lent alive without a
+    /// [`Lease`](crate::watch::Lease) keeps what a batch lent alive without a
     /// count per record. `drop` is the plain read (it compiles away).
     #[inline]
     pub(crate) fn read_borrowed_keeping<'c>(

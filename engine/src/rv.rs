@@ -17,7 +17,7 @@ use crate::echo::Echo;
 /// let rv: ResourceVersion = "42".parse()?;
 /// assert_eq!(rv.get(), 42);
 /// assert_eq!(rv.to_string(), "42");
-/// # Ok::<(), herald::InvalidResourceVersion>(())
+/// # Ok::<(), herald::rv::InvalidResourceVersion>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct ResourceVersion(u64);
@@ -58,7 +58,7 @@ impl ResourceVersion {
     /// assert_eq!(ResourceVersion::parse_param("0")?, Some(ResourceVersion::ZERO));
     /// assert_eq!(ResourceVersion::parse_param("17")?, Some(ResourceVersion::new(17)));
     /// assert!(ResourceVersion::parse_param("-1").is_err());
-    /// # Ok::<(), herald::InvalidResourceVersion>(())
+    /// # Ok::<(), herald::rv::InvalidResourceVersion>(())
     /// ```
     pub fn parse_param(s: &str) -> Result<Option<ResourceVersion>, InvalidResourceVersion> {
         if s.is_empty() {
@@ -74,7 +74,7 @@ impl ResourceVersion {
 /// [`UnsupportedMatch`], naming the value).
 ///
 /// ```
-/// use herald::ResourceVersionMatch;
+/// use herald::rv::ResourceVersionMatch;
 /// assert_eq!("Exact".parse(), Ok(ResourceVersionMatch::Exact));
 /// assert!("exact".parse::<ResourceVersionMatch>().is_err());
 /// ```
@@ -118,7 +118,7 @@ impl FromStr for ResourceVersionMatch {
 /// A `resourceVersionMatch` that is neither `NotOlderThan` nor `Exact`.
 ///
 /// ```
-/// let err = "Newest".parse::<herald::ResourceVersionMatch>().unwrap_err();
+/// let err = "Newest".parse::<herald::rv::ResourceVersionMatch>().unwrap_err();
 /// assert_eq!(
 ///     err.to_string(),
 ///     r#"resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan""#

@@ -47,7 +47,7 @@ pub enum Lifecycle {
     /// Before the first `replace` (the initial list), or since the writer
     /// lost its source ([`Writer::mark_unready`](crate::Writer::mark_unready))
     /// until the next one. New watches wait; reads that need a fresh cache
-    /// fail with [`ReadError::NotReady`](crate::ReadError::NotReady).
+    /// fail with [`ReadError::NotReady`](crate::read::ReadError::NotReady).
     Pending,
     /// Serving.
     Ready,

@@ -4,7 +4,7 @@
 //! watch from a revision on with the previous state of each deleted
 //! object, progress notifications that carry the revision the store has
 //! reached, and a compaction error when the revision asked for is gone.
-//! The [`Reflector`](crate::Reflector) drives an engine's writer from one.
+//! The [`Reflector`](crate::reflector::Reflector) drives an engine's writer from one.
 //!
 //! [`MemorySource`] is the embedded default: an in-memory multi-version
 //! key-value store with revisions, watches, compaction and progress
@@ -19,7 +19,9 @@ use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::{Change, ChangeKind, Item, Object, ResourceVersion};
+use crate::event::ChangeKind;
+use crate::object::Item;
+use crate::{Change, Object, ResourceVersion};
 
 /// A list of everything the source holds, at one revision.
 #[derive(Debug, Clone)]
@@ -75,7 +77,7 @@ impl fmt::Display for SourceError {
 
 impl std::error::Error for SourceError {}
 
-/// The source behind an engine, as a [`Reflector`](crate::Reflector)
+/// The source behind an engine, as a [`Reflector`](crate::reflector::Reflector)
 /// attaches it (to `Shared::set_upstream`): what "the most recent
 /// version" is, for consistent reads and watches.
 pub(crate) trait Upstream: Send + Sync {
@@ -139,8 +141,8 @@ pub trait Source: Send + Sync + 'static {
     /// Whether a progress notification means what it says: every change
     /// up to its revision has been delivered on its watch. An etcd with
     /// etcd#15220 (before 3.5.13 and 3.4.31) breaks that. When `false`, a
-    /// [`Reflector`](crate::Reflector) asks for no progress and serves
-    /// consistent reads ([`ReadAt::Latest`](crate::ReadAt::Latest)) from
+    /// [`Reflector`](crate::reflector::Reflector) asks for no progress and serves
+    /// consistent reads ([`ReadAt::Latest`](crate::read::ReadAt::Latest)) from
     /// the source itself (the reference's fallback to etcd when its
     /// progress cannot be trusted); the source should pass no progress
     /// on either.
@@ -160,8 +162,8 @@ pub trait Source: Send + Sync + 'static {
     /// The oldest revision a [`Source::watch`] may start after, if the
     /// source can say (a kube-apiserver's watch cache keeps a window of
     /// its own, narrower than etcd's); by default `None`: unknown, the
-    /// watch says. A [`Reflector`](crate::Reflector)'s first list reaches
-    /// back no further ([`ReflectorConfig::backfill`](crate::ReflectorConfig::backfill)).
+    /// watch says. A [`Reflector`](crate::reflector::Reflector)'s first list reaches
+    /// back no further ([`ReflectorConfig::backfill`](crate::reflector::ReflectorConfig::backfill)).
     fn oldest_watchable(&self) -> Result<Option<ResourceVersion>, SourceError> {
         Ok(None)
     }
@@ -189,7 +191,8 @@ pub trait SourceWatch: Send {
 /// progress requests. Clones share one store.
 ///
 /// ```
-/// use herald::{MemorySource, Object, Source, SourceEvent};
+/// use herald::Object;
+/// use herald::source::{MemorySource, Source, SourceEvent};
 /// use std::time::Duration;
 /// let source = MemorySource::new();
 /// let rev = source.put(Object::builder("ns", "a").build());
@@ -199,7 +202,7 @@ pub trait SourceWatch: Send {
 ///     Some(SourceEvent::Change(c)) => assert_eq!(c.object().name(), "a"),
 ///     other => panic!("{other:?}"),
 /// }
-/// # Ok::<(), herald::SourceError>(())
+/// # Ok::<(), herald::source::SourceError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct MemorySource {
@@ -245,12 +248,13 @@ impl MemorySource {
     /// from before `revision` are compacted away.
     ///
     /// ```
-    /// use herald::{MemorySource, Object, Source};
+    /// use herald::Object;
+    /// use herald::source::{MemorySource, Source};
     /// let source = MemorySource::seeded([Object::builder("ns", "a").build()], 41.into());
     /// assert_eq!(source.put(Object::builder("ns", "b").build()).get(), 42);
     /// assert_eq!(source.list()?.items.len(), 2);
     /// assert!(source.watch(40.into()).is_err());
-    /// # Ok::<(), herald::SourceError>(())
+    /// # Ok::<(), herald::source::SourceError>(())
     /// ```
     pub fn seeded(
         objects: impl IntoIterator<Item = Object>,
@@ -283,7 +287,8 @@ impl MemorySource {
     /// [`MemorySource::fail_watches`] to play one that restarts.
     ///
     /// ```
-    /// use herald::{MemorySource, Object, Source};
+    /// use herald::Object;
+    /// use herald::source::{MemorySource, Source};
     /// let source = MemorySource::new();
     /// for name in ["a", "b", "c"] {
     ///     source.put(Object::builder("ns", name).build());
@@ -292,7 +297,7 @@ impl MemorySource {
     /// assert_eq!(source.current_revision()?.get(), 1);
     /// assert_eq!(source.put(Object::builder("ns", "d").build()).get(), 2);
     /// assert_eq!(source.list()?.items.len(), 2);
-    /// # Ok::<(), herald::SourceError>(())
+    /// # Ok::<(), herald::source::SourceError>(())
     /// ```
     pub fn restore(&self, objects: impl IntoIterator<Item = Object>, revision: ResourceVersion) {
         let mut st = self.lock();
@@ -325,6 +330,7 @@ impl MemorySource {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::source::{MemorySource, Source, SourceError};
     /// let source = MemorySource::new();
     /// let rv = source.put_with(|rv| Object::builder("ns", "a").payload(rv.to_string()).build());
     /// let listing = source.list()?;

@@ -1,9 +1,13 @@
-//! Counters a server exports, and the plain snapshot they are read into.
+//! Counters a server exports, and the plain snapshot they are read into
+//! ([`Engine::stats`](crate::Engine::stats): [`Stats`], with its
+//! [`Terminations`] and latency [`Histogram`]s).
 
 use std::time::Duration;
 
-use crate::EndReason;
-use crate::histogram::{AtomicHistogram, Histogram};
+pub use crate::histogram::{Bucket, Histogram};
+
+use crate::event::EndReason;
+use crate::histogram::AtomicHistogram;
 // Statistics, never a synchronisation point: `std` atomics even under
 // `herald_loom`, so loom does not explore their interleavings.
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -197,7 +201,7 @@ pub struct Stats {
     /// second.
     pub ticks: u64,
     /// Dispatch rounds that found full queues and drew on the time budget
-    /// ([`SlowWatchers::TimeBudget`](crate::SlowWatchers::TimeBudget)).
+    /// ([`SlowWatchers::TimeBudget`](crate::config::SlowWatchers::TimeBudget)).
     pub budget_rounds: u64,
     /// Budget those rounds took, in total.
     pub budget_taken: Duration,

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use crate::dispatch::Slot;
-use crate::error::WriteError;
+pub use crate::error::WriteError;
 use crate::event::{Change, ChangeKind};
 use crate::object::{Item, Object};
 use crate::ring::{NewRecord, RecordKind, record_bytes};
@@ -57,6 +57,7 @@ impl std::error::Error for BatchError {
 ///
 /// ```
 /// use herald::*;
+/// use herald::object::Item;
 /// let (engine, mut writer) = Engine::new(Config::default())?;
 /// let pod = |name: &str| Object::builder("ns", name).build();
 /// writer.replace(Relist::new([pod("a"), pod("b")], 10.into()))?;
@@ -88,6 +89,7 @@ impl<O: Iterator<Item = Object>> Relist<Stamped<O>> {
     ///
     /// ```
     /// use herald::*;
+    /// use herald::read::ReadAt;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// let a = engine.get("ns/a", ReadAt::Any)?;
@@ -111,10 +113,12 @@ impl<I: Iterator<Item = Item>> Relist<I> {
     /// A list of `items` at `rv`, each object at its own version: the
     /// version of its last change (etcd's `mod_revision`), which must be
     /// at most `rv` ([`WriteError::ItemAhead`] refuses the whole list
-    /// otherwise). The [`Reflector`](crate::Reflector) re-lists this way.
+    /// otherwise). The [`Reflector`](crate::reflector::Reflector) re-lists this way.
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::object::Item;
+    /// # use herald::read::ReadAt;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// let pod = |name: &str| Object::builder("ns", name).build();
     /// writer.replace(Relist::items([Item::new(pod("a"), 3.into()), Item::new(pod("b"), 9.into())], 12.into()))?;
@@ -155,6 +159,8 @@ impl<I: Iterator<Item = Item>> Relist<I> {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::ListRequest;
+    /// # use herald::writer::WriteError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 20.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new())?;
@@ -234,6 +240,7 @@ impl Writer {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::writer::WriteError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// let a = Object::builder("ns", "a").build();
     /// assert_eq!(writer.apply(Change::added(a.clone(), 1.into())), Err(WriteError::NotReady));
@@ -330,6 +337,8 @@ impl Writer {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::engine::Lifecycle;
+    /// # use herald::writer::WriteError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// assert_eq!((engine.lifecycle(), engine.generation()), (Lifecycle::Ready, 1));
@@ -395,18 +404,21 @@ impl Writer {
     /// Says the engine lost its source: the lifecycle falls back to
     /// [`Lifecycle::Pending`] until the next re-list (`replace`, which
     /// makes it ready again). Meanwhile reads that need a fresh cache
-    /// ([`ReadAt::Any`](crate::ReadAt::Any), and waits that time out) fail
-    /// with [`ReadError::NotReady`](crate::ReadError::NotReady), carrying
+    /// ([`ReadAt::Any`](crate::read::ReadAt::Any), and waits that time out) fail
+    /// with [`ReadError::NotReady`](crate::read::ReadError::NotReady), carrying
     /// a retry-after hint and `cause`; new watches wait for the re-list;
     /// running watches keep running and are told nothing false (no event
     /// is invented; the re-list ends them with `Relisted`); changes and
     /// progress are refused ([`WriteError::NotReady`]). The
-    /// [`Reflector`](crate::Reflector) calls it while it has neither a
+    /// [`Reflector`](crate::reflector::Reflector) calls it while it has neither a
     /// list nor a watch (the source down, a re-list failing). Refused only
     /// after a stop.
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::engine::Lifecycle;
+    /// # use herald::read::{ReadAt, ReadError};
+    /// # use herald::source::SourceError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 5.into()))?;
     /// writer.mark_unready(SourceError::Unavailable("etcd: connection refused".into()))?;

@@ -10,6 +10,11 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::*;
+use herald::event::ChangeKind;
+use herald::read::{ListRequest, ReadAt};
+use herald::selector::KeyScope;
+use herald::stats::Stats;
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::pod;
 

@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use herald::read::{ListRequest, ReadAt, ReadCancel, ReadError};
 use herald::*;
 use herald_testkit::ThreadWaker;
 

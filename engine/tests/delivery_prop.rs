@@ -12,6 +12,9 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use common::*;
+use herald::event::ChangeKind;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
 use herald::*;
 use proptest::prelude::*;
 

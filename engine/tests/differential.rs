@@ -67,6 +67,15 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use futures::Stream;
+use herald::clock::ManualClock;
+use herald::engine::Lifecycle;
+use herald::event::{ChangeKind, Gone, TooLargeResourceVersion};
+use herald::object::Item;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::source::SourceError;
+use herald::watch::{TryRecvError, WatchError};
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::{lock, pod};
 use model::*;

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use futures::StreamExt;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
 use herald::*;
 
 const OBJECTS: u64 = 4_000;

@@ -5,6 +5,8 @@ mod common;
 
 use common::*;
 use futures::StreamExt;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
 use herald::*;
 use herald_testkit::eventually;
 

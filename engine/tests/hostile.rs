@@ -12,6 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
+use herald::clock::{Clock, SystemClock};
+use herald::config::ConfigError;
+use herald::engine::Lifecycle;
+use herald::read::ReadAt;
+use herald::watch::{TryRecvError, WatchError};
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::eventually;
 

@@ -11,6 +11,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::ThreadId;
 use std::time::Duration;
 
+use herald::config::SlowWatchers;
+use herald::engine::Lifecycle;
+use herald::selector::FieldSelector;
 use herald::*;
 
 const LIVENESS: Duration = Duration::from_secs(20);

@@ -7,6 +7,12 @@
 mod common;
 
 use common::*;
+use herald::object::Item;
+use herald::read::{ListRequest, ReadAt};
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::rv::ResourceVersionMatch;
+use herald::source::MemorySource;
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::eventually;
 

@@ -5,6 +5,10 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use herald::clock::ManualClock;
+use herald::engine::Lifecycle;
+use herald::watch::{RecvTimeoutError, TryRecvError, WatchError};
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::eventually;
 

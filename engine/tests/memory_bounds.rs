@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
+use herald::clock::ManualClock;
 use herald::*;
 use herald_testkit::{eventually, lock};
 

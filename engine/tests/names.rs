@@ -2,6 +2,8 @@
 //! or namespace is not a valid path segment (Kubernetes'
 //! `path.IsValidPathSegmentName`), with a bounded, typed error.
 
+use herald::read::ListRequest;
+use herald::writer::WriteError;
 use herald::*;
 
 fn ready() -> (Engine, Writer) {

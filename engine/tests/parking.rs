@@ -5,6 +5,10 @@
 mod common;
 
 use common::*;
+use herald::event::Gone;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::watch::{Visited, WatchProbe, WatchState};
 use herald::*;
 use herald_testkit::eventually;
 

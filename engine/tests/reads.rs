@@ -9,6 +9,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::*;
+use herald::clock::ManualClock;
+use herald::config::ConfigError;
+use herald::event::{ChangeKind, TooLargeResourceVersion};
+use herald::object::Item;
+use herald::options::OptionsError;
+use herald::read::{Continue, ListRequest, NotReady, ReadAt, ReadError};
+use herald::selector::{FieldSelector, KeyScope};
 use herald::*;
 
 const LIST_RV: u64 = 100;

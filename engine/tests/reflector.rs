@@ -9,6 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use herald::clock::ManualClock;
+use herald::engine::Lifecycle;
+use herald::event::ChangeKind;
+use herald::object::Item;
+use herald::read::{ListRequest, ReadAt, ReadError};
+use herald::reflector::{Backoff, BackoffConfig, Reflector, ReflectorConfig};
+use herald::source::{Listing, MemorySource, Source, SourceError, SourceEvent, SourceWatch};
+use herald::watch::TryRecvError;
 use herald::*;
 use herald_testkit::eventually;
 

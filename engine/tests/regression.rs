@@ -10,6 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
+use herald::clock::ManualClock;
+use herald::engine::Lifecycle;
+use herald::object::Item;
+use herald::read::{ListRequest, ReadAt, ReadError};
+use herald::reflector::{BackoffConfig, Reflector, ReflectorConfig};
+use herald::source::{MemorySource, Source, SourceError};
+use herald::watch::WatchError;
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::eventually;
 

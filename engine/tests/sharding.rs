@@ -6,6 +6,8 @@
 mod common;
 
 use common::*;
+use herald::read::ListRequest;
+use herald::selector::{ShardKey, ShardRange, ShardSelector};
 use herald::*;
 use herald_testkit::pod;
 

@@ -7,6 +7,11 @@
 
 use std::time::Duration;
 
+use herald::clock::ManualClock;
+use herald::config::SlowWatchers;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::watch::TryRecvError;
 use herald::*;
 use herald_testkit::eventually;
 

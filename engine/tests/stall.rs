@@ -25,6 +25,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use common::*;
+use herald::config::SlowWatchers;
+use herald::stats::Stats;
+use herald::watch::TryRecvError;
 use herald::*;
 use herald_testkit::eventually;
 

@@ -6,6 +6,12 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use herald::engine::Lifecycle;
+use herald::event::Gone;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::watch::WatchError;
+use herald::writer::WriteError;
 use herald::*;
 use herald_testkit::eventually;
 

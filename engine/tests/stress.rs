@@ -42,6 +42,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use herald::event::ChangeKind;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
+use herald::watch::WatchError;
 use herald::*;
 use model::*;
 

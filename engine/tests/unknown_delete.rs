@@ -6,6 +6,8 @@
 mod common;
 
 use common::*;
+use herald::read::{ListRequest, ReadAt};
+use herald::selector::KeyScope;
 use herald::*;
 
 fn obj(name: &str) -> Object {

@@ -10,7 +10,14 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use herald::ResourceVersionMatch::{Exact, NotOlderThan};
+use herald::object::Item;
+use herald::options::OptionsError;
+use herald::read::{ListRequest, ReadAt};
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::rv::ResourceVersionMatch;
+use herald::rv::ResourceVersionMatch::{Exact, NotOlderThan};
+use herald::source::MemorySource;
+use herald::watch::WatchError;
 use herald::*;
 use herald_testkit::eventually;
 

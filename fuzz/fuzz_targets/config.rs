@@ -18,7 +18,7 @@
 //!
 //! * **`Engine::new` never panics**: a config it cannot work with is a
 //!   `ConfigError` with a message;
-//! * then, on a [`ManualClock`](herald::ManualClock), a scenario: the
+//! * then, on a [`ManualClock`](herald::clock::ManualClock), a scenario: the
 //!   initial list; watches from the present, from the list, from the
 //!   future and from `u64::MAX`, with bookmarks, initial events and
 //!   deadlines of any length; changes, progress and clock moves
@@ -38,10 +38,11 @@
 
 use std::time::Duration;
 
-use herald::{
-    Change, Config, Engine, EventKind, ListRequest, ManualClock, Object, ReadAt, RecvTimeoutError,
-    Relist, SlowWatchers, TryRecvError, Watch, WatchItem, WatchRequest,
-};
+use herald::clock::ManualClock;
+use herald::config::SlowWatchers;
+use herald::read::{ListRequest, ReadAt};
+use herald::watch::{RecvTimeoutError, TryRecvError};
+use herald::{Change, Config, Engine, EventKind, Object, Relist, Watch, WatchItem, WatchRequest};
 use libfuzzer_sys::arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 

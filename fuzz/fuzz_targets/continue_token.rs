@@ -1,4 +1,4 @@
-//! Fuzz target for [`herald::Continue`], the list continue token a client
+//! Fuzz target for [`herald::read::Continue`], the list continue token a client
 //! hands back: its parser, its printed form, and [`herald::Engine::list`]
 //! serving it (`engine/src/read/`).
 //!
@@ -31,10 +31,10 @@
 
 use std::sync::OnceLock;
 
-use herald::{
-    Change, Config, Continue, Engine, InvalidContinue, Item, KeyScope, ListRequest, Object, ReadAt,
-    ReadError, Relist, ResourceVersion,
-};
+use herald::object::Item;
+use herald::read::{Continue, InvalidContinue, ListRequest, ReadAt, ReadError};
+use herald::selector::KeyScope;
+use herald::{Change, Config, Engine, Object, Relist, ResourceVersion};
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 

@@ -1,4 +1,4 @@
-//! Fuzz target for [`herald::FieldSelector`] parsing, printing and matching.
+//! Fuzz target for [`herald::selector::FieldSelector`] parsing, printing and matching.
 //!
 //! Input: arbitrary bytes; inputs that are not UTF-8 are skipped (the parser
 //! takes `&str`). For every UTF-8 input it checks:
@@ -34,7 +34,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
-use herald::{FieldOperator, FieldSelector, FieldTerm};
+use herald::selector::{FieldOperator, FieldSelector, FieldTerm};
 use libfuzzer_sys::fuzz_target;
 
 type Fields = BTreeMap<String, String>;

@@ -1,4 +1,4 @@
-//! Fuzz target for [`herald::LabelSelector`] parsing, printing and matching.
+//! Fuzz target for [`herald::selector::LabelSelector`] parsing, printing and matching.
 //!
 //! Input: arbitrary bytes; inputs that are not UTF-8 are skipped (the parser
 //! takes `&str`). For every UTF-8 input it checks:
@@ -33,7 +33,7 @@
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
-use herald::{LabelOperator, LabelRequirement, LabelSelector};
+use herald::selector::{LabelOperator, LabelRequirement, LabelSelector};
 use libfuzzer_sys::fuzz_target;
 
 type Labels = BTreeMap<String, String>;

@@ -114,7 +114,7 @@ fn builtin_of(s: &Served, registry: &str) -> Builtin {
         .field_labels
         .iter()
         .map(String::as_str)
-        .filter(|f| *f != herald::FIELD_NAME && *f != herald::FIELD_NAMESPACE)
+        .filter(|f| *f != herald::object::FIELD_NAME && *f != herald::object::FIELD_NAMESPACE)
         .collect();
     let mut info = ResourceInfo::namespaced(&s.resource, &s.singular_name, &s.kind, &[])
         .in_group(&s.group, &s.version)
@@ -123,7 +123,11 @@ fn builtin_of(s: &Served, registry: &str) -> Builtin {
     info.categories = s.categories.clone();
     info.deprecation = s.deprecation.clone();
     info.storage_version_hash = s.storage_version_hash.clone();
-    info.namespace_selectable = Some(s.field_labels.iter().any(|f| f == herald::FIELD_NAMESPACE));
+    info.namespace_selectable = Some(
+        s.field_labels
+            .iter()
+            .any(|f| f == herald::object::FIELD_NAMESPACE),
+    );
     if !s.namespaced {
         info = info.cluster_scoped();
     }

@@ -21,7 +21,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use herald::{Object, ObjectBuilder, ResourceVersion};
+use herald::object::ObjectBuilder;
+use herald::{Object, ResourceVersion};
 use serde_json::{Map, Value};
 
 use crate::crypt::{CryptError, Keyring};

@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use herald::{EndReason, ReadError, WatchError};
+use herald::EndReason;
+use herald::read::ReadError;
+use herald::watch::WatchError;
 
 use crate::status::ApiError;
 
@@ -81,7 +83,7 @@ mod tests {
 
     #[test]
     fn ends_map_to_what_a_client_does_next() {
-        let gone = herald::Gone::new(5.into(), 9.into());
+        let gone = herald::event::Gone::new(5.into(), 9.into());
         let e = end_error(&EndReason::Gone(gone)).unwrap();
         assert_eq!((e.code, e.reason), (410, "Expired"));
         assert_eq!(e.message, "too old resource version: 5 (9)");

@@ -116,8 +116,8 @@ impl ResourceInfo {
     /// ([`namespace_selectable`](Self::namespace_selectable)), and the
     /// resource's own fields.
     pub fn selectable(&self, field: &str) -> bool {
-        field == herald::FIELD_NAME
-            || (field == herald::FIELD_NAMESPACE
+        field == herald::object::FIELD_NAME
+            || (field == herald::object::FIELD_NAMESPACE
                 && self
                     .namespace_selectable
                     .unwrap_or(self.namespaced || self.typed))

@@ -4,7 +4,10 @@
 
 use std::time::Duration;
 
-use herald::{Continue, FieldSelector, LabelSelector, ResourceVersion, ResourceVersionMatch};
+use herald::ResourceVersion;
+use herald::read::Continue;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::{FieldSelector, LabelSelector};
 
 use crate::query::{Pair, Query};
 use crate::selector_errors;
@@ -124,8 +127,9 @@ fn decodes(query: &Query) -> bool {
         .iter()
         .all(|k| first(k).is_none_or(|p| p.utf8));
     let int = |k: &str| first(k).is_none_or(|p| p.value.parse::<i64>().is_ok());
-    let labels = first("labelSelector")
-        .is_none_or(|p| p.value.is_empty() || p.value.parse::<herald::LabelSelector>().is_ok());
+    let labels = first("labelSelector").is_none_or(|p| {
+        p.value.is_empty() || p.value.parse::<herald::selector::LabelSelector>().is_ok()
+    });
     let fields = first("fieldSelector").is_none_or(|p| go_required_name(&p.value).is_ok());
     all_utf8 && int("limit") && int("timeoutSeconds") && labels && fields
 }
@@ -229,7 +233,7 @@ impl Options {
                 }
                 "resourceVersionMatch" if !value.is_empty() => {
                     o.resource_version_match =
-                        Some(value.parse().map_err(|e: herald::UnsupportedMatch| {
+                        Some(value.parse().map_err(|e: herald::rv::UnsupportedMatch| {
                             ApiError::bad_request(e.to_string())
                         })?);
                 }
@@ -242,7 +246,7 @@ impl Options {
                 }
                 "continue" if !value.is_empty() => {
                     o.continue_token =
-                        Some(value.parse().map_err(|e: herald::ReadError| {
+                        Some(value.parse().map_err(|e: herald::read::ReadError| {
                             ApiError::bad_request(e.to_string())
                         })?);
                 }
@@ -254,11 +258,13 @@ impl Options {
                     if let Some(message) = selector_errors::label_error(value) {
                         return Err(ApiError::bad_request(message));
                     }
-                    o.labels = Some(value.parse().map_err(|e: herald::SelectorError| {
-                        ApiError::bad_request(format!(
-                            "unable to parse requirement: labelSelector {value:?}: {e}"
-                        ))
-                    })?);
+                    o.labels = Some(value.parse().map_err(
+                        |e: herald::selector::SelectorError| {
+                            ApiError::bad_request(format!(
+                                "unable to parse requirement: labelSelector {value:?}: {e}"
+                            ))
+                        },
+                    )?);
                 }
                 "fieldSelector" if !value.is_empty() => {
                     parse_selector_len(name, value)?;
@@ -266,9 +272,11 @@ impl Options {
                     if let Some(message) = selector_errors::field_error(value) {
                         return Err(ApiError::bad_request(message));
                     }
-                    o.fields = Some(value.parse().map_err(|e: herald::SelectorError| {
-                        ApiError::bad_request(format!("invalid fieldSelector {value:?}: {e}"))
-                    })?);
+                    o.fields = Some(value.parse().map_err(
+                        |e: herald::selector::SelectorError| {
+                            ApiError::bad_request(format!("invalid fieldSelector {value:?}: {e}"))
+                        },
+                    )?);
                 }
                 "timeoutSeconds" => {
                     let n: u64 = value.parse().map_err(|_| {

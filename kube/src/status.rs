@@ -122,7 +122,7 @@ impl ApiError {
     /// 422 `Invalid`: list options that parse but break a rule (the
     /// apiserver's `ValidateListOptions`), as `NewInvalid` reports them
     /// for the kind `ListOptions` of `meta.k8s.io`. `error` reads
-    /// `field: Forbidden: rule`, as [`herald::OptionsError`] prints.
+    /// `field: Forbidden: rule`, as [`herald::options::OptionsError`] prints.
     pub fn invalid_options(error: impl std::fmt::Display) -> ApiError {
         let error = error.to_string();
         let (field, detail) = error.split_once(": ").unwrap_or(("", error.as_str()));

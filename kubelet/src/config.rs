@@ -4,7 +4,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use herald::{BackoffConfig, Clock, Object, SystemClock};
+use herald::Object;
+use herald::clock::{Clock, SystemClock};
+use herald::reflector::BackoffConfig;
 
 /// The reference's floor on the idle time (seeds/002 `minIdleTime`).
 pub const MIN_IDLE_TIME: Duration = Duration::from_secs(60);
@@ -73,7 +75,7 @@ impl ManagerConfig {
 
     /// The clock every time rule reads (idle times, the sync wait, the
     /// backoff, the recycling period): tests pass a
-    /// [`ManualClock`](herald::ManualClock).
+    /// [`ManualClock`](herald::clock::ManualClock).
     #[must_use]
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);

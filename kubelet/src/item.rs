@@ -23,7 +23,8 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
-use herald::{Backoff, Object};
+use herald::Object;
+use herald::reflector::Backoff;
 
 use crate::config::ManagerConfig;
 use crate::error::GetError;

@@ -28,9 +28,9 @@
 //! - **ends**: a watch that ends on its own (the upstream's history moved
 //!   on, a connection dropped) is opened again after a backoff; the last
 //!   state is served meanwhile, as the reference's reflector does;
-//! - **time** is read from the [`Clock`](herald::Clock) in the
+//! - **time** is read from the [`Clock`](herald::clock::Clock) in the
 //!   [`ManagerConfig`], so tests run on a
-//!   [`ManualClock`](herald::ManualClock).
+//!   [`ManualClock`](herald::clock::ManualClock).
 //!
 //! The watches come from an [`Upstream`]: [`EngineUpstream`] (an engine in
 //! the same process) or [`RemoteUpstream`] (a Herald, or an apiserver,

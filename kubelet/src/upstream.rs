@@ -15,10 +15,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_core::Stream;
-use herald::{
-    Engine, EventKind, FieldSelector, KeyScope, Object, ResourceVersionMatch, Watch, WatchItem,
-    WatchRequest,
-};
+use herald::rv::ResourceVersionMatch;
+use herald::selector::{FieldSelector, KeyScope};
+use herald::{Engine, EventKind, Object, Watch, WatchItem, WatchRequest};
 
 /// What an object's watch reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,9 +101,11 @@ pub(crate) fn object_key(namespace: &str, name: &str) -> String {
 
 /// `metadata.name=<name>`, the name escaped as the selector grammar wants
 /// (`\`, `,` and `=` are special in a value).
-pub(crate) fn object_selector(name: &str) -> Result<FieldSelector, herald::SelectorError> {
+pub(crate) fn object_selector(
+    name: &str,
+) -> Result<FieldSelector, herald::selector::SelectorError> {
     let mut sel = String::with_capacity(name.len() + 16);
-    sel.push_str(herald::FIELD_NAME);
+    sel.push_str(herald::object::FIELD_NAME);
     sel.push('=');
     for c in name.chars() {
         if matches!(c, '\\' | ',' | '=') {

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herald::{BackoffConfig, Change, Config, Engine, ManualClock, Object, Relist, Writer};
+use herald::clock::ManualClock;
+use herald::reflector::BackoffConfig;
+use herald::{Change, Config, Engine, Object, Relist, Writer};
 use herald_kubelet::{
     EngineUpstream, GetError, ManagerConfig, ManagerStats, ObjectManager, PodRefs,
 };

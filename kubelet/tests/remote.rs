@@ -9,7 +9,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use herald::{BackoffConfig, MemorySource, Object};
+use herald::Object;
+use herald::reflector::BackoffConfig;
+use herald::source::MemorySource;
 use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::{Decoder, ResourceInfo};
 use herald_kubelet::{GetError, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream};
@@ -78,7 +80,7 @@ impl Running {
             server
                 .resources()
                 .iter()
-                .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
+                .all(|r| r.engine().lifecycle() == herald::engine::Lifecycle::Ready)
         });
         Running {
             addr,

@@ -46,7 +46,7 @@ mod harness {
         }
     }
 
-    impl herald::Clock for FrozenClock {
+    impl herald::clock::Clock for FrozenClock {
         fn now(&self) -> Instant {
             self.0
         }

@@ -9,9 +9,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use herald::config::SlowWatchers;
+use herald::rv::ResourceVersionMatch;
+use herald::selector::KeyScope;
 use herald::{
-    Change, Config, EndReason, Engine, EventKind, KeyScope, Object, ResourceVersionMatch,
-    SlowWatchers, Watch, WatchItem, WatchRequest, Writer,
+    Change, Config, EndReason, Engine, EventKind, Object, Watch, WatchItem, WatchRequest, Writer,
 };
 use herald_loom_tests::{FrozenClock, model};
 use loom::thread;
@@ -45,7 +47,7 @@ fn recv(w: &mut Watch, n: usize) -> (Vec<(EventKind, u64)>, Option<EndReason>) {
 /// A queue of one, three changes (Added at 2, 3, 4), a consumer of `req`
 /// from rv 1 that starts late: it gets all three in order, once each.
 /// Returns the engine's counters after.
-fn three_in_order(config: Config, req: WatchRequest) -> herald::Stats {
+fn three_in_order(config: Config, req: WatchRequest) -> herald::stats::Stats {
     let (engine, mut writer) = engine(config);
     let mut w = engine.watch(req.resource_version(Some(1.into()))).unwrap();
     let consumer = thread::spawn(move || {

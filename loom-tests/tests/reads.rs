@@ -4,7 +4,8 @@
 //! names: never a change from past it, never one missing before it.
 #![cfg(herald_loom)]
 
-use herald::{Change, Config, Engine, ListRequest, Object, ReadAt};
+use herald::read::{ListRequest, ReadAt};
+use herald::{Change, Config, Engine, Object};
 use herald_loom_tests::{FrozenClock, model};
 use loom::thread;
 
@@ -13,7 +14,7 @@ fn obj(name: &str, v: &str) -> Object {
 }
 
 /// (key, label v, rv of the last change) of a list.
-fn state(items: &[herald::Item]) -> Vec<(String, String, u64)> {
+fn state(items: &[herald::object::Item]) -> Vec<(String, String, u64)> {
     items
         .iter()
         .map(|i| {

@@ -56,7 +56,8 @@ use etcd_client::{
     Client, CompactionOptions, DeleteOptions, GetOptions, WatchOptions, WatchResponse, WatchStream,
 };
 use futures_core::Stream;
-use herald::{Config, Engine, Reflector, ReflectorConfig, WatchRequest};
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::{Config, Engine, WatchRequest};
 use herald_etcd::{EtcdConfig, EtcdSource};
 use herald_kube::Decoder;
 use herald_testkit::etcd::{EtcdBinary, LocalEtcd};

@@ -362,7 +362,7 @@ impl Fleet {
 /// revision) each, as the apiserver writes them: a transaction of many
 /// keys at one revision is no change a cache can apply in order (the
 /// reflector re-lists past it), and a replica's first list reaches back
-/// over these ([`herald::ReflectorConfig::backfill`]).
+/// over these ([`herald::reflector::ReflectorConfig::backfill`]).
 fn seed(endpoint: &str) -> anyhow::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

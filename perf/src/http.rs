@@ -39,7 +39,7 @@
 //! watch) and the client's (its buffers); the table shows both ends and
 //! the server's share.
 //!
-//! [`MemorySource`]: herald::MemorySource
+//! [`MemorySource`]: herald::source::MemorySource
 
 use std::pin::Pin;
 use std::sync::Arc;

@@ -26,7 +26,7 @@ impl Lookup for ServedLookup {
         } else {
             format!("{namespace}/{name}")
         };
-        let got = r.engine.get(&key, herald::ReadAt::Any).ok()?;
+        let got = r.engine.get(&key, herald::read::ReadAt::Any).ok()?;
         Some(got.item.map(|item| {
             serde_json::from_slice::<serde_json::Value>(item.object.payload())
                 .map(|v| Object::from_json(&v))

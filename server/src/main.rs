@@ -527,7 +527,7 @@ async fn custom_resources(
         return Ok(Vec::new());
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while crds.engine().lifecycle() != herald::Lifecycle::Ready {
+    while crds.engine().lifecycle() != herald::engine::Lifecycle::Ready {
         if std::time::Instant::now() > deadline {
             return Err("--resources all: the CRDs were not listed within 60 s".into());
         }
@@ -535,7 +535,7 @@ async fn custom_resources(
     }
     let (engine, registry) = (crds.engine().clone(), args.etcd_prefix.clone());
     let found = tokio::task::spawn_blocking(move || {
-        herald_http::crds::customs(&engine, &registry, herald::ReadAt::Latest)
+        herald_http::crds::customs(&engine, &registry, herald::read::ReadAt::Latest)
     })
     .await?;
     let mut out = Vec::new();
@@ -585,7 +585,7 @@ fn service_ips(server: Arc<std::sync::OnceLock<Server>>) -> ServiceIps {
             .find(|r| r.info().qualified() == "services")?;
         let got = services
             .engine()
-            .get(&format!("{ns}/{name}"), herald::ReadAt::Any)
+            .get(&format!("{ns}/{name}"), herald::read::ReadAt::Any)
             .ok()?;
         let item = got.item?;
         let service: serde_json::Value = serde_json::from_slice(item.object.payload()).ok()?;
@@ -624,12 +624,12 @@ async fn follow_crds(
             return;
         };
         let at = crd_engine.resource_version();
-        if crd_engine.lifecycle() != herald::Lifecycle::Ready || seen == Some(at) {
+        if crd_engine.lifecycle() != herald::engine::Lifecycle::Ready || seen == Some(at) {
             continue;
         }
         seen = Some(at);
         let wanted =
-            herald_http::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
+            herald_http::crds::customs(&crd_engine, &args.etcd_prefix, herald::read::ReadAt::Any);
         for c in &wanted {
             let name = c.info.qualified();
             if builtin(&name, &args.etcd_prefix).is_some() || applied.get(&name) == Some(c) {

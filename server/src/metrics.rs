@@ -188,7 +188,7 @@ impl Collector for Server {
 }
 
 /// A figure of one resource, read at scrape time.
-type Pick<'a> = &'a dyn Fn(&Resource, &herald::Stats) -> u64;
+type Pick<'a> = &'a dyn Fn(&Resource, &herald::stats::Stats) -> u64;
 
 /// The collector of every served resource's figures.
 #[derive(Debug)]
@@ -518,13 +518,13 @@ impl Collector for Resources {
             (
                 "herald_applied_to_enqueued_seconds",
                 "From the writer applying a change to the dispatcher enqueuing it (sampled).",
-                (|s: &herald::Stats| s.applied_to_enqueued.clone())
-                    as fn(&herald::Stats) -> herald::Histogram,
+                (|s: &herald::stats::Stats| s.applied_to_enqueued.clone())
+                    as fn(&herald::stats::Stats) -> herald::stats::Histogram,
             ),
             (
                 "herald_enqueued_to_received_seconds",
                 "From the dispatcher enqueuing a change to a watch receiving it (sampled).",
-                |s: &herald::Stats| s.enqueued_to_received.clone(),
+                |s: &herald::stats::Stats| s.enqueued_to_received.clone(),
             ),
         ] {
             let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;

@@ -9,7 +9,7 @@
 //! A watch's delivery path pays two relaxed atomic stores per chunk (the
 //! last version it wrote) and one clock read each time it falls behind
 //! after being caught up; the listing reads the engine's racing
-//! counters ([`herald::WatchStopper::probe`]): a view, never a
+//! counters ([`herald::watch::WatchStopper::probe`]): a view, never a
 //! synchronisation point.
 
 use std::collections::HashMap;
@@ -18,7 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use herald::{Engine, WatchStopper};
+use herald::Engine;
+use herald::watch::WatchStopper;
 use serde_json::{Value, json};
 
 /// The open watches of a server.
@@ -177,7 +178,7 @@ impl Entry {
         let sent = self.sent_rv.load(Ordering::Relaxed);
         let behind_since = self.behind_since.load(Ordering::Relaxed);
         let caught_up = probe.queued == 0
-            && matches!(probe.state, herald::WatchState::Following)
+            && matches!(probe.state, herald::watch::WatchState::Following)
             && behind_since == 0;
         let seconds = if caught_up || behind_since == 0 {
             0.0

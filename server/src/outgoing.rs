@@ -5,7 +5,8 @@
 //! Runs on a read's blocking thread: a webhook is waited for there.
 
 use bytes::Bytes;
-use herald::{Item, ListResponse};
+use herald::object::Item;
+use herald::read::ListResponse;
 use herald_kube::ApiError;
 use herald_kube::encode::object_json;
 

@@ -21,7 +21,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use arc_swap::ArcSwapOption;
-use herald::{Engine, Lifecycle, ListRequest, ReadAt, WatchRequest};
+use herald::engine::Lifecycle;
+use herald::read::{ListRequest, ReadAt};
+use herald::{Engine, WatchRequest};
 use herald_auth::rbac::{Rbac, RbacBuilder};
 
 /// The RBAC resources, by group-qualified plural name, in the order

@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use herald::{Engine, Reflector};
+use herald::Engine;
+use herald::reflector::Reflector;
 use herald_kube::ResourceInfo;
 use herald_kube::encode::Restamps;
 

@@ -13,7 +13,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
-use herald::Lifecycle;
+use herald::engine::Lifecycle;
 use herald_kube::ApiError;
 use herald_kube::query::Pair;
 

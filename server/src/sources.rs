@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use herald::{Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Source};
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::source::{MemorySource, Source};
+use herald::{Config, Engine, Object};
 use herald_apiserver::ApiServer;
 #[cfg(feature = "etcd")]
 use herald_etcd::{EtcdConfig, EtcdSource};
@@ -318,7 +320,7 @@ mod tests {
         }
         assert!(matches!(
             fast.source().watch(1.into()).map(drop),
-            Err(herald::SourceError::Compacted { .. })
+            Err(herald::source::SourceError::Compacted { .. })
         ));
         let b = demo_pod(3, 10, 1);
         assert_ne!(a.field("status.phase"), b.field("status.phase"));

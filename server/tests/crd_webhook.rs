@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use futures::StreamExt;
-use herald::{MemorySource, Object};
+use herald::Object;
+use herald::source::MemorySource;
 use herald_http::crds::{Converter, custom_of};
 use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::table::Printer;
@@ -99,7 +100,7 @@ async fn lists_gets_and_watches_go_through_the_webhook() {
     let serving = server.clone();
     tokio::spawn(async move { serving.serve(listener, std::future::pending()).await });
     let deadline = Instant::now() + Duration::from_secs(30);
-    while server.resources()[0].engine().lifecycle() != herald::Lifecycle::Ready {
+    while server.resources()[0].engine().lifecycle() != herald::engine::Lifecycle::Ready {
         assert!(Instant::now() < deadline, "the engine never listed");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }

@@ -40,7 +40,7 @@ async fn serve(
         server
             .resources()
             .iter()
-            .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
+            .all(|r| r.engine().lifecycle() == herald::engine::Lifecycle::Ready)
     })
     .await;
     (server, url, tx, serving)

@@ -3,7 +3,8 @@
 //! payload).
 
 use bytes::Bytes;
-use herald::{Object, ObjectBuilder};
+use herald::Object;
+use herald::object::ObjectBuilder;
 
 /// The field selector's name for a pod's node.
 const NODE_FIELD: &str = "spec.nodeName";

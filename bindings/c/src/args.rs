@@ -4,9 +4,9 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use herald::{
-    FieldSelector, KeyScope, LabelSelector, Object, ResourceVersion, ResourceVersionMatch,
-};
+use herald::rv::ResourceVersionMatch;
+use herald::selector::{FieldSelector, KeyScope, LabelSelector};
+use herald::{Object, ResourceVersion};
 
 use crate::data::*;
 use crate::status::Error;

@@ -10,7 +10,7 @@
 //!   panics ([`HERALD_E_PANIC`]: a bug in Herald, reported, not a crash).
 //! - **Receiving** is a batch poll into a caller's array of borrowed views
 //!   ([`herald_watch_poll`]), valid until the next call on that watch (a
-//!   [`Lease`](herald::Lease) keeps what the batch was lent from: no copy and no count per
+//!   [`Lease`](herald::watch::Lease) keeps what the batch was lent from: no copy and no count per
 //!   event), and
 //!   an `eventfd` per watch set ([`herald_watch_set_fd`]) for an
 //!   `epoll`/`io_uring`/libuv loop: readable while a watch of the set may

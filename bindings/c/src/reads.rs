@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use herald::{Continue, ListRequest, ListResponse, ReadAt};
+use herald::read::{Continue, ListRequest, ListResponse, ReadAt};
 
 use crate::args::*;
 use crate::data::*;

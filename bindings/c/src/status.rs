@@ -6,7 +6,9 @@ use std::cell::RefCell;
 use std::ffi::c_char;
 use std::panic::AssertUnwindSafe;
 
-use herald::{ReadError, WatchError, WriteError};
+use herald::read::ReadError;
+use herald::watch::WatchError;
+use herald::writer::WriteError;
 
 use crate::handles::Stale;
 

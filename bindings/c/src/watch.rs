@@ -4,7 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use herald::{EndReason, EventKind, EventRef, Lease, Visited, Watch, WatchRequest, WatchStopper};
+use herald::watch::{EventRef, Lease, Visited, WatchStopper};
+use herald::{EndReason, EventKind, Watch, WatchRequest};
 
 use crate::args::*;
 use crate::data::*;

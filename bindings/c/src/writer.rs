@@ -1,6 +1,7 @@
 //! The writer: one change, a batch, a replace (a re-list), progress.
 
-use herald::{Change, ChangeKind, Relist, ResourceVersion, Writer};
+use herald::event::ChangeKind;
+use herald::{Change, Relist, ResourceVersion, Writer};
 
 use crate::args::*;
 use crate::data::*;

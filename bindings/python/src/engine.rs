@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use herald::{
-    Change, ChangeKind, Config, Continue, FieldSelector, KeyScope, LabelSelector, ListRequest,
-    ReadAt, Relist, ResourceVersion, ResourceVersionMatch, SlowWatchers, WatchRequest,
-};
+use herald::config::SlowWatchers;
+use herald::event::ChangeKind;
+use herald::read::{Continue, ListRequest, ReadAt};
+use herald::rv::ResourceVersionMatch;
+use herald::selector::{FieldSelector, KeyScope, LabelSelector};
+use herald::{Change, Config, Relist, ResourceVersion, WatchRequest};
 use pyo3::PyClassInitializer;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList};
@@ -160,7 +162,7 @@ pub(crate) struct Item {
 
 impl Item {
     /// A Python `Item` for one read item.
-    fn new(py: Python<'_>, item: herald::Item) -> PyResult<Bound<'_, Item>> {
+    fn new(py: Python<'_>, item: herald::object::Item) -> PyResult<Bound<'_, Item>> {
         let init = PyClassInitializer::from(Object { inner: item.object }).add_subclass(Item {
             resource_version: item.resource_version.get(),
         });
@@ -296,8 +298,8 @@ impl Engine {
     #[getter]
     fn lifecycle(&self) -> &'static str {
         match self.engine.lifecycle() {
-            herald::Lifecycle::Pending => "pending",
-            herald::Lifecycle::Ready => "ready",
+            herald::engine::Lifecycle::Pending => "pending",
+            herald::engine::Lifecycle::Ready => "ready",
             _ => "stopped",
         }
     }
@@ -469,7 +471,7 @@ impl Writer {
     fn with(
         &self,
         py: Python<'_>,
-        f: impl FnOnce(&mut herald::Writer) -> Result<(), herald::WriteError> + Send,
+        f: impl FnOnce(&mut herald::Writer) -> Result<(), herald::writer::WriteError> + Send,
     ) -> PyResult<()> {
         py.allow_threads(|| match lock(&self.writer).as_mut() {
             Some(w) => f(w).map_err(errors::write),

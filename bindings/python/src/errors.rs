@@ -2,7 +2,10 @@
 //! codes), and the conversions from the engine's errors.
 #![allow(unreachable_pub)] // `create_exception!` declares `pub` types.
 
-use herald::{ReadError, SelectorError, WatchError, WriteError};
+use herald::read::ReadError;
+use herald::selector::SelectorError;
+use herald::watch::WatchError;
+use herald::writer::WriteError;
 use pyo3::PyErr;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;

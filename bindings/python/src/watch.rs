@@ -31,7 +31,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use herald::{EndReason, EventKind, EventRef, WatchStopper};
+use herald::watch::{EventRef, WatchStopper};
+use herald::{EndReason, EventKind};
 use herald_ready::{Member, ReadySet};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::intern;

@@ -56,9 +56,9 @@
 //!
 //! A push that finds a queue full (or the watcher's overflow active) is
 //! the slow-watcher policy's (`policy/`): under
-//! [`SlowWatchers::Park`](crate::SlowWatchers::Park) an overflow or a park,
+//! [`SlowWatchers::Park`](crate::config::SlowWatchers::Park) an overflow or a park,
 //! and the dispatcher never waits; under
-//! [`SlowWatchers::TimeBudget`](crate::SlowWatchers::TimeBudget) the
+//! [`SlowWatchers::TimeBudget`](crate::config::SlowWatchers::TimeBudget) the
 //! handle is kept, and once the change's candidates are done the policy
 //! waits for those watchers out of the shared budget, the reference's
 //! round.
@@ -70,7 +70,7 @@
 //!
 //! ## Time
 //!
-//! Every rule reads the engine's [`Clock`](crate::Clock): the tick (jittered
+//! Every rule reads the engine's [`Clock`](crate::clock::Clock): the tick (jittered
 //! by up to a quarter, seeds/004 `wait.Jitter(time.Second, 0.25)`), the
 //! bookmark wheel, deadlines, the too-large wait and the budget.
 

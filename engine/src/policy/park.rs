@@ -1,4 +1,4 @@
-//! [`SlowWatchers::Park`](crate::SlowWatchers::Park): the dispatcher never
+//! [`SlowWatchers::Park`](crate::config::SlowWatchers::Park): the dispatcher never
 //! waits. A selective watcher whose queue is full gets the handle in its
 //! overflow while it holds fewer than [`Config::spill_limit`] handles and
 //! all overflows together fewer than [`Config::spill_budget`]; past

@@ -1,4 +1,4 @@
-//! [`SlowWatchers::TimeBudget`](crate::SlowWatchers::TimeBudget): the
+//! [`SlowWatchers::TimeBudget`](crate::config::SlowWatchers::TimeBudget): the
 //! reference's rule (seeds/004 `dispatchEvent`, `timeBudget`). Each change
 //! is a round: a non-blocking push to every candidate first; then, if some
 //! queues were full, the round takes the whole time budget and waits for

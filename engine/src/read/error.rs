@@ -11,10 +11,11 @@ use crate::rv::ResourceVersion;
 use crate::source::{SourceError, UpstreamError};
 
 /// A continue token this engine refuses as one it could not have issued
-/// ([`ReadError::InvalidContinue`]); see the [rules](crate::Continue#rules).
+/// ([`ReadError::InvalidContinue`]); see the [rules](crate::read::Continue#rules).
 ///
 /// ```
 /// use herald::*;
+/// use herald::read::{Continue, InvalidContinue, ReadError};
 /// let err = "h2.nope".parse::<Continue>().unwrap_err();
 /// match err {
 ///     ReadError::InvalidContinue(InvalidContinue::Malformed(m)) => assert_eq!(m.input(), "h2.nope"),
@@ -24,7 +25,7 @@ use crate::source::{SourceError, UpstreamError};
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum InvalidContinue {
-    /// The text is not a token in the [format](crate::Continue#format).
+    /// The text is not a token in the [format](crate::read::Continue#format).
     Malformed(MalformedContinue),
     /// The token names a version above the one the engine has reached.
     VersionNotReached {
@@ -62,6 +63,7 @@ impl fmt::Display for InvalidContinue {
 ///
 /// ```
 /// use herald::*;
+/// use herald::read::{Continue, InvalidContinue, ReadError};
 /// let long = format!("h1.{}", "7".repeat(1 << 20));
 /// let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = long.parse::<Continue>() else {
 ///     panic!()
@@ -87,6 +89,7 @@ impl MalformedContinue {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::{Continue, InvalidContinue, ReadError};
     /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "h2.00000000000000zz.0.0.".parse::<Continue>() else { panic!() };
     /// assert_eq!(m.reason(), "malformed engine id");
     /// ```
@@ -98,6 +101,7 @@ impl MalformedContinue {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::{Continue, InvalidContinue, ReadError};
     /// # let Err(ReadError::InvalidContinue(InvalidContinue::Malformed(m))) = "abc".parse::<Continue>() else { panic!() };
     /// assert_eq!(m.input(), "abc");
     /// ```
@@ -114,7 +118,7 @@ impl fmt::Display for MalformedContinue {
 
 /// Why a cache cannot serve a read now: it has not been listed yet, or it
 /// lost its source (the engine fell back to
-/// [`Lifecycle::Pending`](crate::Lifecycle::Pending) with
+/// [`Lifecycle::Pending`](crate::engine::Lifecycle::Pending) with
 /// [`Writer::mark_unready`](crate::Writer::mark_unready)). Retry after
 /// [`NotReady::retry_after`]; [`NotReady::cause`] says what the source
 /// last failed with. An HTTP front answers 429 with `Retry-After`, as the
@@ -159,6 +163,8 @@ impl fmt::Display for NotReady {
 ///
 /// ```
 /// use herald::*;
+/// use herald::config::ConfigError;
+/// use herald::read::{ReadAt, ReadError};
 /// let (engine, _writer) = Engine::new(Config::default())?;
 /// let Err(ReadError::NotReady(why)) = engine.get("ns/a", ReadAt::Any) else { panic!() };
 /// assert_eq!(why.retry_after(), std::time::Duration::from_secs(1));
@@ -187,6 +193,7 @@ pub enum ReadError {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::{ListRequest, ReadError};
     /// let obj = |n: &str| Object::builder("ns", n).build();
     /// let (a, mut wa) = Engine::new(Config::default())?;
     /// let (b, mut wb) = Engine::new(Config::default())?;
@@ -206,7 +213,7 @@ pub enum ReadError {
     )]
     ContinueWithResourceVersion,
     /// The read waited for a version, and its
-    /// [`ReadCancel`](crate::ReadCancel) was cancelled.
+    /// [`ReadCancel`](crate::read::ReadCancel) was cancelled.
     Cancelled,
     /// The request's options break one of Kubernetes' rules for a read
     /// (see [`OptionsError`]).

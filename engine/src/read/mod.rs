@@ -5,7 +5,7 @@
 //! # Snapshots
 //!
 //! The writer keeps the state in persistent maps (`store.rs`): a clone is
-//! O(1) and a change costs O(log n) by path copying. A [`View`] — the
+//! O(1) and a change costs O(log n) by path copying. A `View` — the
 //! state, the ring position and version it reflects — is published through
 //! an `ArcSwap`:
 //!
@@ -22,13 +22,13 @@
 //! copies it (64 entries, an `Arc` increment each), where an unshared map
 //! is changed in place. Publishing after every 32 changes, unasked, halved
 //! the writer's rate in the kubelet-shaped perf run. So a reader whose view
-//! is more than [`VIEW_EVERY`] records behind raises `view_wanted`, and the
-//! writer publishes at its next change (one `Relaxed` load per change
-//! otherwise). A view more than [`MAX_LAG`] records behind (a writer that
-//! has gone quiet, or has raced ahead) is not replayed: the reader takes
-//! the writer's lock for an O(1) clone and publishes that: a critical
-//! section of a few reference counts, never a walk, and the view it
-//! publishes serves every reader until the writer has moved [`MAX_LAG`]
+//! is more than `VIEW_EVERY` (32) records behind raises `view_wanted`, and
+//! the writer publishes at its next change (one `Relaxed` load per change
+//! otherwise). A view more than `MAX_LAG` (256) records behind (a writer
+//! that has gone quiet, or has raced ahead) is not replayed: the reader
+//! takes the writer's lock for an O(1) clone and publishes that: a
+//! critical section of a few reference counts, never a walk, and the view
+//! it publishes serves every reader until the writer has moved `MAX_LAG`
 //! records on. A re-list always publishes.
 //!
 //! The current version is loaded before the ring's head: every change at

@@ -19,13 +19,13 @@ pub enum ReadAt {
     /// `resourceVersion=R`, match `NotOlderThan`): waits up to
     /// [`Config::too_large_timeout`](crate::Config::too_large_timeout)
     /// (for the first list too), then
-    /// [`ReadError::TooLargeResourceVersion`](crate::ReadError::TooLargeResourceVersion) (or `NotReady`).
+    /// [`ReadError::TooLargeResourceVersion`](crate::read::ReadError::TooLargeResourceVersion) (or `NotReady`).
     NotOlderThan(ResourceVersion),
     /// The state exactly at this version (match `Exact`), anywhere in the
     /// history window; a future version waits as `NotOlderThan` does.
     Exact(ResourceVersion),
     /// The most recent state (Kubernetes' unset `resourceVersion`: a
-    /// consistent read): with a [`Reflector`](crate::Reflector) driving
+    /// consistent read): with a [`Reflector`](crate::reflector::Reflector) driving
     /// the engine, the present once the cache has reached the source's
     /// current revision (it asks the source, and for progress while it
     /// waits); without one, the present, as [`ReadAt::Any`].
@@ -40,7 +40,9 @@ impl ReadAt {
     /// without a version, or `Exact` at `0`, is refused.
     ///
     /// ```
-    /// use herald::{OptionsError, ReadAt, ResourceVersionMatch::*};
+    /// use herald::options::OptionsError;
+    /// use herald::read::ReadAt;
+    /// use herald::rv::ResourceVersionMatch::*;
     /// assert_eq!(ReadAt::for_get(None, None), Ok(ReadAt::Latest));
     /// assert_eq!(ReadAt::for_get(Some(0.into()), Some(NotOlderThan)), Ok(ReadAt::Any));
     /// assert_eq!(ReadAt::for_get(Some(5.into()), Some(Exact)), Ok(ReadAt::Exact(5.into())));
@@ -63,7 +65,9 @@ impl ReadAt {
     /// other version is refused.
     ///
     /// ```
-    /// use herald::{OptionsError, ReadAt, ResourceVersionMatch::*};
+    /// use herald::options::OptionsError;
+    /// use herald::read::ReadAt;
+    /// use herald::rv::ResourceVersionMatch::*;
     /// assert_eq!(ReadAt::for_list(Some(5.into()), None, false, false), Ok(ReadAt::NotOlderThan(5.into())));
     /// assert_eq!(ReadAt::for_list(Some(5.into()), None, true, false), Ok(ReadAt::Exact(5.into())));
     /// assert_eq!(ReadAt::for_list(Some(0.into()), None, true, true), Ok(ReadAt::Latest));
@@ -111,13 +115,14 @@ impl ReadAt {
 /// What to list. Built with chained setters.
 ///
 /// ```
-/// use herald::{KeyScope, ListRequest, ReadAt};
+/// use herald::read::{ListRequest, ReadAt};
+/// use herald::selector::KeyScope;
 /// let req = ListRequest::new()
 ///     .scope(KeyScope::prefix("team-a"))
 ///     .fields("spec.nodeName=node-7".parse()?)
 ///     .at(ReadAt::Exact(42.into()))
 ///     .limit(500);
-/// # Ok::<(), herald::SelectorError>(())
+/// # Ok::<(), herald::selector::SelectorError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ListRequest {
@@ -164,7 +169,7 @@ impl ListRequest {
 
     /// Ends the list's wait for a version (at
     /// [`ReadAt::NotOlderThan`], [`ReadAt::Exact`] or [`ReadAt::Latest`])
-    /// with [`ReadError::Cancelled`](crate::ReadError::Cancelled) as soon as
+    /// with [`ReadError::Cancelled`](crate::read::ReadError::Cancelled) as soon as
     /// `cancel` is cancelled, from any thread (a client hung up). A read
     /// that does not wait is not affected.
     pub fn cancel_on(mut self, cancel: &ReadCancel) -> Self {
@@ -213,6 +218,7 @@ pub struct ListResponse {
 ///
 /// ```
 /// # use herald::*;
+/// # use herald::read::{ListRequest, ReadAt, ReadCancel, ReadError};
 /// let (engine, mut writer) = Engine::new(Config::default())?;
 /// writer.replace(Relist::new([], 1.into()))?;
 /// let cancel = ReadCancel::new();

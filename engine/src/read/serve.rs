@@ -64,12 +64,12 @@ impl Shared {
     }
 
     /// A consistent list served from the source itself (its progress
-    /// cannot be trusted; [`crate::Source::progress_is_reliable`]), as a
+    /// cannot be trusted; [`crate::source::Source::progress_is_reliable`]), as a
     /// state at the source's revision in the engine's generation; also a
     /// list not older than a version the cache has not reached (the cache
     /// would wait for progress that does not come), when the source's
     /// revision is at least that version, and a list exactly at such a
-    /// version, when the source can read it ([`crate::Source::list_at`]).
+    /// version, when the source can read it ([`crate::source::Source::list_at`]).
     fn list_through(
         &self,
         at: ReadAt,

@@ -49,6 +49,7 @@ use crate::rv::ResourceVersion;
 ///
 /// ```
 /// use herald::*;
+/// use herald::read::{Continue, ListRequest};
 /// let (engine, mut writer) = Engine::new(Config::default())?;
 /// let obj = |n: &str| Object::builder("ns", n).build();
 /// writer.replace(Relist::new([obj("a"), obj("b"), obj("c")], 10.into()))?;
@@ -75,6 +76,7 @@ impl Continue {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::read::ListRequest;
     /// # let (engine, mut writer) = Engine::new(Config::default())?;
     /// # writer.replace(Relist::new([Object::builder("ns", "a").build(), Object::builder("ns", "b").build()], 7.into()))?;
     /// let page = engine.list(&ListRequest::new().limit(1))?;

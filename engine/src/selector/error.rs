@@ -35,7 +35,7 @@ impl Syntax {
 /// `char` boundary) and what was wrong ([`kind`](Self::kind)).
 ///
 /// ```
-/// use herald::{LabelSelector, SelectorErrorKind};
+/// use herald::selector::{LabelSelector, SelectorErrorKind};
 ///
 /// let err = LabelSelector::parse("app in (web").unwrap_err();
 /// assert_eq!(err.position(), 11);

@@ -33,7 +33,7 @@ use super::lexer::write_joined;
 /// allocates.
 ///
 /// ```
-/// use herald::FieldSelector;
+/// use herald::selector::FieldSelector;
 ///
 /// let sel: FieldSelector = r"status.phase!=Failed,metadata.name=a\,b".parse()?;
 /// assert_eq!(sel.to_string(), r"metadata.name=a\,b,status.phase!=Failed");
@@ -44,7 +44,7 @@ use super::lexer::write_joined;
 ///     _ => None,
 /// };
 /// assert!(sel.matches(get));
-/// # Ok::<(), herald::SelectorError>(())
+/// # Ok::<(), herald::selector::SelectorError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct FieldSelector {
@@ -67,7 +67,7 @@ impl FieldSelector {
     /// [`UnescapedChar`]: SelectorErrorKind::UnescapedChar
     ///
     /// ```
-    /// use herald::{FieldSelector, SelectorErrorKind};
+    /// use herald::selector::{FieldSelector, SelectorErrorKind};
     ///
     /// let err = FieldSelector::parse("a=b,spec.nodeName").unwrap_err();
     /// assert_eq!(err.position(), 4);
@@ -128,12 +128,12 @@ impl FieldSelector {
     /// first term that fails.
     ///
     /// ```
-    /// use herald::FieldSelector;
+    /// use herald::selector::FieldSelector;
     ///
     /// let sel = FieldSelector::parse("spec.nodeName=")?;
     /// assert!(sel.matches(|_| None));
     /// assert!(!sel.matches(|_| Some("node-1")));
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     pub fn matches<'v>(&self, get: impl Fn(&str) -> Option<&'v str>) -> bool {
         self.terms.iter().all(|t| t.matches_value(get(&t.field)))
@@ -145,12 +145,12 @@ impl FieldSelector {
     /// route watchers through an index on `field`.
     ///
     /// ```
-    /// use herald::FieldSelector;
+    /// use herald::selector::FieldSelector;
     ///
     /// let sel = FieldSelector::parse("spec.nodeName==n1,metadata.name!=x")?;
     /// assert_eq!(sel.requires_exact("spec.nodeName"), Some("n1"));
     /// assert_eq!(sel.requires_exact("metadata.name"), None);
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     #[must_use]
     pub fn requires_exact(&self, field: &str) -> Option<&str> {

@@ -40,7 +40,7 @@ use super::validate;
 ///
 /// ```
 /// use std::collections::HashMap;
-/// use herald::LabelSelector;
+/// use herald::selector::LabelSelector;
 ///
 /// let sel: LabelSelector = "tier in (web, api), env != dev, !canary".parse()?;
 /// assert_eq!(sel.to_string(), "!canary,env!=dev,tier in (api,web)");
@@ -50,7 +50,7 @@ use super::validate;
 ///
 /// let labels = HashMap::from([("tier", "web"), ("canary", "true")]);
 /// assert!(!sel.matches(|k| labels.get(k).copied()));
-/// # Ok::<(), herald::SelectorError>(())
+/// # Ok::<(), herald::selector::SelectorError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct LabelSelector {
@@ -67,7 +67,7 @@ impl LabelSelector {
     /// non-integer bound for `>`/`<`.
     ///
     /// ```
-    /// use herald::{LabelSelector, SelectorErrorKind};
+    /// use herald::selector::{LabelSelector, SelectorErrorKind};
     ///
     /// let sel = LabelSelector::parse("app = web, release")?;
     /// assert_eq!(sel.requirements().len(), 2);
@@ -75,7 +75,7 @@ impl LabelSelector {
     /// let err = LabelSelector::parse("app web").unwrap_err();
     /// assert_eq!(err.position(), 4);
     /// assert!(matches!(err.kind(), SelectorErrorKind::UnexpectedChar { found: 'w', .. }));
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     pub fn parse(input: &str) -> Result<Self, SelectorError> {
         let mut requirements = Parser {
@@ -115,14 +115,14 @@ impl LabelSelector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use herald::LabelSelector;
+    /// use herald::selector::LabelSelector;
     ///
     /// let labels: BTreeMap<String, String> =
     ///     [("replicas".to_owned(), "5".to_owned())].into();
     /// let get = |k: &str| labels.get(k).map(String::as_str);
     /// assert!(LabelSelector::parse("replicas>3, app!=web")?.matches(get));
     /// assert!(!LabelSelector::parse("replicas<3")?.matches(get));
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     pub fn matches<'v>(&self, get: impl Fn(&str) -> Option<&'v str>) -> bool {
         self.requirements
@@ -137,12 +137,12 @@ impl LabelSelector {
     /// requirement even when another requirement on `key` sorts first.)
     ///
     /// ```
-    /// use herald::LabelSelector;
+    /// use herald::selector::LabelSelector;
     ///
     /// let sel = LabelSelector::parse("app notin (db), app in (web), tier")?;
     /// assert_eq!(sel.requires_exact("app"), Some("web"));
     /// assert_eq!(sel.requires_exact("tier"), None);
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     #[must_use]
     pub fn requires_exact(&self, key: &str) -> Option<&str> {
@@ -250,14 +250,14 @@ impl LabelRequirement {
     /// allocate.
     ///
     /// ```
-    /// use herald::LabelSelector;
+    /// use herald::selector::LabelSelector;
     ///
     /// let sel = LabelSelector::parse("tier notin (db)")?;
     /// let req = &sel.requirements()[0];
     /// assert!(req.matches_value(None));
     /// assert!(req.matches_value(Some("web")));
     /// assert!(!req.matches_value(Some("db")));
-    /// # Ok::<(), herald::SelectorError>(())
+    /// # Ok::<(), herald::selector::SelectorError>(())
     /// ```
     #[must_use]
     pub fn matches_value(&self, value: Option<&str>) -> bool {

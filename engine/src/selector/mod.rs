@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use std::collections::HashMap;
-//! use herald::{FieldSelector, LabelSelector};
+//! use herald::selector::{FieldSelector, LabelSelector};
 //!
 //! let labels: LabelSelector = "app=web,tier notin (db)".parse()?;
 //! let fields: FieldSelector = "spec.nodeName=node-1".parse()?;
@@ -36,7 +36,7 @@
 //! assert!(labels.matches(|k| pod_labels.get(k).copied()));
 //! assert!(fields.matches(|f| pod_fields.get(f).copied()));
 //! assert_eq!(fields.requires_exact("spec.nodeName"), Some("node-1"));
-//! # Ok::<(), herald::SelectorError>(())
+//! # Ok::<(), herald::selector::SelectorError>(())
 //! ```
 
 mod error;

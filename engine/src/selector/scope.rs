@@ -4,7 +4,7 @@
 /// Which keys a watch covers.
 ///
 /// ```
-/// use herald::KeyScope;
+/// use herald::selector::KeyScope;
 /// let s = KeyScope::prefix("team-a");
 /// assert!(s.contains("team-a/web-1"));
 /// assert!(!s.contains("team-ab/web-1"));

@@ -54,8 +54,8 @@ const UID_FIELD: &str = "metadata.uid";
 ///
 /// ```
 /// // The FNV-1a test vectors.
-/// assert_eq!(herald::fnv1a64(b""), 0xcbf29ce484222325);
-/// assert_eq!(herald::fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+/// assert_eq!(herald::selector::fnv1a64(b""), 0xcbf29ce484222325);
+/// assert_eq!(herald::selector::fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
 /// ```
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -80,7 +80,7 @@ impl ShardRange {
     /// `[start, end)` on `key`; `None` unless `start < end <= 2^64`.
     ///
     /// ```
-    /// use herald::{ShardKey, ShardRange};
+    /// use herald::selector::{ShardKey, ShardRange};
     /// let all = ShardRange::new(ShardKey::Uid, 0, 1 << 64).unwrap();
     /// assert!(all.contains(u64::MAX));
     /// assert!(ShardRange::new(ShardKey::Uid, 5, 5).is_none());
@@ -93,7 +93,7 @@ impl ShardRange {
     /// boundaries at `floor(i * 2^64 / n)`); `None` unless `i < n`.
     ///
     /// ```
-    /// use herald::{ShardKey, ShardRange};
+    /// use herald::selector::{ShardKey, ShardRange};
     /// let half = ShardRange::nth(ShardKey::Uid, 1, 2).unwrap();
     /// assert_eq!(half.to_string(), "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')");
     /// ```
@@ -147,6 +147,7 @@ impl fmt::Display for ShardRange {
 ///
 /// ```
 /// use herald::*;
+/// use herald::selector::{ShardSelector, ShardSelectorError};
 /// let s: ShardSelector =
 ///     "shardRange(object.metadata.uid, '0x0', '0x8000000000000000')".parse()?;
 /// // Kubernetes uids are UUIDs: their hashes spread over the space.
@@ -174,7 +175,7 @@ impl ShardSelector {
     /// [`MAX_SHARD_RANGES`] (every change would pay for each range).
     ///
     /// ```
-    /// use herald::{ShardKey, ShardRange, ShardSelector, MAX_SHARD_RANGES};
+    /// use herald::selector::{MAX_SHARD_RANGES, ShardKey, ShardRange, ShardSelector};
     /// let r = ShardRange::nth(ShardKey::Uid, 0, 2).unwrap();
     /// assert!(ShardSelector::new([r]).is_ok());
     /// assert!(ShardSelector::new(vec![r; MAX_SHARD_RANGES + 1]).is_err());
@@ -233,7 +234,7 @@ impl fmt::Display for ShardSelector {
 /// A shard selector that does not parse: where, and why.
 ///
 /// ```
-/// let err = "shardRange(object.metadata.name, '0x0', '0x1')".parse::<herald::ShardSelector>().unwrap_err();
+/// let err = "shardRange(object.metadata.name, '0x0', '0x1')".parse::<herald::selector::ShardSelector>().unwrap_err();
 /// assert_eq!(err.position(), 11);
 /// assert_eq!(err.to_string(), "invalid shard selector at byte 11: the path must be object.metadata.uid or object.metadata.namespace");
 /// ```

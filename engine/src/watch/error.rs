@@ -23,7 +23,7 @@ pub enum WatchError {
     /// The watch starts at the most recent version (a watch-list, or
     /// `send_initial_events(false)`, without a resource version), and the
     /// engine's source could not say which that is (see
-    /// [`Reflector`](crate::Reflector)).
+    /// [`Reflector`](crate::reflector::Reflector)).
     Upstream(ReadError),
 }
 

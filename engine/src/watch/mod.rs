@@ -1,4 +1,26 @@
-//! A watch, one room per part:
+//! Watches: ask with a [`WatchRequest`] ([`Engine::watch`](crate::Engine::watch)),
+//! receive from the [`Watch`] it returns (owned events, or [`EventRef`]s
+//! lent from the history ring, in batches, or as a
+//! [`futures_core::Stream`]), stop it from another thread with a
+//! [`WatchStopper`], and see where it stands with a [`WatchProbe`]. A
+//! watch that could not start says why with a [`WatchError`]; one that
+//! ended says why with its last item,
+//! [`WatchItem::End`](crate::WatchItem::End).
+//!
+//! ```
+//! use herald::watch::TryRecvError;
+//! use herald::*;
+//!
+//! let (engine, mut writer) = Engine::new(Config::default())?;
+//! writer.replace(Relist::new([Object::builder("ns", "a").build()], 1.into()))?;
+//! let mut watch = engine.watch(WatchRequest::new())?;
+//! let Some(WatchItem::Event(a)) = watch.recv() else { panic!() };
+//! assert_eq!((a.kind(), a.resource_version().get()), (EventKind::Added, 1));
+//! assert_eq!(watch.try_recv(), Err(TryRecvError::Empty));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Files
 //!
 //! | file | holds |
 //! | --- | --- |

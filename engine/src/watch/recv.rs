@@ -134,6 +134,7 @@ impl Watch {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::watch::RecvTimeoutError;
     /// # use std::time::Duration;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([], 1.into()))?;
@@ -150,6 +151,7 @@ impl Watch {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::watch::TryRecvError;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new().resource_version(Some(1.into())))?;
@@ -235,6 +237,7 @@ impl Watch {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::watch::Lease;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").payload("A").build()], 1.into()))?;
     /// let mut watch = engine.watch(WatchRequest::new())?;
@@ -368,6 +371,7 @@ impl Watch {
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::watch::Lease;
     /// use std::task::{Context, Poll, Waker};
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([], 1.into()))?;

@@ -16,13 +16,14 @@ use crate::watcher::{Route, Start, WatcherSpec};
 /// What to watch and from where. Built with chained setters.
 ///
 /// ```
-/// use herald::{KeyScope, WatchRequest};
+/// use herald::WatchRequest;
+/// use herald::selector::KeyScope;
 /// let req = WatchRequest::new()
 ///     .scope(KeyScope::prefix("team-a"))
 ///     .labels("app in (web,api),tier!=canary".parse()?)
 ///     .fields("spec.nodeName=node-7".parse()?)
 ///     .resource_version(Some(42.into()));
-/// # Ok::<(), herald::SelectorError>(())
+/// # Ok::<(), herald::selector::SelectorError>(())
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct WatchRequest {
@@ -64,7 +65,7 @@ impl WatchRequest {
     /// // `?resourceVersion=` from a request's query string:
     /// let rv = ResourceVersion::parse_param("1234")?;
     /// let req = WatchRequest::new().resource_version(rv);
-    /// # Ok::<(), herald::InvalidResourceVersion>(())
+    /// # Ok::<(), herald::rv::InvalidResourceVersion>(())
     /// ```
     pub fn resource_version(mut self, rv: Option<ResourceVersion>) -> Self {
         self.resource_version = rv;
@@ -86,12 +87,13 @@ impl WatchRequest {
     /// | `false` | changes after the most recent version | changes after the cache's version | changes after `R` |
     ///
     /// "The most recent version" is the source's current revision when a
-    /// [`Reflector`](crate::Reflector) drives the engine (a consistent
+    /// [`Reflector`](crate::reflector::Reflector) drives the engine (a consistent
     /// start: the watch waits until the cache holds it, asking the source
     /// for progress meanwhile); without one, the cache's own version.
     ///
     /// ```
     /// # use herald::*;
+    /// # use herald::rv::ResourceVersionMatch;
     /// let (engine, mut writer) = Engine::new(Config::default())?;
     /// writer.replace(Relist::new([Object::builder("ns", "a").build()], 7.into()))?;
     /// let mut w = engine.watch(
@@ -114,7 +116,7 @@ impl WatchRequest {
     /// Kubernetes' `resourceVersionMatch` for a watch: only
     /// `NotOlderThan`, and only with
     /// [`send_initial_events`](WatchRequest::send_initial_events); anything
-    /// else is refused with [`WatchError::InvalidOptions`](crate::WatchError::InvalidOptions).
+    /// else is refused with [`WatchError::InvalidOptions`](crate::watch::WatchError::InvalidOptions).
     pub fn resource_version_match(mut self, rvm: ResourceVersionMatch) -> Self {
         self.resource_version_match = Some(rvm);
         self

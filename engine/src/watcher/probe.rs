@@ -1,7 +1,7 @@
 //! [`WatchProbe`]: where a watch stands, for an operator's view
-//! ([`WatchStopper::probe`](crate::WatchStopper::probe)).
+//! ([`WatchStopper::probe`](crate::watch::WatchStopper::probe)).
 
-/// Where a watch stands, as [`WatchStopper::probe`](crate::WatchStopper::probe) saw it.
+/// Where a watch stands, as [`WatchStopper::probe`](crate::watch::WatchStopper::probe) saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchProbe {
     /// Its state.

@@ -35,7 +35,7 @@
 //!
 //! # Parking
 //!
-//! Under [`SlowWatchers::Park`](crate::SlowWatchers::Park) a full queue
+//! Under [`SlowWatchers::Park`](crate::config::SlowWatchers::Park) a full queue
 //! never makes the dispatcher wait (after KEP-6268 "stall and resume" and
 //! etcd's client cache). It parks the watcher at the change
 //! that did not fit and moves on. The consumer, seeing "parked", discards
@@ -610,7 +610,7 @@ impl WatcherShared {
     }
 
     /// Any thread: where the watcher stands and how much waits for its
-    /// consumer ([`WatchStopper::probe`](crate::WatchStopper::probe)):
+    /// consumer ([`WatchStopper::probe`](crate::watch::WatchStopper::probe)):
     /// racing loads, an operator's view.
     pub(crate) fn probe(&self) -> WatchProbe {
         // Relaxed: a statistic (the lock below orders the overflow's

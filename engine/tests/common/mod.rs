@@ -7,6 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use herald::event::ChangeKind;
+use herald::selector::{FieldSelector, KeyScope, LabelSelector};
+use herald::watch::RecvTimeoutError;
 use herald::*;
 use herald_testkit::pod;
 

@@ -29,7 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use herald::{MemorySource, Object};
+use herald::Object;
+use herald::source::MemorySource;
 use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 

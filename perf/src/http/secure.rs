@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use anyhow::Context as _;
-use herald::{MemorySource, Object};
+use herald::Object;
+use herald::source::MemorySource;
 use herald_http::{Resource, resource_on};
 use herald_kube::builtin::{REGISTRY, builtin};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use herald::{
-    Change, Config, Engine, MemorySource, Object, Reflector, ReflectorConfig, Relist, SlowWatchers,
-    Watch, WatchItem, WatchRequest, Writer,
-};
+use herald::config::SlowWatchers;
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::source::MemorySource;
+use herald::{Change, Config, Engine, Object, Relist, Watch, WatchItem, WatchRequest, Writer};
 
 use crate::system::{Drained, Publisher, Spec, Subscriber, System};
 use crate::workload::{Filter, Workload, node_name, pod_name};

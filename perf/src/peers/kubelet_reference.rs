@@ -26,10 +26,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use herald::{
-    Engine, EventKind, FieldSelector, KeyScope, ListRequest, Object, ReadAt, WatchItem,
-    WatchRequest,
-};
+use herald::read::{ListRequest, ReadAt};
+use herald::selector::{FieldSelector, KeyScope};
+use herald::{Engine, EventKind, Object, WatchItem, WatchRequest};
 use tokio::sync::watch;
 
 /// The port's object cache.

@@ -5,7 +5,8 @@
 //! how objects convert between versions, and the key prefix
 //! (`<registry>/<group>/<plural>/`).
 
-use herald::{Engine, ListRequest, ReadAt};
+use herald::Engine;
+use herald::read::{ListRequest, ReadAt};
 use herald_kube::ResourceInfo;
 use herald_kube::table::CrdColumns;
 use serde_json::Value;

@@ -11,7 +11,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald::{MemorySource, Object, Source, SourceError};
+use herald::Object;
+use herald::source::{MemorySource, Source, SourceError};
 use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use serde_json::json;
@@ -162,7 +163,7 @@ pub async fn start_on(store: &Store, addr: SocketAddr, config: ServerConfig) -> 
             .server
             .resources()
             .iter()
-            .all(|r| r.engine().lifecycle() == herald::Lifecycle::Ready)
+            .all(|r| r.engine().lifecycle() == herald::engine::Lifecycle::Ready)
     })
     .await;
     running

@@ -2,7 +2,7 @@
 //! (`/api/v1`, `/apis`, each group's preferred version): those that can
 //! be listed and watched, subresources left out.
 
-use herald::SourceError;
+use herald::source::SourceError;
 use herald_kube::ResourceInfo;
 use serde::Deserialize;
 

@@ -1,4 +1,4 @@
-//! Herald's Kubernetes API upstream: a [`Source`](herald::Source) that
+//! Herald's Kubernetes API upstream: a [`Source`](herald::source::Source) that
 //! lists and watches one resource through kube-apiserver, for a Herald
 //! in front of a cluster whose etcd it cannot read (a managed cluster,
 //! an operator who will not hand etcd out).

@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use herald::{Item, Listing, ResourceVersion, SourceError};
+use herald::ResourceVersion;
+use herald::object::Item;
+use herald::source::{Listing, SourceError};
 use herald_kube::{Decoder, Undecodable};
 use tokio::sync::watch as notify;
 

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use herald::{Listing, ResourceVersion, Source, SourceError, SourceWatch};
+use herald::ResourceVersion;
+use herald::source::{Listing, Source, SourceError, SourceWatch};
 use herald_kube::{Decoder, ResourceInfo, Undecodable, UndecodableReport, proto};
 use tokio::sync::watch as notify;
 

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herald::{Change, ResourceVersion, SourceError, SourceEvent, SourceWatch};
+use herald::source::{SourceError, SourceEvent, SourceWatch};
+use herald::{Change, ResourceVersion};
 use serde_json::Value;
 use tokio::sync::oneshot;
 

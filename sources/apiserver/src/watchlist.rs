@@ -8,7 +8,9 @@
 //! apiserver that refuses it (a 4xx such as 422, from a release or
 //! configuration without it) gets paged lists from then on.
 
-use herald::{Item, Listing, ResourceVersion};
+use herald::ResourceVersion;
+use herald::object::Item;
+use herald::source::Listing;
 
 use crate::conn::{Failure, status_object};
 use crate::shared::{Shared, bump, parse_rv};

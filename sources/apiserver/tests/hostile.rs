@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use herald::{
-    Config, Engine, ReadAt, Reflector, ReflectorConfig, Source, SourceError, SourceEvent,
-};
+use herald::read::ReadAt;
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::source::{Source, SourceError, SourceEvent};
+use herald::{Config, Engine};
 use herald_apiserver::{ApiServer, ApiServerConfig, ConnectError};
 use herald_kube::{Decoder, ResourceInfo};
 use http_body_util::{BodyExt, StreamBody};
@@ -497,7 +498,7 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let listed = engine
-        .list(&herald::ListRequest::new().at(ReadAt::Any))
+        .list(&herald::read::ListRequest::new().at(ReadAt::Any))
         .unwrap();
     let state: Vec<_> = listed
         .items

@@ -18,10 +18,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use herald::{
-    Config, EndReason, Engine, ReadAt, Reflector, ReflectorConfig, Source, WatchError, WatchItem,
-    WatchRequest,
-};
+use herald::read::ReadAt;
+use herald::reflector::{Reflector, ReflectorConfig};
+use herald::source::Source;
+use herald::watch::WatchError;
+use herald::{Config, EndReason, Engine, WatchItem, WatchRequest};
 use herald_apiserver::{ApiServer, ApiServerConfig};
 use herald_kube::{Decoder, ResourceInfo};
 use herald_testkit::apiserver::LocalApiserver;
@@ -102,7 +103,7 @@ fn converge(engine: &Engine, api: &LocalApiserver, what: &str) {
     loop {
         let (_, want) = upstream(api);
         let got: BTreeMap<String, u64> = engine
-            .list(&herald::ListRequest::new().at(ReadAt::Any))
+            .list(&herald::read::ListRequest::new().at(ReadAt::Any))
             .map(|l| {
                 l.items
                     .iter()

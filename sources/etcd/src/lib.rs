@@ -1,6 +1,6 @@
 //! Herald's etcd v3 upstream: an [`EtcdSource`] that lists and watches one
 //! key prefix of an etcd cluster over gRPC, for a
-//! [`Reflector`](herald::Reflector) to keep an engine in step with. (The
+//! [`Reflector`](herald::reflector::Reflector) to keep an engine in step with. (The
 //! launcher for local etcd servers and clusters its tests run against is
 //! `herald_testkit::etcd`, in the dev-only fixtures crate.)
 //!
@@ -17,7 +17,7 @@
 //!   previous value is gone or undecodable carries an object built from the
 //!   key, so a watcher that saw the object sees it go.
 //! - **Progress**: etcd's progress notifications, and answers to
-//!   `RequestProgress`, become [`SourceEvent::Progress`](herald::SourceEvent)
+//!   `RequestProgress`, become [`SourceEvent::Progress`](herald::source::SourceEvent)
 //!   when every member answered at connect with a trusted release
 //!   ([`ServerVersion::progress_is_trusted`], etcd#15220); otherwise (an
 //!   older member, a version that does not parse, a member that did not
@@ -25,7 +25,7 @@
 //!   ([`EtcdSource::progress_distrust`]), and consistent reads are read from
 //!   etcd.
 //! - **Compaction**: a watch cancelled with a compact revision, or a page
-//!   read below it, is [`SourceError::Compacted`](herald::SourceError); the
+//!   read below it, is [`SourceError::Compacted`](herald::source::SourceError); the
 //!   reflector re-lists.
 //! - **Faults**: anything else is `Unavailable`; the reflector backs off and
 //!   resumes its watch from the last revision it applied (no re-list while

@@ -10,9 +10,9 @@ use etcd_client::{
     Client, ConnectOptions, EventType, GetOptions, KeyValue, WatchOptions, WatchRequestSender,
     WatchResponse, WatchResponseStream,
 };
-use herald::{
-    Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch,
-};
+use herald::object::Item;
+use herald::source::{Listing, Source, SourceError, SourceEvent, SourceWatch};
+use herald::{Change, ResourceVersion};
 use herald_kube::DecodeError;
 use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
@@ -67,7 +67,8 @@ fn bump(c: &AtomicU64) {
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use herald::{Config, Engine, Reflector, ReflectorConfig};
+/// use herald::{Config, Engine};
+/// use herald::reflector::{Reflector, ReflectorConfig};
 /// use herald_etcd::{EtcdConfig, EtcdSource};
 /// use herald_kube::Decoder;
 /// let config = EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")

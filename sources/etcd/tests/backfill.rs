@@ -7,6 +7,10 @@
 
 mod support;
 
+use herald::engine::Lifecycle;
+use herald::read::ListRequest;
+use herald::reflector::ReflectorConfig;
+use herald::watch::WatchError;
 use herald::*;
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
 use herald_testkit::eventually;

@@ -9,6 +9,7 @@
 
 mod support;
 
+use herald::read::{ListRequest, ReadAt};
 use herald::*;
 use herald_testkit::etcd::{LocalCluster, etcd_binary};
 use support::*;

@@ -12,6 +12,12 @@ mod support;
 
 use std::time::Duration;
 
+use herald::event::ChangeKind;
+use herald::read::{ListRequest, ReadAt};
+use herald::reflector::{BackoffConfig, ReflectorConfig};
+use herald::selector::LabelSelector;
+use herald::source::{Listing, Source, SourceError};
+use herald::watch::WatchError;
 use herald::*;
 use herald_etcd::{Distrust, EtcdConfig, EtcdSource, ProgressTrust};
 use herald_testkit::etcd::{LocalEtcd, etcd_binary, old_etcd_binary};

@@ -3,7 +3,9 @@
 
 use std::fmt;
 
-use herald::{ChangeKind, EventKind, KeyScope, Object, WatchRequest};
+use herald::event::ChangeKind;
+use herald::selector::KeyScope;
+use herald::{EventKind, Object, WatchRequest};
 
 /// One label requirement, in the model's own terms.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,10 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use herald::{
-    ChangeKind, Object, OptionsError, ResourceVersion, ResourceVersionMatch, WatchError,
-    WatchRequest, WriteError,
-};
+use herald::event::ChangeKind;
+use herald::options::OptionsError;
+use herald::rv::ResourceVersionMatch;
+use herald::watch::WatchError;
+use herald::writer::WriteError;
+use herald::{Object, ResourceVersion, WatchRequest};
 
 use super::filter::Filter;
 

@@ -5,10 +5,11 @@ use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use herald::{
-    ChangeKind, EndReason, EventKind, Gone, Lifecycle, Object, TooLargeResourceVersion, WatchError,
-    WriteError,
-};
+use herald::engine::Lifecycle;
+use herald::event::{ChangeKind, Gone, TooLargeResourceVersion};
+use herald::watch::WatchError;
+use herald::writer::WriteError;
+use herald::{EndReason, EventKind, Object};
 
 use super::filter::{Filter, verdict};
 use super::seen::{Recv, Seen};

@@ -9,6 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use etcd_client::{Client, EventType, GetOptions, WatchOptions};
+use herald::event::ChangeKind;
+use herald::object::Item;
+use herald::reflector::{BackoffConfig, Reflector, ReflectorConfig};
 use herald::*;
 use herald_etcd::{EtcdConfig, EtcdSource};
 use herald_kube::Decoder;
