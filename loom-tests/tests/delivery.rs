@@ -13,7 +13,8 @@ use herald::config::SlowWatchers;
 use herald::rv::ResourceVersionMatch;
 use herald::selector::KeyScope;
 use herald::{
-    Change, Config, EndReason, Engine, EventKind, Object, Watch, WatchItem, WatchRequest, Writer,
+    Change, Config, EndReason, Engine, EventKind, Object, Relist, Watch, WatchItem, WatchRequest,
+    Writer,
 };
 use herald_loom_tests::{FrozenClock, model};
 use loom::thread;
@@ -21,7 +22,7 @@ use loom::thread;
 fn engine(config: Config) -> (Engine, Writer) {
     let (engine, mut writer) =
         Engine::new(config.clock(FrozenClock::new()).history_bounds(4, 4)).unwrap();
-    writer.replace([], 1.into()).unwrap();
+    writer.replace(Relist::new([], 1.into())).unwrap();
     (engine, writer)
 }
 
@@ -277,7 +278,9 @@ fn a_budget_end_is_gap_free_and_final() {
         });
         let (engine, mut writer) =
             Engine::new(config.clock(FrozenClock::new()).history_bounds(4, 4)).unwrap();
-        writer.replace([pod("z", "n1")], 1.into()).unwrap();
+        writer
+            .replace(Relist::new([pod("z", "n1")], 1.into()))
+            .unwrap();
         let mut w = engine
             .watch(
                 WatchRequest::new()
@@ -364,7 +367,7 @@ fn a_gated_writer_is_woken() {
                 .history_bounds(2, 2),
         )
         .unwrap();
-        writer.replace([], 1.into()).unwrap();
+        writer.replace(Relist::new([], 1.into())).unwrap();
         for rv in 2..=4 {
             writer
                 .apply(Change::added(pod(&rv.to_string(), "n1"), rv.into()))

@@ -5,7 +5,7 @@
 #![cfg(herald_loom)]
 
 use herald::read::{ListRequest, ReadAt};
-use herald::{Change, Config, Engine, Object};
+use herald::{Change, Config, Engine, Object, Relist};
 use herald_loom_tests::{FrozenClock, model};
 use loom::thread;
 
@@ -46,7 +46,9 @@ fn lists_racing_the_writer_are_exact_at_their_version() {
                 .history_bounds(4, 4),
         )
         .unwrap();
-        writer.replace([obj("a", "0")], 1.into()).unwrap();
+        writer
+            .replace(Relist::new([obj("a", "0")], 1.into()))
+            .unwrap();
         let w = thread::spawn(move || {
             writer
                 .apply(Change::modified(obj("a", "1"), 2.into()))
