@@ -332,8 +332,8 @@ MAP_HEADER = ["layer", "module", "holds"]
 
 def read_map(src_dir):
     """The crate's map of layers: (readme, [layer names, ground first],
-    {module: (layer index, readme line)}, problems), or None when its
-    README holds no map."""
+    {module: (layer index, readme line, `.rs` or `/`)}, problems), or None
+    when its README holds no map."""
     readme = os.path.join(os.path.dirname(os.path.abspath(src_dir)), "README.md")
     if not os.path.isfile(readme):
         return None
@@ -347,7 +347,7 @@ def read_map(src_dir):
     if start is None:
         return None
     layers, placed, problems = [], {}, []
-    where = lambda k: f"{os.path.basename(readme)}:{k + 1}"
+    where = lambda k: f"{os.path.relpath(readme)}:{k + 1}"
     for k in range(start + 2, len(lines)):
         row = lines[k].strip()
         if not row.startswith("|"):
@@ -398,15 +398,15 @@ def check_layers(src_dir, edges, layer_map):
         if name not in placed:
             problems.append(
                 f"{rel(f)}: module `{name}{kind}` is not placed in the map of layers "
-                f"({os.path.basename(readme)})")
+                f"({os.path.relpath(readme)})")
         elif placed[name][2] != kind:
             problems.append(
-                f"{os.path.basename(readme)}:{placed[name][1]}: module `{name}` is a "
+                f"{os.path.relpath(readme)}:{placed[name][1]}: module `{name}` is a "
                 f"{'folder' if kind == '/' else 'file'}: write `{name}{kind}`")
     for name, (_, line, kind) in sorted(placed.items()):
         if name not in present:
             problems.append(
-                f"{os.path.basename(readme)}:{line}: the map places `{name}{kind}`, "
+                f"{os.path.relpath(readme)}:{line}: the map places `{name}{kind}`, "
                 f"which is not a module of {src_dir}")
     upward = []
     for f in files:
@@ -444,7 +444,8 @@ def check(src_dir):
         problems += found
         layered = (layer_map[1], upward)
         if upward:
-            problems.append(f"{len(upward)} upward imports (listed above)")
+            n = len(upward)
+            problems.append(f"{n} upward import{'' if n == 1 else 's'} (listed above)")
     for f in sorted({m.file for m in modules.values()}):
         lines = sum(1 for _ in open(f, encoding="utf-8"))
         if lines > MAX_LINES:
