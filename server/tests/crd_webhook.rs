@@ -13,9 +13,9 @@ use base64::Engine as _;
 use futures::StreamExt;
 use herald::Object;
 use herald::source::MemorySource;
-use herald_http::crds::{Converter, custom_of};
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::table::Printer;
+use herald_server::crds::{Converter, custom_of};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_testkit::webhook::ConversionWebhook;
 use serde_json::{Value, json};
 

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use herald::Object;
 use herald::source::MemorySource;
-use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{REGISTRY, builtin};
+use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 use serde_json::{Value, json};
 
 pub(crate) const TOKENS: &str = "root-token,root,uid-root,system:masters\n\

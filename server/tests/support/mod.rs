@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use herald::Object;
 use herald::source::{MemorySource, Source, SourceError};
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_server::{Server, ServerConfig, resource_on};
 use serde_json::json;
 
 /// A pod as the apiserver stores one, at `rv`.
