@@ -183,8 +183,8 @@ fn a_deletion_carries_the_previous_value_at_its_revision() {
         (o.key(), o.label("app"), o.field("spec.nodeName")),
         ("prod/web-1", Some("web"), Some("n3"))
     );
-    // The payload is the last state the cache held (SEMANTICS 1), with the
-    // version of its last change; the event carries the deletion's.
+    // The payload is the last state the cache held (docs/semantics.md §1.3),
+    // with the version of its last change; the event carries the deletion's.
     let payload: serde_json::Value = serde_json::from_slice(o.payload()).unwrap();
     assert_eq!(
         payload["metadata"]["resourceVersion"],
