@@ -1,31 +1,14 @@
 //! Content negotiation as the apiserver does it: the client's `Accept`
 //! list (media ranges with parameters and `q` weights, RFC 9110) against
-//! what a response can be: JSON, YAML (not for a watch), the apiserver's
-//! protobuf (built-in kinds only), or a `meta.k8s.io/v1` `Table` (JSON). The best acceptable range
-//! wins: highest `q`, then the more specific, then the client's order.
-//! Nothing acceptable is a `406 Not Acceptable`, as the apiserver answers
-//! (it never falls back to JSON for a client that did not ask for it).
+//! the [`FORMATS`] a response can be in. The best acceptable range wins:
+//! highest `q`, then the more specific, then the client's order; each
+//! range is offered to the formats in turn ([`Format::takes`]). Nothing
+//! acceptable is a `406 Not Acceptable`, as the apiserver answers (it
+//! never falls back to JSON for a client that did not ask for it), naming
+//! what it would have taken ([`Format::advertised`]).
 
+use super::{FORMATS, Format};
 use crate::status::ApiError;
-
-/// The protobuf media type.
-pub const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
-/// The protobuf media type of a watch stream.
-pub const PROTOBUF_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
-
-/// What a response is encoded as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Media {
-    /// `application/json`.
-    Json,
-    /// `application/vnd.kubernetes.protobuf`: `k8s\0` + `runtime.Unknown`
-    /// (watch streams: length-prefixed `WatchEvent`s).
-    Protobuf,
-    /// `application/json;as=Table;v=v1;g=meta.k8s.io`.
-    Table,
-    /// `application/yaml` (a list or an object; a watch has no YAML form).
-    Yaml,
-}
 
 /// What a request's response may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,9 +19,9 @@ pub struct Offer {
     pub watch: bool,
 }
 
-/// One media range of an `Accept` header.
+/// One media range of an `Accept` header: `type/subtype;param=value`.
 #[derive(Debug, Clone, PartialEq)]
-struct Range<'a> {
+pub struct MediaRange<'a> {
     kind: &'a str,
     subtype: &'a str,
     params: Vec<(&'a str, &'a str)>,
@@ -46,49 +29,18 @@ struct Range<'a> {
     order: usize,
 }
 
-impl Range<'_> {
-    fn param(&self, name: &str) -> Option<&str> {
+impl<'a> MediaRange<'a> {
+    /// Its type and subtype (`("application", "json")`, `("*", "*")`).
+    pub fn media_type(&self) -> (&'a str, &'a str) {
+        (self.kind, self.subtype)
+    }
+
+    /// A parameter's value (names compared ignoring case), unquoted.
+    pub fn param(&self, name: &str) -> Option<&'a str> {
         self.params
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| *v)
-    }
-
-    /// What this range lets the response be, if anything.
-    fn media(&self, offer: Offer) -> Option<Media> {
-        // `*/*` is JSON. `application/*` is too for a custom resource, but
-        // the apiserver's handler of built-in kinds takes it for none of
-        // its types (406), and so does this.
-        let json = matches!(
-            (self.kind, self.subtype),
-            ("application", "json") | ("*", "*")
-        ) || (!offer.protobuf && (self.kind, self.subtype) == ("application", "*"));
-        let pb = offer.protobuf
-            && (self.kind, self.subtype) == ("application", "vnd.kubernetes.protobuf");
-        let yaml = !offer.watch && (self.kind, self.subtype) == ("application", "yaml");
-        match self.param("as") {
-            None => {
-                if pb {
-                    Some(Media::Protobuf)
-                } else if json {
-                    Some(Media::Json)
-                } else if yaml {
-                    Some(Media::Yaml)
-                } else {
-                    None
-                }
-            }
-            Some("Table")
-                if (self.kind, self.subtype) == ("application", "json")
-                    && self.param("g") == Some("meta.k8s.io")
-                    && self.param("v") == Some("v1") =>
-            {
-                Some(Media::Table)
-            }
-            // PartialObjectMetadata, a table in protobuf, another version:
-            // not served; a later range may be.
-            Some(_) => None,
-        }
     }
 
     fn specificity(&self) -> u8 {
@@ -99,14 +51,14 @@ impl Range<'_> {
     }
 }
 
-fn ranges(accept: &str) -> Vec<Range<'_>> {
+fn ranges(accept: &str) -> Vec<MediaRange<'_>> {
     let mut out = Vec::new();
     for (order, part) in accept.split(',').enumerate() {
         let mut pieces = part.split(';').map(str::trim);
         let Some((kind, subtype)) = pieces.next().and_then(|m| m.split_once('/')) else {
             continue;
         };
-        let mut range = Range {
+        let mut range = MediaRange {
             kind: kind.trim(),
             subtype: subtype.trim(),
             params: Vec::new(),
@@ -137,10 +89,10 @@ fn ranges(accept: &str) -> Vec<Range<'_>> {
 
 /// The response's encoding for a request whose `Accept` header is
 /// `accept`, among what `offer` allows. A missing or empty header is
-/// JSON.
-pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<Media, ApiError> {
+/// JSON (the first of [`FORMATS`]).
+pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<&'static dyn Format, ApiError> {
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
-        return Ok(Media::Json);
+        return Ok(FORMATS[0]);
     };
     let mut ranges = ranges(accept);
     ranges.sort_by(|a, b| {
@@ -150,28 +102,26 @@ pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<Media, ApiError> 
     });
     ranges
         .iter()
-        .find_map(|r| r.media(offer))
+        .find_map(|r| FORMATS.iter().copied().find(|f| f.takes(r, offer)))
         .ok_or_else(|| not_acceptable(offer))
 }
 
 /// The apiserver's 406 message: what it would have accepted.
 fn not_acceptable(offer: Offer) -> ApiError {
-    let offered = match (offer.watch, offer.protobuf) {
-        (true, true) => format!("application/json;stream=watch, {PROTOBUF_WATCH}"),
-        (true, false) => "application/json;stream=watch".to_owned(),
-        (false, true) => format!("application/json, application/yaml, {PROTOBUF}"),
-        (false, false) => "application/json, application/yaml".to_owned(),
-    };
+    let offered: Vec<&str> = FORMATS.iter().filter_map(|f| f.advertised(offer)).collect();
     ApiError::not_acceptable(format!(
-        "only the following media types are accepted: {offered}"
+        "only the following media types are accepted: {}",
+        offered.join(", ")
     ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::PROTOBUF;
+    use crate::wire::PROTOBUF_WATCH;
 
-    fn n(accept: &str, protobuf: bool) -> Result<Media, u16> {
+    fn n(accept: &str, protobuf: bool) -> Result<&'static str, u16> {
         negotiate(
             Some(accept),
             Offer {
@@ -179,10 +129,11 @@ mod tests {
                 watch: false,
             },
         )
+        .map(|f| f.name())
         .map_err(|e| e.code)
     }
 
-    fn w(accept: &str, protobuf: bool) -> Result<Media, u16> {
+    fn w(accept: &str, protobuf: bool) -> Result<&'static str, u16> {
         negotiate(
             Some(accept),
             Offer {
@@ -190,6 +141,7 @@ mod tests {
                 watch: true,
             },
         )
+        .map(|f| f.name())
         .map_err(|e| e.code)
     }
 
@@ -197,35 +149,32 @@ mod tests {
     fn clients_get_what_they_ask_for_in_their_order() {
         // client-go's typed clients.
         let cg = "application/vnd.kubernetes.protobuf, application/json";
-        assert_eq!(n(cg, true), Ok(Media::Protobuf));
-        assert_eq!(n(cg, false), Ok(Media::Json));
+        assert_eq!(n(cg, true), Ok("protobuf"));
+        assert_eq!(n(cg, false), Ok("json"));
         // kubectl get.
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(n(kubectl, true), Ok(Media::Table));
-        assert_eq!(n("application/json", true), Ok(Media::Json));
-        assert_eq!(n("*/*", true), Ok(Media::Json));
+        assert_eq!(n(kubectl, true), Ok("table"));
+        assert_eq!(n("application/json", true), Ok("json"));
+        assert_eq!(n("*/*", true), Ok("json"));
         assert_eq!(n("application/*", true), Err(406));
-        assert_eq!(n("application/*", false), Ok(Media::Json));
+        assert_eq!(n("application/*", false), Ok("json"));
         let any = Offer {
             protobuf: true,
             watch: false,
         };
-        assert_eq!(negotiate(None, any).unwrap(), Media::Json);
-        assert_eq!(negotiate(Some("  "), any).unwrap(), Media::Json);
-        assert_eq!(n("application/yaml", false), Ok(Media::Yaml));
-        assert_eq!(
-            w("application/yaml, application/json", true),
-            Ok(Media::Json)
-        );
+        assert_eq!(negotiate(None, any).unwrap().name(), "json");
+        assert_eq!(negotiate(Some("  "), any).unwrap().name(), "json");
+        assert_eq!(n("application/yaml", false), Ok("yaml"));
+        assert_eq!(w("application/yaml, application/json", true), Ok("json"));
         assert_eq!(
             w("application/vnd.kubernetes.protobuf;stream=watch", true),
-            Ok(Media::Protobuf)
+            Ok("protobuf")
         );
         // Found by fuzzing `accept`: the empty header repeated is `, `, a
         // list of no media range, which the apiserver refuses (goautoneg's
         // ParseAccept yields no clause) while it answers an empty header
         // with its first type (NegotiateMediaTypeOptions, len(header) == 0).
-        assert_eq!(negotiate(Some(""), any).unwrap(), Media::Json);
+        assert_eq!(negotiate(Some(""), any).unwrap().name(), "json");
         assert_eq!(n(", ", false), Err(406));
         assert_eq!(n(", ", true), Err(406));
         // Weights win over order; the more specific over a wildcard.
@@ -234,18 +183,18 @@ mod tests {
                 "application/json;q=0.5, application/vnd.kubernetes.protobuf",
                 true
             ),
-            Ok(Media::Protobuf)
+            Ok("protobuf")
         );
         assert_eq!(
             n("*/*, application/vnd.kubernetes.protobuf", true),
-            Ok(Media::Protobuf)
+            Ok("protobuf")
         );
         assert_eq!(
             n(
                 "application/vnd.kubernetes.protobuf;q=0, application/json",
                 true
             ),
-            Ok(Media::Json)
+            Ok("json")
         );
     }
 
@@ -266,7 +215,7 @@ mod tests {
         }
         assert_eq!(
             n("application/vnd.kubernetes.protobuf", true),
-            Ok(Media::Protobuf)
+            Ok("protobuf")
         );
         let e = negotiate(
             Some("text/html"),
