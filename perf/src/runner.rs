@@ -174,7 +174,8 @@ impl std::fmt::Debug for Size<'_> {
 
 /// Drives the scenarios, reporting each run as it finishes.
 pub struct Runner<'a> {
-    /// Sizes.
+    /// The profile's shared settings (each scenario brings its own
+    /// sizes).
     pub profile: Profile,
     /// Systems to run (Herald is always among them).
     pub systems: Vec<SystemKind>,

@@ -3,19 +3,19 @@
 //! `docs/perf/` stay comparable only while these hold. Changing a size is
 //! a decision to make here, in the open, with the figures it moves.
 
-use herald_perf::profile::Profile;
+use herald_perf::profile::{Profile, ProfileName};
+use herald_perf::scenario::Scenario;
+use herald_perf::scenarios::*;
 
 /// The profiles, by name.
 const PROFILES: [&str; 4] = ["quick", "default", "full", "smoke"];
 
 fn profile(name: &str) -> Profile {
-    match name {
-        "quick" => Profile::quick(),
-        "default" => Profile::default_suite(),
-        "full" => Profile::full(),
-        "smoke" => Profile::smoke(),
-        other => panic!("no profile {other}"),
-    }
+    Profile::of(at(name))
+}
+
+fn at(name: &str) -> ProfileName {
+    ProfileName::parse(name).unwrap_or_else(|| panic!("no profile {name}"))
 }
 
 /// Pairs each profile with its row of a table (in [`PROFILES`] order).
@@ -68,12 +68,12 @@ fn fanout_all() {
         ),
         (vec![10, 100], 50_000, 1_000_000, (100, 2_000.0, 0.2)),
     ]) {
-        let p = profile(name);
+        let s = fanout_all::FanoutAll.sizes(at(name));
         let got = (
-            p.fanout_watchers,
-            p.fanout_deliveries,
-            p.fanout_cap,
-            p.fanout_paced,
+            s.watchers,
+            s.deliveries,
+            s.cap,
+            (s.paced_watchers, s.paced_rate, s.paced_seconds),
         );
         assert_eq!(got, want, "{name}");
     }
@@ -100,13 +100,13 @@ fn fanout_indexed() {
         ),
         (vec![100, 1_000], 5_000, 100_000, 100, 2_000),
     ]) {
-        let p = profile(name);
+        let s = fanout_indexed::FanoutIndexed.sizes(at(name));
         let got = (
-            p.indexed_nodes,
-            p.indexed_changes,
-            p.indexed_cap,
-            p.unindexed_watchers,
-            p.unindexed_changes,
+            s.nodes,
+            s.changes,
+            s.cap,
+            s.unindexed_watchers,
+            s.unindexed_changes,
         );
         assert_eq!(got, want, "{name}");
     }
@@ -121,8 +121,8 @@ fn slow_watcher_tax() {
         (vec![100.0, 1_000.0], 5.0, (10, 1_000)),
         (vec![1_000.0], 0.3, (5, 50)),
     ]) {
-        let p = profile(name);
-        let got = (p.tax_rates, p.tax_seconds, p.tax_watchers);
+        let s = slow_watcher_tax::SlowWatcherTax.sizes(at(name));
+        let got = (s.rates, s.seconds, (s.few, s.many));
         assert_eq!(got, want, "{name}");
     }
 }
@@ -136,8 +136,8 @@ fn catch_up() {
         (10_000, 1_000),
         (100, 100),
     ]) {
-        let p = profile(name);
-        assert_eq!(p.catch_up, want, "{name}");
+        let s = catch_up::CatchUp.sizes(at(name));
+        assert_eq!((s.watchers, s.back), want, "{name}");
     }
 }
 
@@ -150,8 +150,8 @@ fn latency() {
         (1_000, 10_000.0, 5.0),
         (50, 2_000.0, 0.2),
     ]) {
-        let p = profile(name);
-        assert_eq!(p.latency, want, "{name}");
+        let s = latency::Latency.sizes(at(name));
+        assert_eq!((s.watchers, s.rate, s.seconds), want, "{name}");
     }
 }
 
@@ -159,8 +159,8 @@ fn latency() {
 fn memory() {
     // idle watchers
     for (name, want) in each([10_000, 10_000, 100_000, 200]) {
-        let p = profile(name);
-        assert_eq!(p.memory_watchers, want, "{name}");
+        let s = memory::Memory.sizes(at(name));
+        assert_eq!(s.watchers, want, "{name}");
     }
 }
 
@@ -174,14 +174,14 @@ fn etcd_fanout() {
         (vec![100, 1_000], 200_000, 65_536, (50_000.0, 2.0), 10, 16),
         (vec![20], 20_000, 4_096, (5_000.0, 0.3), 2, 16),
     ]) {
-        let p = profile(name);
+        let s = etcd_fanout::EtcdFanout.sizes(at(name));
         let got = (
-            p.etcd_watchers,
-            p.etcd_deliveries,
-            p.etcd_cap,
-            p.etcd_paced,
-            p.etcd_connections,
-            p.etcd_in_flight,
+            s.watchers,
+            s.deliveries,
+            s.cap,
+            (s.paced_rate, s.paced_seconds),
+            s.etcd.connections,
+            s.etcd.in_flight,
         );
         assert_eq!(got, want, "{name}");
     }
@@ -229,15 +229,15 @@ fn http_fanout() {
             (2, 16),
         ),
     ]) {
-        let p = profile(name);
+        let s = http_fanout::HttpFanout.sizes(at(name));
         let got = (
-            p.http_watchers,
-            p.http_mixed,
-            p.http_deliveries,
-            p.http_cap,
-            p.http_paced,
-            p.http_rates,
-            (p.etcd_connections, p.etcd_in_flight),
+            s.watchers,
+            s.mixed,
+            s.deliveries,
+            s.cap,
+            (s.paced_watchers, s.paced_seconds),
+            s.rates,
+            (s.etcd.connections, s.etcd.in_flight),
         );
         assert_eq!(got, want, "{name}");
     }
@@ -252,7 +252,7 @@ fn kubelet() {
         (10_000, 2_000, 10, 5, 2.0, 500.0),
         (200, 100, 4, 5, 0.2, 500.0),
     ]) {
-        let k = profile(name).kubelet;
+        let k = kubelet::Kubelet.sizes(at(name));
         let got = (
             k.pods,
             k.secrets,
@@ -269,8 +269,8 @@ fn kubelet() {
 fn pod_memory() {
     // pods
     for (name, want) in each([10_000, 100_000, 100_000, 500]) {
-        let p = profile(name);
-        assert_eq!(p.pod_memory_pods, want, "{name}");
+        let s = pod_memory::PodMemory.sizes(at(name));
+        assert_eq!(s.pods, want, "{name}");
     }
 }
 
@@ -283,8 +283,8 @@ fn apiserver_fanout() {
         (vec![100, 1_000, 10_000], (3.0, 10.0)),
         (vec![20], (20.0, 1.0)),
     ]) {
-        let p = profile(name);
-        let got = (p.apiserver_watchers, p.apiserver_writes);
+        let s = apiserver_fanout::ApiserverFanout.sizes(at(name));
+        let got = (s.watchers, (s.rate, s.seconds));
         assert_eq!(got, want, "{name}");
     }
 }
@@ -298,7 +298,8 @@ fn fleet_restart() {
         ((10_000, 2.0, 5.0), None),
         ((200, 10.0, 2.0), Some((2, 8))),
     ]) {
-        let p = profile(name);
-        assert_eq!((p.fleet, p.fleet_seats), want, "{name}");
+        let s = fleet_restart::FleetRestart.sizes(at(name));
+        let got = ((s.watchers, s.rate, s.steady_seconds), s.seats);
+        assert_eq!(got, want, "{name}");
     }
 }
