@@ -255,20 +255,8 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::TokioBroadcast => per_watcher(&TokioBroadcast::default(), spec, workload),
         SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
         SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
-        SystemKind::HeraldEtcd
-        | SystemKind::HeraldEtcdJson
-        | SystemKind::HeraldHttpProtobuf
-        | SystemKind::HeraldHttpTls
-        | SystemKind::HeraldServer
-        | SystemKind::KubeApiserver
-        | SystemKind::HeraldApiserver
-        | SystemKind::HeraldFleet
-        | SystemKind::Etcd
-        | SystemKind::EtcdOneConnection
-        | SystemKind::HeraldHttp
-        | SystemKind::HeraldSource
-        | SystemKind::KubeletManager
-        | SystemKind::KubeletReference => {
+        // The others are their own scenarios' systems.
+        _ => {
             anyhow::bail!("the memory scenario runs the in-memory systems")
         }
     }
