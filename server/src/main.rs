@@ -82,8 +82,8 @@ fn no_transparent_huge_pages() {
 }
 
 use clap::Parser;
-use herald_http::crds::{Converter, Custom, ServiceIps};
-use herald_http::{AccessConfig, Demo, Server, ServerConfig, resource_on};
+use herald_server::crds::{Converter, Custom, ServiceIps};
+use herald_server::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
 use herald_kube::table::Printer;
@@ -149,7 +149,7 @@ struct Args {
     /// re-listing (0: list at the current revision; a revision etcd has
     /// compacted away falls back to that; through an apiserver, no
     /// further back than its watch cache holds).
-    #[arg(long, default_value_t = herald_http::HISTORY_BACKFILL)]
+    #[arg(long, default_value_t = herald_server::HISTORY_BACKFILL)]
     history_backfill: u64,
     /// With --etcd: the apiserver's `--encryption-provider-config` file
     /// (an `EncryptionConfiguration`, YAML or JSON): values it encrypted
@@ -322,7 +322,7 @@ impl Args {
             audit_log_path: self.audit_log_path.clone(),
             audit_policy_file: self.audit_policy_file.clone(),
             delegate_authentication: self.delegate_authentication,
-            delegate_ttls: herald_http::delegate::DelegateTtls {
+            delegate_ttls: herald_server::delegate::DelegateTtls {
                 token: ttl(
                     "authentication-token-webhook-cache-ttl",
                     self.authentication_token_webhook_cache_ttl,
@@ -407,7 +407,7 @@ fn etcd(
     info: ResourceInfo,
     prefix: &str,
     args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     let fields = if args.field.is_empty() || !args.resources.is_empty() {
         info.fields.clone()
     } else {
@@ -419,7 +419,7 @@ fn etcd(
             |e| format!("--encryption-provider-config {}: {e}", path.display()),
         )?)),
     };
-    herald_http::etcd_resource_with(
+    herald_server::etcd_resource_with(
         info,
         &args.etcd,
         prefix,
@@ -435,7 +435,7 @@ fn upstream(
     info: ResourceInfo,
     prefix: &str,
     args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     match &args.apiserver {
         Some(apiserver) => {
             let fields = if args.field.is_empty() || !args.resources.is_empty() {
@@ -443,7 +443,7 @@ fn upstream(
             } else {
                 args.field.clone()
             };
-            herald_http::apiserver_resource(info, apiserver, &fields, args.history_backfill)
+            herald_server::apiserver_resource(info, apiserver, &fields, args.history_backfill)
         }
         None => etcd(info, prefix, args),
     }
@@ -455,7 +455,7 @@ fn etcd(
     _info: ResourceInfo,
     _prefix: &str,
     _args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     Err(
         "--etcd: this herald-server was built without etcd (cargo feature `etcd`, \
          on by default; rebuild without --no-default-features)"
@@ -516,10 +516,10 @@ fn named(args: &Args) -> Result<Vec<Builtin>, String> {
 /// the server starts (read once the CRDs' own cache is ready), each with
 /// the CRD's reading it is served by.
 async fn custom_resources(
-    served: &[herald_http::Resource],
+    served: &[herald_server::Resource],
     args: &Args,
     ips: &ServiceIps,
-) -> Result<Vec<(herald_http::Resource, Custom)>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Vec<(herald_server::Resource, Custom)>, Box<dyn std::error::Error + Send + Sync>> {
     let Some(crds) = served
         .iter()
         .find(|r| r.info().qualified() == "customresourcedefinitions.apiextensions.k8s.io")
@@ -535,7 +535,7 @@ async fn custom_resources(
     }
     let (engine, registry) = (crds.engine().clone(), args.etcd_prefix.clone());
     let found = tokio::task::spawn_blocking(move || {
-        herald_http::crds::customs(&engine, &registry, herald::ReadAt::Latest)
+        herald_server::crds::customs(&engine, &registry, herald::ReadAt::Latest)
     })
     .await?;
     let mut out = Vec::new();
@@ -558,10 +558,10 @@ async fn custom_resources(
 /// `resource` (an engine of `c`'s stored objects) served at every
 /// version `c` serves, converted as its CRD says.
 fn serving(
-    resource: herald_http::Resource,
+    resource: herald_server::Resource,
     c: &Custom,
     ips: &ServiceIps,
-) -> Result<herald_http::Resource, String> {
+) -> Result<herald_server::Resource, String> {
     let converter = Converter::new(c, Some(ips.clone()))?;
     let versions = c
         .versions
@@ -629,7 +629,7 @@ async fn follow_crds(
         }
         seen = Some(at);
         let wanted =
-            herald_http::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
+            herald_server::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
         for c in &wanted {
             let name = c.info.qualified();
             if builtin(&name, &args.etcd_prefix).is_some() || applied.get(&name) == Some(c) {

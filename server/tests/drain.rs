@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use herald_http::{Server, ServerConfig, resource_on};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use support::{Store, eventually};
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::{MemorySource, Object};
-use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
+use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{REGISTRY, builtin};
 use serde_json::{Value, json};

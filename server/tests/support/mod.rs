@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::{MemorySource, Object, Source, SourceError};
-use herald_http::{Server, ServerConfig, resource_on};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use serde_json::json;
 
