@@ -10,9 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herald::{BackoffConfig, MemorySource, Object};
-use herald_server::{Server, ServerConfig, resource_on};
 use herald_kube::{Decoder, ResourceInfo};
 use herald_kubelet::{GetError, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_testkit::eventually;
 use serde_json::json;
 

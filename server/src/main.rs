@@ -82,11 +82,11 @@ fn no_transparent_huge_pages() {
 }
 
 use clap::Parser;
-use herald_server::crds::{Converter, Custom, ServiceIps};
-use herald_server::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
 use herald_kube::table::Printer;
+use herald_server::crds::{Converter, Custom, ServiceIps};
+use herald_server::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 
 #[derive(Debug, Clone, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]

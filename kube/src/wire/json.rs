@@ -8,7 +8,8 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use herald::EventKind;
 
-use super::{Encoder, Format, ListHead, MediaRange, Offer, Outgoing, Request, Stream};
+use super::encoder::{Encoder, Format, ListHead, Outgoing, Request, Stream};
+use super::range::{MediaRange, Offer};
 use crate::encode::{ListBody, event_type, push_event};
 use crate::status::ApiError;
 

@@ -12,8 +12,9 @@ use bytes::BytesMut;
 use herald::EventKind;
 use serde_json::json;
 
+use super::encoder::{Encoder, Format, ListHead, Outgoing, Request, Stream};
 use super::json::JsonEncoder;
-use super::{Encoder, Format, ListHead, MediaRange, Offer, Outgoing, Request, Stream};
+use super::range::{MediaRange, Offer};
 use crate::encode::{event_type, push_event};
 use crate::status::ApiError;
 use crate::table::{CONTENT_TYPE, Printer, list_table_at, table_at};

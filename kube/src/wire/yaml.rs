@@ -9,8 +9,9 @@ use bytes::BytesMut;
 use herald::EventKind;
 use serde_json::Value;
 
+use super::encoder::{Encoder, Format, ListHead, Outgoing, Request, Stream};
 use super::json::{JsonEncoder, list_body};
-use super::{Encoder, Format, ListHead, MediaRange, Offer, Outgoing, Request, Stream};
+use super::range::{MediaRange, Offer};
 use crate::status::ApiError;
 
 /// The YAML media type.

@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 
 use super::Pods;
 use crate::alloc::Counting;

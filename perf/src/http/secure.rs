@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_server::{Resource, resource_on};
 use herald_kube::builtin::{REGISTRY, builtin};
+use herald_server::{Resource, resource_on};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
