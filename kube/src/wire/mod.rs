@@ -13,7 +13,7 @@
 //! [`Format`] that says which media ranges it takes, and its
 //! [`Encoder`]; and its line in [`FORMATS`].
 //!
-//! Objects reach an encoder as their JSON ([`ObjectJson`]: the stored
+//! Objects reach an encoder as their JSON ([`ObjectJson`](crate::encode::ObjectJson): the stored
 //! payload, shared, never encoded per client) with the engine's object
 //! when there is one, so an encoding made once per change can be kept on
 //! the object ([`Encodings`] does this for protobuf).
