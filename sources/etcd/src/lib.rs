@@ -51,6 +51,7 @@ mod source;
 mod version;
 
 pub use config::{ConnectError, EtcdConfig, MAX_KEEP_ALIVE};
+pub use herald_bridge::{Bridge, NotMultiThread};
 pub use herald_kube::UndecodableReport;
 pub use source::{EtcdSource, EtcdStats};
 pub use version::{Distrust, ProgressTrust, ServerVersion};

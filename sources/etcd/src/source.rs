@@ -2,6 +2,7 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -13,8 +14,8 @@ use etcd_client::{
 use herald::{
     Change, Item, Listing, ResourceVersion, Source, SourceError, SourceEvent, SourceWatch,
 };
+use herald_bridge::Bridge;
 use herald_kube::DecodeError;
-use tokio::runtime::Runtime;
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::config::{ConnectError, EtcdConfig, check, connect_error};
@@ -61,9 +62,10 @@ fn bump(c: &AtomicU64) {
 /// fails to [`SourceError::Unavailable`] (the reflector backs off and
 /// resumes its watch). Clones share one connection.
 ///
-/// The calls block: the source owns a one-thread tokio runtime for its
-/// gRPC client, and may be called from any thread, inside another runtime
-/// too.
+/// The calls block: they wait on the source's runtime (a one-thread
+/// tokio runtime of its own, or one given to
+/// [`EtcdSource::connect_on`]), and may be made from any thread, inside
+/// another runtime too ([`Bridge::block_on`]).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -83,9 +85,7 @@ pub struct EtcdSource {
 }
 
 struct Inner {
-    /// `Some` until dropped (shut down in the background: dropping a
-    /// runtime inside another one would panic).
-    runtime: Option<Runtime>,
+    bridge: Bridge,
     client: Client,
     config: EtcdConfig,
     prefix_end: Vec<u8>,
@@ -108,14 +108,6 @@ impl std::fmt::Debug for Inner {
             .field("version", &self.version)
             .field("distrust", &self.distrust)
             .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
     }
 }
 
@@ -193,12 +185,16 @@ impl EtcdSource {
     /// otherwise the source says why on standard error once.
     pub fn connect(config: EtcdConfig) -> Result<EtcdSource, ConnectError> {
         check(&config)?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .thread_name("herald-etcd")
-            .enable_all()
-            .build()
+        let bridge = Bridge::new("herald-etcd", NonZeroUsize::MIN)
             .map_err(|e| ConnectError::Config(format!("a tokio runtime: {e}")))?;
+        EtcdSource::connect_on(config, bridge)
+    }
+
+    /// [`EtcdSource::connect`], on `bridge`'s runtime (shared with other
+    /// sources, or the embedder's own runtime): it builds none. See
+    /// [`Bridge`] for what a shared runtime asks of its callers.
+    pub fn connect_on(config: EtcdConfig, bridge: Bridge) -> Result<EtcdSource, ConnectError> {
+        check(&config)?;
         let options = || {
             ConnectOptions::new()
                 .with_connect_timeout(config.connect_timeout)
@@ -210,7 +206,7 @@ impl EtcdSource {
                 .with_require_leader(true)
         };
         let timeout = config.request_timeout;
-        let (client, answers) = block(&runtime, async {
+        let (client, answers) = bridge.block_on(async {
             // One client per endpoint first: connecting is lazy, so this
             // only builds each endpoint, and a malformed one is named.
             let mut ones = Vec::new();
@@ -254,7 +250,7 @@ impl EtcdSource {
         }
         Ok(EtcdSource {
             inner: Arc::new(Inner {
-                runtime: Some(runtime),
+                bridge,
                 prefix_end: prefix_end(config.prefix.as_bytes()),
                 client,
                 config,
@@ -310,15 +306,14 @@ impl EtcdSource {
     pub fn config(&self) -> &EtcdConfig {
         &self.inner.config
     }
+
+    /// The runtime it runs on.
+    pub fn bridge(&self) -> &Bridge {
+        &self.inner.bridge
+    }
 }
 
 impl Inner {
-    fn runtime(&self) -> &Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the source")
-    }
-
     /// Runs a unary call with the request timeout.
     fn call<T, F>(&self, what: &str, f: F) -> Result<T, (Option<etcd_client::Error>, String)>
     where
@@ -326,9 +321,10 @@ impl Inner {
         T: Send,
     {
         let timeout = self.config.request_timeout;
-        match block(self.runtime(), async {
-            tokio::time::timeout(timeout, f).await
-        }) {
+        match self
+            .bridge
+            .block_on(async { tokio::time::timeout(timeout, f).await })
+        {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => {
                 let text = format!("{what}: {e}");
@@ -355,7 +351,7 @@ impl Inner {
         T: Send,
     {
         let timeout = self.config.request_timeout;
-        let outcome = block(self.runtime(), async {
+        let outcome = self.bridge.block_on(async {
             let deadline = deadline_after(tokio::time::Instant::now(), timeout);
             loop {
                 match tokio::time::timeout_at(deadline, f()).await {
@@ -483,22 +479,6 @@ impl Inner {
             }
         }
     }
-}
-
-/// Runs `f` to completion on `rt` from a blocking caller; from inside
-/// another runtime (where `block_on` would panic), on a scoped thread.
-fn block<F>(rt: &Runtime, f: F) -> F::Output
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    if tokio::runtime::Handle::try_current().is_err() {
-        return rt.block_on(f);
-    }
-    std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
-        Ok(v) => v,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
 }
 
 impl Inner {
@@ -666,9 +646,9 @@ impl Source for EtcdSource {
             watches.iter().filter_map(Weak::upgrade).collect()
         };
         for sender in senders {
-            let sent = block(inner.runtime(), async {
-                sender.lock().await.request_progress().await
-            });
+            let sent = inner
+                .bridge
+                .block_on(async { sender.lock().await.request_progress().await });
             sent.map_err(unavailable)?;
         }
         Ok(())
@@ -772,9 +752,11 @@ impl SourceWatch for EtcdWatch {
             if left.is_zero() {
                 return Ok(None);
             }
-            let got = block(self.source.runtime(), async {
-                tokio::time::timeout(left, self.responses.message()).await
-            });
+            let responses = &mut self.responses;
+            let got = self
+                .source
+                .bridge
+                .block_on(async { tokio::time::timeout(left, responses.message()).await });
             match got {
                 Err(_) => return Ok(None),
                 Ok(Ok(Some(resp))) => self.take(resp),
