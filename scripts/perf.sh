@@ -26,7 +26,7 @@ fi
 # why it skipped.
 case " $* " in
 *" --full "* | *"--profile default"* | *"--profile full"* | *"--profile=default"* | *"--profile=full"* | *pod-memory*)
-    cargo build --release -p herald-http --bin herald-server
+    cargo build --release -p herald-server --bin herald-server
     if [[ -z "${HERALD_KUBE_APISERVER:-}" ]]; then
         if exports="$(scripts/ensure-kube-apiserver.sh)"; then
             eval "$exports"

@@ -45,9 +45,9 @@ if [[ -n "${HERALD_SERVER:-}" ]]; then
     # The test command passes the debug build it already made.
     say "herald-server given: $HERALD_SERVER"
 else
-    say "building herald-server (cargo build --release -p herald-http --bin herald-server)"
-    cargo build --release -p herald-http --bin herald-server >&2 ||
-        fail "cargo build --release -p herald-http --bin herald-server (see above)"
+    say "building herald-server (cargo build --release -p herald-server --bin herald-server)"
+    cargo build --release -p herald-server --bin herald-server >&2 ||
+        fail "cargo build --release -p herald-server --bin herald-server (see above)"
     target_dir="$(cargo metadata --format-version 1 --no-deps | grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)" ||
         fail "cargo metadata: cannot find the target directory"
     export HERALD_SERVER="$target_dir/release/herald-server"
@@ -58,7 +58,7 @@ fi
 if [[ -z "${HERALD_FLEET_WATCHERS:-}" ]]; then
     # The test command's `cargo test --workspace` builds it (examples are
     # built with the tests); the same selection here rebuilds nothing.
-    # Cargo unifies features over the targets selected: `-p herald-http
+    # Cargo unifies features over the targets selected: `-p herald-server
     # --example fleet_watchers` compiled tokio, syn and their dependents
     # again (94 s of a warm run).
     say "building the fleet test's kube-rs watchers (cargo test --workspace --no-run)"

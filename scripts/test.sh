@@ -77,7 +77,7 @@ kube_build=$!
 echo "== cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
 if ! command -v kubectl >/dev/null 2>&1; then
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
-    echo "kubectl IS NOT ON THE PATH: herald-http's kubectl tests will not run" >&2
+    echo "kubectl IS NOT ON THE PATH: herald-server's kubectl tests will not run" >&2
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
 fi
 cargo test --workspace
@@ -94,7 +94,7 @@ fi
 # `cargo test` above built target/debug/herald-server (the test profile:
 # optimised, debug assertions on); this only makes sure of it, with the
 # same selection, which rebuilds nothing. Cargo unifies features over the
-# targets selected: `cargo build -p herald-http --bin herald-server`
+# targets selected: `cargo build -p herald-server --bin herald-server`
 # compiled the dependencies again (3.5 minutes of a cold run).
 cargo test -q --workspace --no-run
 HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q server/tests/python
@@ -177,10 +177,10 @@ echo "== the apiserver upstream against the real kube-apiserver: restart, token 
 # Ignored by the workspace run above, which runs while the build goes on.
 ignored real
 
-echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own; 700 generated requests and issue 49's cases on three Heralds (etcd, delegating, apiserver with its own RBAC), none answered more than the apiserver; service-account tokens through their objects' lifecycles (herald-http tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
+echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own; 700 generated requests and issue 49's cases on three Heralds (etcd, delegating, apiserver with its own RBAC), none answered more than the apiserver; service-account tokens through their objects' lifecycles (herald-server tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
 ignored access_real
 
-echo "== custom resources at each served version against the real kube-apiserver: a CRD of v1 and v2 with objects under each storage version; discovery, lists, GETs and watches of a Herald on its etcd and of one in front of it equal to the apiserver's (herald-http tests/crd_real.rs)"
+echo "== custom resources at each served version against the real kube-apiserver: a CRD of v1 and v2 with objects under each storage version; discovery, lists, GETs and watches of a Herald on its etcd and of one in front of it equal to the apiserver's (herald-server tests/crd_real.rs)"
 ignored crd_real
 
 echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"

@@ -41,7 +41,7 @@
 //!
 //! It is its own crate so that the shape does not live by accident in
 //! whichever crate needed it first: the etcd upstream (`herald-etcd`), the
-//! HTTP front (`herald-http`) and the kubelet's remote upstream
+//! HTTP front (`herald-server`) and the kubelet's remote upstream
 //! (`herald-kubelet`) all depend on it, and none of them on each other for
 //! it. It has no network, no gRPC, no `protoc` and no HTTP stack: the
 //! kubelet's manager decodes what the front serves without building etcd's

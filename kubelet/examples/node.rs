@@ -6,7 +6,7 @@
 //! # Over the Kubernetes API: any resource a herald-server serves (its demo
 //! # serves pods; the manager is made for Secrets and ConfigMaps, but the
 //! # rules are the same), in one namespace:
-//! cargo run --release -p herald-http --bin herald-server -- --listen 127.0.0.1:8080 --demo 100 &
+//! cargo run --release -p herald-server --bin herald-server -- --listen 127.0.0.1:8080 --demo 100 &
 //! cargo run -p herald-kubelet --example node -- http://127.0.0.1:8080 pods demo-3 pod-00003 pod-00013 nope
 //! ```
 //!

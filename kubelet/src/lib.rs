@@ -34,7 +34,7 @@
 //!
 //! The watches come from an [`Upstream`]: [`EngineUpstream`] (an engine in
 //! the same process) or [`RemoteUpstream`] (a Herald, or an apiserver,
-//! over the Kubernetes API front of `herald-http`).
+//! over the Kubernetes API front of `herald-server`).
 //!
 //! # Threads
 //!

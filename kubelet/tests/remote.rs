@@ -1,5 +1,5 @@
 //! The object manager over the Kubernetes API front: a `herald-server`
-//! (the `herald-http` library) serving Secrets on loopback, and hostile
+//! (the `herald-server` library) serving Secrets on loopback, and hostile
 //! servers.
 
 use std::collections::BTreeSet;
@@ -10,9 +10,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use herald::{BackoffConfig, MemorySource, Object};
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::{Decoder, ResourceInfo};
 use herald_kubelet::{GetError, ManagerConfig, ObjectManager, PodRefs, RemoteUpstream};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_testkit::eventually;
 use serde_json::json;
 

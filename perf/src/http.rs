@@ -1,14 +1,14 @@
 //! The http-fanout scenario's systems: Herald's Kubernetes API front
-//! (`herald-http`) serving N watch connections on loopback, against the
+//! (`herald-server`) serving N watch connections on loopback, against the
 //! same watchers in-process (what the network costs) and, where an etcd
 //! is found, against etcd's own watch fan-out to N gRPC watchers (the
 //! scenario, `scenarios/http_fanout.rs`, starts that etcd and owns it).
 //!
-//! - `herald-http`: a server process of its own ([`child`]: this binary,
+//! - `herald-server`: a server process of its own ([`child`]: this binary,
 //!   started as `herald-perf __http-server`) holds a [`MemorySource`]
 //!   of JSON pods (realistic ones, [`crate::pods`], about 3.7 KB each,
 //!   with their `metadata.resourceVersion`), a reflector
-//!   feeding an engine, and a [`Server`](herald_http::Server) on a
+//!   feeding an engine, and a [`Server`](herald_server::Server) on a
 //!   two-thread tokio runtime, on 127.0.0.1. The publisher sends it each
 //!   change's index over a pipe (one 5-byte write; the change is stamped
 //!   as it is handed over, so latency includes that hop, as etcd's
@@ -21,7 +21,7 @@
 //!   side's cost shows in the harness's cores, as the etcd watchers' does,
 //!   and the server's CPU is measured alone, as etcd's is (the child's
 //!   threads' CPU time: the server process only, no client in it).
-//! - `herald-http-protobuf`: the same server, the clients asking for
+//! - `herald-server-protobuf`: the same server, the clients asking for
 //!   protobuf (`Accept: application/vnd.kubernetes.protobuf`): the server
 //!   encodes each change once (shared by every connection) and sends
 //!   length-prefixed `WatchEvent`s, which the clients split and read each
@@ -554,7 +554,7 @@ impl<S: AsyncRead + Unpin + Send + 'static> Subscriber for HttpSub<S> {
     }
 }
 
-/// Runs `herald-http`, `herald+source` and, against `etcd` when there
+/// Runs `herald-server`, `herald+source` and, against `etcd` when there
 /// is one, etcd's own fan-out; any other system as [`run_system`] does.
 pub fn run_on(
     etcd: Option<&Arc<EtcdEnv>>,

@@ -108,9 +108,9 @@ impl SystemKind {
     pub fn name(self) -> &'static str {
         match self {
             SystemKind::Herald => "herald",
-            SystemKind::HeraldHttp => "herald-http",
-            SystemKind::HeraldHttpProtobuf => "herald-http-protobuf",
-            SystemKind::HeraldHttpTls => "herald-http-tls",
+            SystemKind::HeraldHttp => "herald-server",
+            SystemKind::HeraldHttpProtobuf => "herald-server-protobuf",
+            SystemKind::HeraldHttpTls => "herald-server-tls",
             SystemKind::HeraldSource => "herald+source",
             SystemKind::Reference => "reference-port",
             SystemKind::TokioBroadcast => "tokio-broadcast",

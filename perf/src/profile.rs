@@ -117,7 +117,7 @@ pub struct Profile {
     /// Run the heavy scenarios (see
     /// [`Scenario::heavy`](crate::scenario::Scenario::heavy)) when no
     /// scenario is named, and the heavy systems of those that run
-    /// (http-fanout's `herald-http-tls`); naming a scenario sets it.
+    /// (http-fanout's `herald-server-tls`); naming a scenario sets it.
     pub heavy: bool,
 }
 

@@ -89,7 +89,7 @@ pub struct Row {
     pub busy_threads: usize,
     /// Every round, in order.
     pub rounds: Vec<Round>,
-    /// What the server process behind the system (etcd, or herald-http's
+    /// What the server process behind the system (etcd, or herald-server's
     /// child server) cost in the median round, when there is one; the
     /// spreads of its figures are in `spread` (keys `server_cores`,
     /// `server_us_per_delivery`, `server_us_per_write`, `server_rss_bytes`,

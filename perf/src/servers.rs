@@ -15,7 +15,7 @@
 //!   the `runtime.MemStats` read after it: `HeapInuse`, `HeapAlloc`), then
 //!   its resident memory.
 //! - herald-server (`$HERALD_SERVER`, else `herald-server` beside this
-//!   binary: `cargo build --release -p herald-http --bin herald-server`)
+//!   binary: `cargo build --release -p herald-server --bin herald-server`)
 //!   with `--etcd ... --resources pods`. Ready once `/readyz` answers 200
 //!   (every stored pod decoded and cached). Then its resident memory (it
 //!   exposes no allocator statistics: mimalloc's are not reachable from
@@ -99,7 +99,7 @@ pub fn herald_server() -> anyhow::Result<PathBuf> {
     };
     anyhow::ensure!(
         herald.is_file(),
-        "no herald-server at {} (set HERALD_SERVER, or cargo build --release -p herald-http --bin herald-server)",
+        "no herald-server at {} (set HERALD_SERVER, or cargo build --release -p herald-server --bin herald-server)",
         herald.display()
     );
     Ok(herald)

@@ -43,7 +43,7 @@ fn every_scenario_runs_and_every_delivery_is_right() {
     // http-fanout: Herald's HTTP front and the in-process baseline ran
     // every case, every delivery over the wire in order and admitted by
     // its watcher's selector, with the memory per connection measured.
-    for system in ["herald-http", "herald-http-protobuf", "herald+source"] {
+    for system in ["herald-server", "herald-server-protobuf", "herald+source"] {
         let mine: Vec<_> = rows
             .iter()
             .filter(|r| r["scenario"] == "http-fanout" && r["system"] == system)
@@ -164,7 +164,7 @@ fn every_scenario_runs_through_the_in_memory_source() {
     }
 }
 
-/// http-fanout named: its heavy system too, `herald-http-tls` (TLS, a
+/// http-fanout named: its heavy system too, `herald-server-tls` (TLS, a
 /// bearer token, RBAC), every delivery exact, and its targets judged.
 #[test]
 fn http_fanout_named_runs_its_tls_row() {
@@ -172,7 +172,7 @@ fn http_fanout_named_runs_its_tls_row() {
     let tls: Vec<_> = run
         .rows("http-fanout")
         .into_iter()
-        .filter(|r| r["system"] == "herald-http-tls")
+        .filter(|r| r["system"] == "herald-server-tls")
         .collect();
     assert_eq!(tls.len(), 3, "all, selector mix, paced");
     for r in tls {

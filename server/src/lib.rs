@@ -30,7 +30,7 @@
 //! admission, metrics.
 //!
 //! ```no_run
-//! use herald_http::{Demo, Server, ServerConfig, resource_on};
+//! use herald_server::{Demo, Server, ServerConfig, resource_on};
 //! use herald_kube::ResourceInfo;
 //! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let demo = Demo::start(1_000, 20.0)?;

@@ -82,11 +82,11 @@ fn no_transparent_huge_pages() {
 }
 
 use clap::Parser;
-use herald_http::crds::{Converter, Custom, ServiceIps};
-use herald_http::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{Builtin, builtin, builtins};
 use herald_kube::table::Printer;
+use herald_server::crds::{Converter, Custom, ServiceIps};
+use herald_server::{AccessConfig, Demo, Server, ServerConfig, resource_on};
 
 #[derive(Debug, Clone, Parser)]
 #[command(version, about = "The Kubernetes list/watch API, served by Herald")]
@@ -155,7 +155,7 @@ struct Args {
     /// re-listing (0: list at the current revision; a revision etcd has
     /// compacted away falls back to that; through an apiserver, no
     /// further back than its watch cache holds).
-    #[arg(long, default_value_t = herald_http::HISTORY_BACKFILL)]
+    #[arg(long, default_value_t = herald_server::HISTORY_BACKFILL)]
     history_backfill: u64,
     /// With --etcd: the apiserver's `--encryption-provider-config` file
     /// (an `EncryptionConfiguration`, YAML or JSON): values it encrypted
@@ -328,7 +328,7 @@ impl Args {
             audit_log_path: self.audit_log_path.clone(),
             audit_policy_file: self.audit_policy_file.clone(),
             delegate_authentication: self.delegate_authentication,
-            delegate_ttls: herald_http::delegate::DelegateTtls {
+            delegate_ttls: herald_server::delegate::DelegateTtls {
                 token: ttl(
                     "authentication-token-webhook-cache-ttl",
                     self.authentication_token_webhook_cache_ttl,
@@ -413,13 +413,13 @@ fn etcd(
     info: ResourceInfo,
     prefix: &str,
     args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     let fields = if args.field.is_empty() || !args.resources.is_empty() {
         info.fields.clone()
     } else {
         args.field.clone()
     };
-    herald_http::etcd_resource_with(
+    herald_server::etcd_resource_with(
         info,
         &etcd_cluster(args)?,
         prefix,
@@ -460,7 +460,7 @@ fn upstream(
     info: ResourceInfo,
     prefix: &str,
     args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     match &args.apiserver {
         Some(apiserver) => {
             let fields = if args.field.is_empty() || !args.resources.is_empty() {
@@ -468,7 +468,7 @@ fn upstream(
             } else {
                 args.field.clone()
             };
-            herald_http::apiserver_resource(info, apiserver, &fields, args.history_backfill)
+            herald_server::apiserver_resource(info, apiserver, &fields, args.history_backfill)
         }
         None => etcd(info, prefix, args),
     }
@@ -480,7 +480,7 @@ fn etcd(
     _info: ResourceInfo,
     _prefix: &str,
     _args: &Args,
-) -> Result<herald_http::Resource, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<herald_server::Resource, Box<dyn std::error::Error + Send + Sync>> {
     Err(
         "--etcd: this herald-server was built without etcd (cargo feature `etcd`, \
          on by default; rebuild without --no-default-features)"
@@ -541,10 +541,10 @@ fn named(args: &Args) -> Result<Vec<Builtin>, String> {
 /// the server starts (read once the CRDs' own cache is ready), each with
 /// the CRD's reading it is served by.
 async fn custom_resources(
-    served: &[herald_http::Resource],
+    served: &[herald_server::Resource],
     args: &Args,
     ips: &ServiceIps,
-) -> Result<Vec<(herald_http::Resource, Custom)>, Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Vec<(herald_server::Resource, Custom)>, Box<dyn std::error::Error + Send + Sync>> {
     let Some(crds) = served
         .iter()
         .find(|r| r.info().qualified() == "customresourcedefinitions.apiextensions.k8s.io")
@@ -560,7 +560,7 @@ async fn custom_resources(
     }
     let (engine, registry) = (crds.engine().clone(), args.etcd_prefix.clone());
     let found = tokio::task::spawn_blocking(move || {
-        herald_http::crds::customs(&engine, &registry, herald::ReadAt::Latest)
+        herald_server::crds::customs(&engine, &registry, herald::ReadAt::Latest)
     })
     .await?;
     let mut out = Vec::new();
@@ -583,10 +583,10 @@ async fn custom_resources(
 /// `resource` (an engine of `c`'s stored objects) served at every
 /// version `c` serves, converted as its CRD says.
 fn serving(
-    resource: herald_http::Resource,
+    resource: herald_server::Resource,
     c: &Custom,
     ips: &ServiceIps,
-) -> Result<herald_http::Resource, String> {
+) -> Result<herald_server::Resource, String> {
     let converter = Converter::new(c, Some(ips.clone()))?;
     let versions = c
         .versions
@@ -654,7 +654,7 @@ async fn follow_crds(
         }
         seen = Some(at);
         let wanted =
-            herald_http::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
+            herald_server::crds::customs(&crd_engine, &args.etcd_prefix, herald::ReadAt::Any);
         for c in &wanted {
             let name = c.info.qualified();
             if builtin(&name, &args.etcd_prefix).is_some() || applied.get(&name) == Some(c) {

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use futures::StreamExt;
 use herald::{MemorySource, Object};
-use herald_http::crds::{Converter, custom_of};
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::table::Printer;
+use herald_server::crds::{Converter, custom_of};
+use herald_server::{Server, ServerConfig, resource_on};
 use herald_testkit::webhook::ConversionWebhook;
 use serde_json::{Value, json};
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_server::{Server, ServerConfig, resource_on};
 use support::{Store, eventually};
 
 /// A server of `store` on a free port, served until `shutdown` fires.

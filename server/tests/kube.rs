@@ -139,7 +139,7 @@ async fn run(streaming: bool) {
     let before = inits.load(Ordering::SeqCst);
     server.kill();
     churn(&store, 3).await;
-    let server = start_on(&store, addr, herald_http::ServerConfig::default()).await;
+    let server = start_on(&store, addr, herald_server::ServerConfig::default()).await;
     churn(&store, 4).await;
     converges(&store, &reader, "after the server's restart").await;
     assert!(

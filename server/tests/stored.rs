@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use herald_etcd::{ClusterConfig, EtcdCluster};
-use herald_http::{Server, ServerConfig, etcd_resource};
 use herald_kube::{ResourceInfo, proto};
+use herald_server::{Server, ServerConfig, etcd_resource};
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
 use serde_json::{Value, json};
 

@@ -497,7 +497,7 @@ func startKubeRS(t *testing.T, url string, n int) *kubeRS {
 	t.Helper()
 	bin := os.Getenv("HERALD_FLEET_WATCHERS")
 	if bin == "" {
-		t.Fatal("HERALD_FLEET_WATCHERS is not set (cargo build -p herald-http --example fleet_watchers; the binary under target/debug/examples)")
+		t.Fatal("HERALD_FLEET_WATCHERS is not set (cargo build -p herald-server --example fleet_watchers; the binary under target/debug/examples)")
 	}
 	cmd := exec.Command(bin, url, strconv.Itoa(n))
 	cmd.Stderr = os.Stderr

@@ -55,7 +55,7 @@ func requireBinaries(t *testing.T) binaries {
 	b := binaries{
 		etcd:      fromEnv("HERALD_ETCD", `eval "$(scripts/ensure-etcd.sh)"`),
 		apiserver: fromEnv("HERALD_KUBE_APISERVER", `eval "$(scripts/ensure-kube-apiserver.sh)"`),
-		herald:    fromEnv("HERALD_SERVER", "cargo build --release -p herald-http --bin herald-server; export HERALD_SERVER=<target>/release/herald-server"),
+		herald:    fromEnv("HERALD_SERVER", "cargo build --release -p herald-server --bin herald-server; export HERALD_SERVER=<target>/release/herald-server"),
 	}
 	if p, err := exec.LookPath("kubectl"); err != nil {
 		missing = append(missing, "kubectl is not on PATH")

@@ -1,4 +1,4 @@
-//! herald-http served from a child process: the harness's own binary,
+//! herald-server served from a child process: the harness's own binary,
 //! started as `herald-perf __http-server`, so the server's descriptors,
 //! threads and heap are its own (10,000 connections are 10,000
 //! descriptors on each side, which one process under this machine's
@@ -30,8 +30,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 
 use super::Pods;
 use crate::alloc::Counting;

@@ -1,4 +1,4 @@
-//! http-fanout's `herald-http-tls`: the same server and clients over TLS,
+//! http-fanout's `herald-server-tls`: the same server and clients over TLS,
 //! every watch request authenticated with a bearer token of the server's
 //! token file and authorized by RBAC (a ClusterRoleBinding of the
 //! token's group to a role that may watch pods, among the cluster's other
@@ -13,8 +13,8 @@ use std::task::{Context, Poll};
 
 use anyhow::Context as _;
 use herald::{MemorySource, Object};
-use herald_http::{Resource, resource_on};
 use herald_kube::builtin::{REGISTRY, builtin};
+use herald_server::{Resource, resource_on};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;

@@ -1,6 +1,6 @@
-//! http-fanout: Herald's Kubernetes API front (`herald-http`) serving N
+//! http-fanout: Herald's Kubernetes API front (`herald-server`) serving N
 //! watch connections on loopback, against the same server to clients
-//! asking for protobuf (`herald-http-protobuf`), the same watchers
+//! asking for protobuf (`herald-server-protobuf`), the same watchers
 //! in-process through the same source (`herald+source`: what the network
 //! costs) and etcd's own fan-out to N gRPC watchers (`etcd`, where etcd
 //! is found, watchers of everything only). The systems: [`crate::http`];
@@ -10,7 +10,7 @@
 //! (the child server alone: the clients are the harness's threads) over
 //! the deliveries; the table gives it per 1,000 deliveries and, for the
 //! protobuf clients, its ratio to the JSON clients' taken per round.
-//! `herald-http-tls` is the same over TLS with a bearer token and RBAC
+//! `herald-server-tls` is the same over TLS with a bearer token and RBAC
 //! (see [`crate::http::secure`]); its targets: CPU per delivery and p99
 //! within 1.2x of plain HTTP's at the same offered load (the paced
 //! cases), the p99 where the machine had headroom (`judged`).
@@ -161,7 +161,7 @@ impl Scenario for HttpFanout {
     fn table(&self, rows: &[&Row]) -> String {
         report::table(
             NAME,
-            "| case | system | M deliveries/s | herald-http ÷ system, per round | p50 | p99 | server CPU ms per 1,000 deliveries | that ÷ herald-http's, per round | server cores | heap per connection (server's) | busy threads | ended | note |",
+            "| case | system | M deliveries/s | herald-server ÷ system, per round | p50 | p99 | server CPU ms per 1,000 deliveries | that ÷ herald-server's, per round | server cores | heap per connection (server's) | busy threads | ended | note |",
             rows,
             |r| {
                 let kib = |b: f64| format!("{:.1}", b / 1024.0);
@@ -206,7 +206,7 @@ impl Scenario for HttpFanout {
             .iter()
             .filter(|r| {
                 r.scenario == NAME
-                    && r.system == "herald-http"
+                    && r.system == "herald-server"
                     && r.case.ends_with("connections, all")
                     && !r.rounds.is_empty()
             })
@@ -214,14 +214,14 @@ impl Scenario for HttpFanout {
         report::headline_of(
             NAME,
             &report::case_rows(rows, NAME, &h.case),
-            "herald-http",
+            "herald-server",
             ("M deliveries/s", &|r| spread(r, Metric::DeliveriesPerS, m)),
             ("-".into(), None),
         )
     }
 }
 
-/// The row's server CPU per delivery ÷ herald-http's in the same case,
+/// The row's server CPU per delivery ÷ herald-server's in the same case,
 /// taken per round: median [min-max].
 fn cpu_ratio(rows: &[&Row], r: &Row) -> String {
     let json = SystemKind::HeraldHttp.name();
@@ -413,7 +413,7 @@ fn rate_label(rate: f64) -> String {
     }
 }
 
-/// The HTTP systems: `herald-http-tls` only with `heavy` (a server over
+/// The HTTP systems: `herald-server-tls` only with `heavy` (a server over
 /// TLS is a run of its own, which the main job leaves out for its time).
 fn http_systems(heavy: bool) -> Vec<SystemKind> {
     SystemKind::HTTP

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use herald_http::AccessConfig;
+use herald_server::AccessConfig;
 use serde_json::Value;
 
 use crate::fixture::{Cluster, Dir, dir, start_audited};

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::{MemorySource, Object};
-use herald_http::{AccessConfig, Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
 use herald_kube::builtin::{REGISTRY, builtin};
+use herald_server::{AccessConfig, Server, ServerConfig, resource_on};
 use serde_json::{Value, json};
 
 pub(crate) const TOKENS: &str = "root-token,root,uid-root,system:masters\n\

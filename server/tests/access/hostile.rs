@@ -7,7 +7,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use herald_http::{AccessConfig, ServerConfig};
+use herald_server::{AccessConfig, ServerConfig};
 
 use crate::fixture::{dir, start_audited, start_with};
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use herald_http::{AccessConfig, ServerConfig};
+use herald_server::{AccessConfig, ServerConfig};
 
 use crate::fixture::{dir, start_with, status};
 use crate::proc;

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use herald_http::ServerConfig;
+use herald_server::ServerConfig;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -107,7 +107,7 @@ fn cluster() -> (crate::fixture::Dir, Cluster) {
             min_request_timeout: std::time::Duration::from_secs(1),
             ..ServerConfig::default()
         },
-        herald_http::AccessConfig::default(),
+        herald_server::AccessConfig::default(),
     );
     for name in ["a", "b", "c"] {
         c.pods.put_with(pod("n", name));

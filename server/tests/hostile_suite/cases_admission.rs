@@ -25,13 +25,13 @@ const EX: Category = Category::Exhaustion;
 
 /// The most threads the server may run under a storm of waiting reads:
 /// the blocking pool, sized to the admission seats
-/// ([`herald_http::ServerConfig::blocking_threads`]: 136 with the default
+/// ([`herald_server::ServerConfig::blocking_threads`]: 136 with the default
 /// seats; tokio's default pool alone is 512), and at most 16 more (its
 /// workers, the engine's, the reflector's and the demo's, the signal
 /// handler). It was a fixed 128 until a run peaked at 130: below what the
 /// pool may hold, so not the contract.
 fn max_threads() -> u64 {
-    herald_http::ServerConfig::default().blocking_threads() as u64 + 16
+    herald_server::ServerConfig::default().blocking_threads() as u64 + 16
 }
 
 const REJECTED: &str = "herald_http_rejected_requests_total";

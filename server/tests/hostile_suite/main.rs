@@ -3,7 +3,7 @@
 //! gets.
 //!
 //! ```text
-//! cargo test -p herald-http --test hostile_suite -- --nocapture
+//! cargo test -p herald-server --test hostile_suite -- --nocapture
 //! ```
 //!
 //! Every case runs the same way (see `harness`): the server's memory and

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald::{MemorySource, Object, Source, SourceError};
-use herald_http::{Server, ServerConfig, resource_on};
 use herald_kube::ResourceInfo;
+use herald_server::{Server, ServerConfig, resource_on};
 use serde_json::json;
 
 /// A pod as the apiserver stores one, at `rv`.

@@ -1,7 +1,7 @@
 // Command identity reads a cluster with client-go as the user its
 // kubeconfig holds, and prints what each read got, one JSON line each:
 // a typed list of pods, a typed get of a Secret, a dynamic watch of a
-// custom resource, and a typed watch of pods. herald-http's
+// custom resource, and a typed watch of pods. herald-server's
 // tests/access_real.rs runs it against the kube-apiserver and against
 // Herald with each identity's kubeconfig, and requires the same lines.
 package main
