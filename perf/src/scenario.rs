@@ -207,6 +207,21 @@ impl<S: Scenario> Configured for Bound<'_, S> {
     }
 }
 
+/// A list flag of counts (`--watchers 100,1000`) applied to `into`:
+/// unchanged when the flag was not given, refused (naming `flag`) when a
+/// count is 0.
+pub fn set_counts(flag: &str, given: Vec<usize>, into: &mut Vec<usize>) -> anyhow::Result<()> {
+    if given.is_empty() {
+        return Ok(());
+    }
+    anyhow::ensure!(
+        given.iter().all(|&n| n > 0),
+        "{flag}: each count must be at least 1"
+    );
+    *into = given;
+    Ok(())
+}
+
 /// `cmd` with every flag of `scenarios` added, each under a heading that
 /// names the scenarios declaring it; a flag several declare is added once.
 ///

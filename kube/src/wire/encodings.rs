@@ -133,6 +133,21 @@ mod tests {
     }
 
     #[test]
+    fn stored_json_without_its_object_is_made_per_call() {
+        // JSON that is not the engine object's own (a conversion's) has
+        // no object to keep its envelope on: made each time, never cached
+        // on another object.
+        let cache = Encodings::default();
+        let pod = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns"}}"#;
+        let json = ObjectJson::Stored(Bytes::from_static(pod));
+        let a = cache.protobuf(None, &json).unwrap();
+        let b = cache.protobuf(None, &json).unwrap();
+        assert_eq!((a, cache.made()), (b, 2));
+        let bad = ObjectJson::Stored(Bytes::from_static(b"not json"));
+        assert!(cache.protobuf(None, &bad).is_err());
+    }
+
+    #[test]
     fn a_restamped_deletion_is_made_once_per_event() {
         let cache = Encodings::default();
         let object = Object::builder("ns", "a").payload(&b"{}"[..]).build();

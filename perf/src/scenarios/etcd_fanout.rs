@@ -162,13 +162,7 @@ impl Scenario for EtcdFanout {
     }
 
     fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
-        if !flags.etcd_watchers.is_empty() {
-            anyhow::ensure!(
-                flags.etcd_watchers.iter().all(|&n| n > 0),
-                "--etcd-watchers: each count must be at least 1"
-            );
-            sizes.watchers = flags.etcd_watchers;
-        }
+        crate::scenario::set_counts("--etcd-watchers", flags.etcd_watchers, &mut sizes.watchers)?;
         if let Some(r) = flags.etcd_rate {
             anyhow::ensure!(r > 0.0, "--etcd-rate must be positive");
             sizes.paced_rate = r;

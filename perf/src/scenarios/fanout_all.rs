@@ -100,13 +100,7 @@ impl Scenario for FanoutAll {
     }
 
     fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
-        if !flags.watchers.is_empty() {
-            anyhow::ensure!(
-                flags.watchers.iter().all(|&n| n > 0),
-                "--watchers: each count must be at least 1"
-            );
-            sizes.watchers = flags.watchers;
-        }
+        crate::scenario::set_counts("--watchers", flags.watchers, &mut sizes.watchers)?;
         if let Some(d) = flags.deliveries {
             sizes.deliveries = d;
         }

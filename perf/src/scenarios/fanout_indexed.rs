@@ -87,13 +87,7 @@ impl Scenario for FanoutIndexed {
     }
 
     fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
-        if !flags.nodes.is_empty() {
-            anyhow::ensure!(
-                flags.nodes.iter().all(|&n| n > 0),
-                "--nodes: each count must be at least 1"
-            );
-            sizes.nodes = flags.nodes;
-        }
+        crate::scenario::set_counts("--nodes", flags.nodes, &mut sizes.nodes)?;
         if let Some(c) = flags.indexed_changes {
             sizes.changes = c;
         }

@@ -138,13 +138,7 @@ impl Scenario for HttpFanout {
     }
 
     fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
-        if !flags.http_watchers.is_empty() {
-            anyhow::ensure!(
-                flags.http_watchers.iter().all(|&n| n > 0),
-                "--http-watchers: each count must be at least 1"
-            );
-            sizes.watchers = flags.http_watchers;
-        }
+        crate::scenario::set_counts("--http-watchers", flags.http_watchers, &mut sizes.watchers)?;
         if !flags.http_rate.is_empty() {
             anyhow::ensure!(
                 flags
