@@ -11,7 +11,9 @@ the crates' dependencies point inward.
    which may use anything) go to a lower ring only:
 
    0 the engine (`herald`): depends on nothing of ours;
-   1 Kubernetes shape: objects, codecs, the resource table;
+   1 Kubernetes shape: objects, codecs, the resource table; and beside
+     it the sources' async-to-sync seam (`herald-bridge`: a tokio
+     runtime and a blocking call into it, nothing of ours);
    2 sources and access: upstreams that feed an engine (etcd,
      kube-apiserver); who may read what (`herald-auth`);
    3 fronts and their plumbing: what serves an engine to clients (the
@@ -40,6 +42,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 RINGS = {
     "herald": 0,
     "herald-kube": 1,
+    "herald-bridge": 1,
     "herald-etcd": 2,
     "herald-apiserver": 2,
     "herald-auth": 2,

@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${1:-}" = fast ]; then
-    echo "== fast tier: layout, the engine's and the Kubernetes shape's tests"
+    echo "== [$(date -u +%T)] fast tier: layout, the engine's and the Kubernetes shape's tests"
     python3 scripts/check-layout.py
     python3 scripts/check-crates.py
     cargo test -p herald -p herald-kube
@@ -42,7 +42,7 @@ fi
 # differential test (whose build took 250 s of a cold run without it).
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-trimpath"
 
-echo "== engine, object-manager and HTTP front layout (the engine's map of layers, engine/README.md: no upward import; no import circle between files, none over 900 lines)"
+echo "== [$(date -u +%T)] engine, object-manager and HTTP front layout (the engine's map of layers, engine/README.md: no upward import; no import circle between files, none over 900 lines)"
 if ! command -v python3 >/dev/null 2>&1; then
     echo "python3 is missing: installing it (apt-get)"
     { apt-get update -qq && apt-get install -y -qq python3 >/dev/null; } \
@@ -57,13 +57,13 @@ python3 scripts/check-layout.py server/src
 python3 scripts/check-crates.py --self-test
 python3 scripts/check-crates.py
 
-echo "== etcd and protoc for the etcd upstream's tests (scripts/ensure-etcd.sh)"
+echo "== [$(date -u +%T)] etcd and protoc for the etcd upstream's tests (scripts/ensure-etcd.sh)"
 # Fails loudly if it cannot install them: the etcd tests are never skipped.
 exports="$(scripts/ensure-etcd.sh)"
 eval "$exports"
 echo "etcd: $HERALD_ETCD ($("$HERALD_ETCD" --version | head -1)); old: $HERALD_ETCD_OLD"
 
-echo "== the real kube-apiserver, built in the background (scripts/ensure-kube-apiserver.sh, log: target/tools/kube-apiserver-build.log)"
+echo "== [$(date -u +%T)] the real kube-apiserver, built in the background (scripts/ensure-kube-apiserver.sh, log: target/tools/kube-apiserver-build.log)"
 # Go's build of k8s.io/kubernetes takes minutes cold: it runs niced beside
 # the cargo tests below (which wait on servers much of the time), then the
 # schema generator checks kube/schema/ against the real k8s.io/api types.
@@ -75,7 +75,7 @@ mkdir -p target/tools
     > target/tools/kube-apiserver-build.log 2>&1 &
 kube_build=$!
 
-echo "== cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
+echo "== [$(date -u +%T)] cargo test --workspace (the etcd tests start their own servers on 127.0.0.1)"
 if ! command -v kubectl >/dev/null 2>&1; then
     echo "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!" >&2
     echo "kubectl IS NOT ON THE PATH: herald-server's kubectl tests will not run" >&2
@@ -83,7 +83,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
 fi
 cargo test --workspace
 
-echo "== the Python kubernetes client against herald-server (pytest, in target/venv-http)"
+echo "== [$(date -u +%T)] the Python kubernetes client against herald-server (pytest, in target/venv-http)"
 VENV=target/venv-http
 if ! "$VENV/bin/python" -c "import kubernetes, pytest" >/dev/null 2>&1; then
     { python3 -m venv "$VENV" \
@@ -100,13 +100,13 @@ fi
 cargo test -q --workspace --no-run
 HERALD_SERVER="$PWD/target/debug/herald-server" "$VENV/bin/python" -m pytest -q server/tests/python
 
-echo "== the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
+echo "== [$(date -u +%T)] the C ABI from C: its test program plainly, under ASan+UBSan and valgrind; the epoll example"
 bindings/c/test.sh
 
-echo "== the Go binding (cgo over the C ABI): go vet and go test -race (Go installed if missing)"
+echo "== [$(date -u +%T)] the Go binding (cgo over the C ABI): go vet and go test -race (Go installed if missing)"
 bindings/go/test.sh
 
-echo "== the Python binding (maturin wheel, pytest, in target/venv-python)"
+echo "== [$(date -u +%T)] the Python binding (maturin wheel, pytest, in target/venv-python)"
 bindings/python/test.sh
 
 # The ignored suites below run from the build `cargo test --workspace`
@@ -141,7 +141,7 @@ for line in sys.stdin:
     (cd "$dir" && CARGO_MANIFEST_DIR="$dir" "$exe" --ignored "$@")
 }
 
-echo "== the real kube-apiserver: its build, and kube/schema/ against the real k8s.io/api types"
+echo "== [$(date -u +%T)] the real kube-apiserver: its build, and kube/schema/ against the real k8s.io/api types"
 if ! wait "$kube_build"; then
     cat target/tools/kube-apiserver-build.log >&2
     echo "FAILED: the kube-apiserver build or the schema generator (log above)" >&2
@@ -155,7 +155,7 @@ if ! cmp -s target/tools/schema-now.json kube/schema/k8s-v1.37.2.json; then
 fi
 echo "kube-apiserver: $HERALD_KUBE_APISERVER; schema: as generated"
 
-echo "== kube/schema/served-v1.37.2.json against what the real kube-apiserver serves (kube/schema/served: etcd + the apiserver, discovery, tables, field labels, key prefixes)"
+echo "== [$(date -u +%T)] kube/schema/served-v1.37.2.json against what the real kube-apiserver serves (kube/schema/served: etcd + the apiserver, discovery, tables, field labels, key prefixes)"
 # Its build reuses the apiserver's compiled packages (-trimpath above);
 # about 10 s warm. Its log (the timing at the end) is shown either way.
 if ! { time (cd kube/schema/served \
@@ -174,35 +174,35 @@ if ! cmp -s target/tools/served-now.json kube/schema/served-v1.37.2.json; then
 fi
 echo "served resources: as generated"
 
-echo "== the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
+echo "== [$(date -u +%T)] the apiserver upstream against the real kube-apiserver: restart, token rotation, compaction; a first list reaching back into its watch cache (herald-apiserver tests/real.rs)"
 # Ignored by the workspace run above, which runs while the build goes on.
 ignored real
 
-echo "== access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own; 700 generated requests and issue 49's cases on three Heralds (etcd, delegating, apiserver with its own RBAC), none answered more than the apiserver; service-account tokens through their objects' lifecycles (herald-server tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
+echo "== [$(date -u +%T)] access control against the real kube-apiserver: 135 decisions on a Herald deciding itself and on one delegating to the apiserver (TokenReview, SubjectAccessReview), each equal to its SubjectAccessReview and its 403s; refused credentials, a revoked watch, kubectl and client-go per identity, audit events equal to its own; 700 generated requests and issue 49's cases on three Heralds (etcd, delegating, apiserver with its own RBAC), none answered more than the apiserver; service-account tokens through their objects' lifecycles (herald-server tests/access_real.rs; builds testkit/client-go/cmd/identity with go)"
 ignored access_real
 
-echo "== custom resources at each served version against the real kube-apiserver: a CRD of v1 and v2 with objects under each storage version; discovery, lists, GETs and watches of a Herald on its etcd and of one in front of it equal to the apiserver's (herald-server tests/crd_real.rs)"
+echo "== [$(date -u +%T)] custom resources at each served version against the real kube-apiserver: a CRD of v1 and v2 with objects under each storage version; discovery, lists, GETs and watches of a Herald on its etcd and of one in front of it equal to the apiserver's (herald-server tests/crd_real.rs)"
 ignored crd_real
 
-echo "== perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
+echo "== [$(date -u +%T)] perf's apiserver-fanout at the smoke size: N watchers on the real kube-apiserver and on herald-server in front of it (herald-perf tests/apiserver.rs)"
 HERALD_SERVER="$PWD/target/debug/herald-server" ignored apiserver
 
-echo "== HAProxy for the fleet test (Debian's package)"
+echo "== [$(date -u +%T)] HAProxy for the fleet test (Debian's package)"
 if ! command -v haproxy >/dev/null 2>&1; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy >/dev/null; } \
         || { echo "FAILED to install haproxy (apt-get): the fleet test cannot run" >&2; exit 1; }
 fi
 echo "haproxy: $(command -v haproxy) ($(haproxy -v | head -1))"
 
-echo "== perf's fleet-restart at the smoke size: 200 watchers through HAProxy in front of three herald-server replicas on etcd, two rolling restarts, no re-list (herald-perf tests/fleet.rs)"
+echo "== [$(date -u +%T)] perf's fleet-restart at the smoke size: 200 watchers through HAProxy in front of three herald-server replicas on etcd, two rolling restarts, no re-list (herald-perf tests/fleet.rs)"
 HERALD_SERVER="$PWD/target/debug/herald-server" ignored fleet
 
-echo "== the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
+echo "== [$(date -u +%T)] the differential test and the fleet: etcd + the real kube-apiserver + herald-server, with kubectl and client-go; three replicas behind HAProxy through a SIGKILL and a rolling restart (scripts/test-real-cluster.sh)"
 # Twice at once: herald-server reading the apiserver's etcd, and in front
 # of the apiserver itself (--kubeconfig).
 HERALD_SERVER="$PWD/target/debug/herald-server" scripts/test-real-cluster.sh
 
-echo "== loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
+echo "== [$(date -u +%T)] loom models (--cfg herald_loom, LOOM_MAX_PREEMPTIONS=2)"
 # Release with debug assertions, in its own target directory (the cfg
 # changes every crate's flags).
 RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
@@ -214,7 +214,7 @@ RUSTFLAGS="--cfg herald_loom -C debug-assertions" LOOM_MAX_PREEMPTIONS=2 \
     CARGO_TARGET_DIR=target/loom \
     cargo test -p herald-ready --test loom_set --release
 
-echo "== miri (unit tests of the ring, queue, histogram, clock, wheel, budget)"
+echo "== [$(date -u +%T)] miri (unit tests of the ring, queue, histogram, clock, wheel, budget)"
 # Miri drives its own rustc: not the stable clippy driver `.ci/run` lints with.
 unset RUSTC_WORKSPACE_WRAPPER CLIPPY_ARGS
 if { cargo +nightly miri --version >/dev/null 2>&1 \

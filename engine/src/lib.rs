@@ -76,7 +76,10 @@
 //! # Semantics
 //!
 //! The contract is the reference's (`k8s.io/apiserver/pkg/storage/cacher`),
-//! kept where it is right and improved where it is not.
+//! kept where it is right and improved where it is not. The repository's
+//! `docs/semantics.md` numbers each rule (code cites it as
+//! `docs/semantics.md §N`), with where it differs from the reference and
+//! why, and the tests that hold it.
 //!
 //! ## Resource versions
 //!

@@ -1,4 +1,4 @@
-//! Upstream sources: the store a cache mirrors (SEMANTICS 9).
+//! Upstream sources: the store a cache mirrors (docs/semantics.md §9).
 //!
 //! A [`Source`] has etcd v3's shape (seeds/003): a list at a revision, a
 //! watch from a revision on with the previous state of each deleted

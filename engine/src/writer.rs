@@ -503,7 +503,8 @@ fn apply_locked(
                 recorded: false,
             });
         };
-        // SEMANTICS 1: a deletion's previous object is its last state.
+        // docs/semantics.md §1.3: a deletion's previous object is its last
+        // state.
         let (prev, prev_rv) = (stored.object.clone(), stored.rv);
         let resize = st.ring.prepare(bytes, at, dispatched)?;
         (resize, Some(prev), Some(prev_rv))

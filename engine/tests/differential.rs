@@ -1813,14 +1813,15 @@ fn run_known(ops: &[Op], runs: usize) {
     }
 }
 
-/// Known disagreement 2 (SEMANTICS 5, Park: "end it with Gone only when
-/// that RV has left the ring"): an `app=a` watch has received its snapshot
-/// (x/k0 at 4); a change it does not need comes (y/k0, position 2), then
-/// eleven it needs (x/k1, positions 3-13: ten fill its queue, the
-/// eleventh parks it), then five it does not need (positions 14-18). The
-/// ring (16) still holds position 3, the first change the watch missed;
-/// position 2 has left it. The model delivers x/k1 at 6..16; the engine's
-/// catch-up starts at position 2 and ends the watch with Gone(4, 5).
+/// Known disagreement 2 (docs/semantics.md §5.3, left open: a parked watch ends
+/// with Gone when its next unread position has left the ring, even if it would
+/// not have needed that change): an `app=a` watch has received its snapshot
+/// (x/k0 at 4); a change it does not need comes (y/k0, position 2), then eleven
+/// it needs (x/k1, positions 3-13: ten fill its queue, the eleventh parks it),
+/// then five it does not need (positions 14-18). The ring (16) still holds
+/// position 3, the first change the watch missed; position 2 has left it. The
+/// model delivers x/k1 at 6..16; the engine's catch-up starts at position 2 and
+/// ends the watch with Gone(4, 5).
 /// Accepted by default (`model::Allow::early_gone`).
 #[test]
 fn known_parked_watch_gone_while_its_changes_are_in_the_ring() {
@@ -1881,7 +1882,7 @@ fn known_replaying_watch_gone_on_a_change_it_does_not_need() {
 
 /// Known disagreement 1 (minimal case found by `engine_matches_model`): a
 /// watch begun before the first list waits for version 1; the first list
-/// is at 0, a re-list at 1 follows. SEMANTICS 8: a re-list ends every
+/// is at 0, a re-list at 1 follows. docs/semantics.md §8: a re-list ends every
 /// watcher with Relisted; the engine may let the waiting watch, which saw
 /// nothing of the old generation, adopt the new one and serve it whole.
 /// Accepted by default (`model::Allow::waiting_survives_relist`).

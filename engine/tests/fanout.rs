@@ -1,9 +1,9 @@
-//! The end-to-end check of the core invariant (SEMANTICS 3): 100,000 changes
-//! from the writer fan out to 1,000 concurrently reading watchers with mixed
-//! filters, start versions and indexes, some registered while the writer
-//! runs. Every watcher's stream must equal what the sequential model says:
-//! in order, no gap, no duplicate, no object its filter rejects; then
-//! exactly one End.
+//! The end-to-end check of the core invariant (docs/semantics.md §3.4): 100,000
+//! changes from the writer fan out to 1,000 concurrently reading watchers with
+//! mixed filters, start versions and indexes, some registered while the writer
+//! runs. Every watcher's stream must equal what the sequential model says: in
+//! order, no gap, no duplicate, no object its filter rejects; then exactly one
+//! End.
 
 mod common;
 

@@ -1,5 +1,5 @@
 //! Filters through the engine: selectors, the four transitions, key scopes
-//! and trigger-index routing (SEMANTICS 3 and 4).
+//! and trigger-index routing (docs/semantics.md §3 and §4).
 
 mod common;
 

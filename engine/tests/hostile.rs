@@ -246,24 +246,33 @@ fn churn_beside_the_writer_keeps_changes_flowing() {
         )
         .unwrap();
     let done = Arc::new(AtomicBool::new(false));
+    let churning = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let churners: Vec<_> = (0..3)
         .map(|t| {
-            let (engine, done) = (engine.clone(), done.clone());
+            let (engine, done, churning) = (engine.clone(), done.clone(), churning.clone());
             std::thread::spawn(move || {
                 let mut n = 0u64;
-                while !done.load(Ordering::Relaxed) {
+                while n == 0 || !done.load(Ordering::Relaxed) {
                     let req = if (n + t) % 2 == 0 {
                         WatchRequest::new().labels("app=db".parse().unwrap())
                     } else {
                         WatchRequest::new().resource_version(Some(1.into()))
                     };
                     drop(engine.watch(req).unwrap());
+                    if n == 0 {
+                        churning.fetch_add(1, Ordering::Relaxed);
+                    }
                     n += 1;
                 }
                 n
             })
         })
         .collect();
+    // The writer starts once every churner is churning: on a loaded
+    // machine, threads just spawned may not have run before it is done.
+    while churning.load(Ordering::Relaxed) < 3 {
+        std::thread::yield_now();
+    }
     for rv in 2..2_002u64 {
         let o = Object::builder("ns", &format!("p{rv}"))
             .label("app", "web")

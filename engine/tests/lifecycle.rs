@@ -1,4 +1,4 @@
-//! Lifecycle (SEMANTICS 8), ends (SEMANTICS 3), unregistering and counters.
+//! Lifecycle (docs/semantics.md §8), ends (§3.7), unregistering and counters.
 
 mod common;
 

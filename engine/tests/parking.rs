@@ -1,6 +1,6 @@
 //! Full queues park a watcher instead of stalling the dispatcher
-//! (SEMANTICS 5, Herald's policy): nothing lost, nothing repeated, no one
-//! else slowed; Gone only once the watcher's next change left the ring.
+//! (docs/semantics.md §5.3, Herald's policy): nothing lost, nothing repeated,
+//! no one else slowed; Gone only once the watcher's next change left the ring.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! Reads from the cache (SEMANTICS 7): Get and List at every kind of
+//! Reads from the cache (docs/semantics.md §7): Get and List at every kind of
 //! resource version, exact-version lists across the history window, pages
 //! across concurrent writes, expired and malformed tokens, index-served
 //! lists. The expected answers come from the sequential model in `common`.

@@ -1,4 +1,4 @@
-//! The reflector (SEMANTICS 9): a cache kept in step with an in-memory
+//! The reflector (docs/semantics.md §9): a cache kept in step with an in-memory
 //! MVCC source through lists, watches, compactions and outages; the
 //! backoff schedule on the manual clock; consistent reads and their
 //! coalesced progress requests.

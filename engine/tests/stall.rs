@@ -1,4 +1,4 @@
-//! A stall among many (SEMANTICS 5), with real threads and the system
+//! A stall among many (docs/semantics.md §5), with real threads and the system
 //! clock, under both slow-watcher policies: 1% of 1,000 watchers stop
 //! reading while the writer runs (one before the first change, the others
 //! part-way through). Only outcomes are asserted, never timings:

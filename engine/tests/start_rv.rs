@@ -1,4 +1,4 @@
-//! Every way a watch can start (SEMANTICS 3), Gone (SEMANTICS 2) and
+//! Every way a watch can start (docs/semantics.md §3.2), Gone (§2.2) and
 //! TooLargeResourceVersion.
 
 mod common;

@@ -21,11 +21,12 @@
 //!   have received their whole view (everything is drained before the
 //!   re-list);
 //! - `Stopped` only for watchers a consumer stopped;
-//! - `Gone` only in the first drain after a stall (SEMANTICS 5: a watcher
-//!   loses nothing while the changes it needs are in the ring), carrying
-//!   its last version, which must be older than the oldest servable one.
-//!   ``early_gone` (default; `HERALD_MODEL_STRICT=early_gone` refuses it)` also accepts it for a watcher that
-//!   never stalled (a known disagreement, see `differential.rs`);
+//! - `Gone` only in the first drain after a stall (docs/semantics.md §5.3: a
+//!   watcher loses nothing while the changes it needs are in the ring),
+//!   carrying its last version, which must be older than the oldest servable
+//!   one. `early_gone` (on by default; `HERALD_MODEL_STRICT=early_gone`
+//!   refuses it) also accepts it for a watcher that never stalled (a known
+//!   disagreement, see `differential.rs`);
 //! - nothing else.
 //!
 //! Non-stalled watchers are protected from being lapped by flow control, not

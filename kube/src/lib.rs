@@ -16,7 +16,10 @@
 //! - [`ResourceInfo`]: a resource's names (group, version, plural, kind,
 //!   list kind), scope, key and selectable fields, as discovery and paths
 //!   spell them;
-//! - [`negotiate`]: a client's `Accept` against what a response can be;
+//! - [`wire`]: the one seam between a request and its response's bytes:
+//!   a client's `Accept` negotiated once against the registered formats
+//!   (JSON, YAML, protobuf, `Table`s), whose encoder writes the object,
+//!   the list or the watch stream;
 //! - [`ApiError`]: a `metav1.Status` failure (code, reason, message,
 //!   details, retry hint), and which of Herald's errors is which
 //!   ([`end_error`] for the end of a watch);
@@ -45,7 +48,7 @@
 //! (`herald-kubelet`) all depend on it, and none of them on each other for
 //! it. It has no network, no gRPC, no `protoc` and no HTTP stack: the
 //! kubelet's manager decodes what the front serves without building etcd's
-//! client. CBOR, when a client asks for it, belongs here too.
+//! client. CBOR, when a client asks for it, is one more file in [`wire`].
 #![forbid(unsafe_code)]
 
 pub mod builtin;
@@ -55,7 +58,6 @@ pub mod encode;
 mod errors;
 pub mod gojson;
 mod info;
-pub mod negotiate;
 pub mod params;
 pub mod proto;
 pub mod query;
@@ -66,6 +68,7 @@ pub mod served;
 mod status;
 pub mod table;
 mod undecodable;
+pub mod wire;
 pub mod yaml;
 
 pub use crypt::{CryptError, Keyring};

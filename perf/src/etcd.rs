@@ -14,8 +14,8 @@
 //!   harness's consumer threads as in every other scenario.
 //! - `etcd`: N etcd watches of the prefix (with previous values, from the
 //!   run's first revision), each on its own gRPC stream, the streams
-//!   spread round-robin over C connections ([`Profile::etcd_connections`](crate::profile::Profile::etcd_connections),
-//!   10 by default); the same consumer threads poll each stream with the
+//!   spread round-robin over C connections (`--etcd-connections`, 10 by
+//!   default); the same consumer threads poll each stream with the
 //!   waker of their readiness list, so a stream's messages are decoded on
 //!   the consumer that owns it, and the connections' frames are read by a
 //!   two-thread tokio runtime.
@@ -27,7 +27,7 @@
 //! the apiserver's protobuf (what a real cluster stores: Herald decodes it
 //! to the JSON it serves) or, for `herald+etcd-json`, as JSON (Herald
 //! reads it as is); the values are made before the run, a write copies
-//! one and sets its counter. It puts them [`Profile::etcd_in_flight`](crate::profile::Profile::etcd_in_flight) puts at a time (16) when flat out;
+//! one and sets its counter. It puts them `--etcd-in-flight` puts at a time (16) when flat out;
 //! paced, it hands each put over when it is due. A put's revision is known
 //! only when it returns, so the writer stamps each write then, by
 //! revision, twice: the time just before the put was sent, and the time it

@@ -14,9 +14,10 @@
 //! - `pods`: realistic pods, as JSON and as the apiserver's protobuf;
 //! - `peers/`, `etcd`, `http`, `servers`, `fleet`: the systems;
 //! - `kind`, `profile`, `row`, `runner`, `report`, `scenario`: the
-//!   shared harness (system names, sizes, rows and rounds, the interleaved
-//!   runner, tables and targets, the trait);
-//! - `scenarios/`: one file per scenario, and the registry.
+//!   shared harness (system names, the profiles' shared settings, rows
+//!   and rounds, the interleaved runner, tables and targets, the trait);
+//! - `scenarios/`: one file per scenario (its sizes and flags with it),
+//!   and the registry.
 
 pub mod alloc;
 pub mod apiserver;

@@ -12,19 +12,24 @@
 //! cargo run --release -p herald-perf -- --scenarios etcd-fanout   # Herald in front of etcd (needs etcd)
 //! cargo run --release -p herald-perf -- --scenarios http-fanout   # Herald's HTTP front to N connections
 //! cargo run --release -p herald-perf -- pod-memory --pods 10000   # bytes per cached pod: herald-server vs kube-apiserver
+//! cargo run --release -p herald-perf -- --profile default --print-sizes   # what each scenario would run at, as JSON
 //! ```
+//!
+//! The flags here are the shared ones; each scenario declares its own in
+//! its file ([`herald_perf::scenario::Scenario::Flags`]), and
+//! [`with_flags`] adds them.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use herald_perf::alloc::Counting;
 use herald_perf::kind::SystemKind;
-use herald_perf::profile::Profile;
+use herald_perf::profile::{Profile, ProfileName};
 use herald_perf::report;
 use herald_perf::row::Row;
 use herald_perf::runner::Runner;
-use herald_perf::scenario::Scenario;
+use herald_perf::scenario::{Configured, with_flags};
 use herald_perf::scenarios;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -34,14 +39,14 @@ static GLOBAL: Counting = Counting;
 /// Herald's load harness: fan-out scenarios against tokio broadcast, a
 /// crossbeam-channel cacher, disruptor and a Rust port of the reference's
 /// dispatch, in one run.
+///
+/// The options first apply to every scenario; each scenario's own follow
+/// under its name.
 #[derive(Debug, Parser)]
 #[command(version, about)]
 struct Args {
-    /// Scenarios to run (default: all; the quick and smoke profiles leave
-    /// out the heavy ones unless named: pod-memory, apiserver-fanout,
-    /// fleet-restart): fanout-all, fanout-indexed, slow-watcher-tax,
-    /// catch-up, latency, memory, etcd-fanout, http-fanout, kubelet,
-    /// pod-memory, apiserver-fanout, fleet-restart.
+    /// Scenarios to run (default: all; the list and the heavy ones are
+    /// filled in from the registry: see `command`).
     scenarios: Vec<String>,
     /// Scenarios to run, comma-separated (the same as naming them as
     /// arguments).
@@ -64,67 +69,6 @@ struct Args {
     /// Consumer threads shared by every system.
     #[arg(long)]
     threads: Option<usize>,
-    /// fanout-all watcher counts, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    watchers: Vec<usize>,
-    /// fanout-all deliveries per run (changes = deliveries / watchers).
-    #[arg(long)]
-    deliveries: Option<usize>,
-    /// fanout-indexed node counts (one watcher each), comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    nodes: Vec<usize>,
-    /// fanout-indexed changes per run.
-    #[arg(long)]
-    indexed_changes: Option<usize>,
-    /// latency scenario: changes per second.
-    #[arg(long)]
-    rate: Option<f64>,
-    /// latency and slow-watcher-tax: seconds per run.
-    #[arg(long)]
-    seconds: Option<f64>,
-    /// memory scenario: idle watchers.
-    #[arg(long)]
-    memory_watchers: Option<usize>,
-    /// etcd-fanout watcher counts, comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    etcd_watchers: Vec<usize>,
-    /// http-fanout connection counts (watchers of everything),
-    /// comma-separated.
-    #[arg(long, value_delimiter = ',')]
-    http_watchers: Vec<usize>,
-    /// http-fanout paced cases: deliveries per second in total to their
-    /// connections, comma-separated, a case each (default profile:
-    /// 10,000 and 50,000 to 1,000).
-    #[arg(long, value_delimiter = ',')]
-    http_rate: Vec<f64>,
-    /// etcd-fanout: connections the etcd side spreads its watches over.
-    #[arg(long)]
-    etcd_connections: Option<usize>,
-    /// etcd-fanout paced cases: deliveries per second in total (the writer
-    /// puts this / watchers per second).
-    #[arg(long)]
-    etcd_rate: Option<f64>,
-    /// etcd-fanout flat out: puts the writer keeps in flight.
-    #[arg(long)]
-    etcd_in_flight: Option<usize>,
-    /// pod-memory: pods written to etcd and cached by each server (quick:
-    /// 10,000; default: 100,000).
-    #[arg(long)]
-    pods: Option<usize>,
-    /// apiserver-fanout: watch connections per case, comma-separated
-    /// (default: 100,1000,10000).
-    #[arg(long, value_delimiter = ',')]
-    apiserver_watchers: Option<Vec<usize>>,
-    /// apiserver-fanout: writes per second through the apiserver (default:
-    /// 10).
-    #[arg(long)]
-    apiserver_rate: Option<f64>,
-    /// fleet-restart: watchers through the balancers (default: 10,000).
-    #[arg(long)]
-    fleet_watchers: Option<usize>,
-    /// fleet-restart: writes per second into etcd (default: 2).
-    #[arg(long)]
-    fleet_rate: Option<f64>,
     /// Check every delivery against its filter (slower; always on in the
     /// smoke profile).
     #[arg(long)]
@@ -146,9 +90,14 @@ struct Args {
     repeat: Option<usize>,
     /// Grow each flat-out case's workload (doubling, up to its cap) until a
     /// system's run lasts this many seconds, after an uncounted sizing
-    /// round (quick: 0.8; default: 1; smoke: 0, no sizing round).
+    /// round (default: 1; smoke: 0, no sizing round).
     #[arg(long)]
     min_seconds: Option<f64>,
+    /// Print the profile's shared settings and the sizes each chosen
+    /// scenario would run at (its flags applied), as JSON, and run
+    /// nothing.
+    #[arg(long)]
+    print_sizes: bool,
     /// Write the rows and targets as JSON to this file ("-": stdout, and
     /// the tables go to stderr).
     #[arg(long)]
@@ -164,25 +113,6 @@ struct Args {
     #[arg(long)]
     strict: bool,
 }
-
-/// The most watch connections an apiserver-fanout case may ask for.
-const MAX_APISERVER_WATCHERS: usize = 1_000_000;
-
-/// The highest write rate apiserver-fanout may be asked for (writes/s).
-const MAX_APISERVER_RATE: f64 = 1_000.0;
-
-/// The highest `--http-rate`: deliveries a second in total. One loopback
-/// send costs its sender about 9 µs of CPU (`scripts/loopback-send-cost.py`),
-/// so a million a second is nine cores' worth; anything higher only sizes
-/// a workload no run can pace.
-const MAX_HTTP_RATE: f64 = 1_000_000.0;
-
-/// The most watchers `--fleet-watchers` takes: each holds a descriptor in
-/// the harness, whose limit here is 20,000.
-const MAX_FLEET_WATCHERS: usize = 18_000;
-
-/// The most writes per second `--fleet-rate` takes (one put at a time).
-const MAX_FLEET_RATE: f64 = 1_000.0;
 
 fn main() -> std::process::ExitCode {
     // http-fanout's server, started by the harness itself as its child.
@@ -202,119 +132,38 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The command line: the shared flags, then every scenario's, the
+/// scenarios' names listed from the registry.
+fn command() -> clap::Command {
+    let heavy: Vec<&str> = scenarios::ALL
+        .iter()
+        .filter(|s| s.heavy())
+        .map(|s| s.name())
+        .collect();
+    let help = format!(
+        "Scenarios to run (default: all; the quick and smoke profiles leave out the heavy ones \
+         unless named: {}): {}",
+        heavy.join(", "),
+        scenarios::names()
+    );
+    with_flags(Args::command(), &scenarios::ALL).mut_arg("scenarios", |a| a.help(help))
+}
+
 fn run() -> anyhow::Result<bool> {
-    let args = Args::parse();
+    let matches = command().get_matches();
+    let args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let name = if args.full {
         "default"
     } else {
         args.profile.as_str()
     };
-    let mut profile = match name {
-        "quick" => Profile::quick(),
-        "smoke" => Profile::smoke(),
-        "default" => Profile::default_suite(),
-        "full" => Profile::full(),
-        other => anyhow::bail!("unknown profile {other:?}: quick, default, full or smoke"),
-    };
+    let name = ProfileName::parse(name).ok_or_else(|| {
+        anyhow::anyhow!("unknown profile {name:?}: quick, default, full or smoke")
+    })?;
+    let mut profile = Profile::of(name);
     if let Some(t) = args.threads {
         anyhow::ensure!(t > 0, "--threads must be at least 1");
         profile.threads = t;
-    }
-    if !args.watchers.is_empty() {
-        profile.fanout_watchers = args.watchers.clone();
-    }
-    if let Some(d) = args.deliveries {
-        profile.fanout_deliveries = d;
-    }
-    if !args.nodes.is_empty() {
-        profile.indexed_nodes = args.nodes.clone();
-    }
-    if let Some(c) = args.indexed_changes {
-        profile.indexed_changes = c;
-    }
-    if let Some(r) = args.rate {
-        anyhow::ensure!(r > 0.0, "--rate must be positive");
-        profile.latency.1 = r;
-    }
-    if let Some(s) = args.seconds {
-        anyhow::ensure!(s > 0.0, "--seconds must be positive");
-        profile.latency.2 = s;
-        profile.tax_seconds = s;
-    }
-    if let Some(n) = args.memory_watchers {
-        profile.memory_watchers = n.max(1);
-    }
-    if !args.etcd_watchers.is_empty() {
-        profile.etcd_watchers = args.etcd_watchers.clone();
-    }
-    if !args.http_watchers.is_empty() {
-        anyhow::ensure!(
-            args.http_watchers.iter().all(|&n| n > 0),
-            "--http-watchers: each count must be at least 1"
-        );
-        profile.http_watchers = args.http_watchers.clone();
-    }
-    if !args.http_rate.is_empty() {
-        anyhow::ensure!(
-            args.http_rate
-                .iter()
-                .all(|&r| r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE),
-            "--http-rate must list rates above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
-        );
-        let mut sorted = args.http_rate.clone();
-        sorted.sort_by(f64::total_cmp);
-        anyhow::ensure!(
-            sorted.windows(2).all(|w| w[0] != w[1]),
-            "--http-rate lists a rate twice: each rate is a case of its own"
-        );
-        profile.http_rates = args.http_rate.clone();
-    }
-    if let Some(c) = args.etcd_connections {
-        anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");
-        profile.etcd_connections = c;
-    }
-    if let Some(k) = args.etcd_in_flight {
-        anyhow::ensure!(k > 0, "--etcd-in-flight must be at least 1");
-        profile.etcd_in_flight = k;
-    }
-    if let Some(r) = args.etcd_rate {
-        anyhow::ensure!(r > 0.0, "--etcd-rate must be positive");
-        profile.etcd_paced.0 = r;
-    }
-    if let Some(n) = args.pods {
-        anyhow::ensure!(n > 0, "--pods must be at least 1");
-        profile.pod_memory_pods = n;
-    }
-    if let Some(ns) = args.apiserver_watchers {
-        anyhow::ensure!(
-            !ns.is_empty()
-                && ns
-                    .iter()
-                    .all(|&n| (1..=MAX_APISERVER_WATCHERS).contains(&n)),
-            "--apiserver-watchers must list counts from 1 to {MAX_APISERVER_WATCHERS} (each a connection, and a descriptor in each process)"
-        );
-        profile.apiserver_watchers = ns;
-    }
-    if let Some(r) = args.apiserver_rate {
-        anyhow::ensure!(
-            r.is_finite() && r > 0.0 && r <= MAX_APISERVER_RATE,
-            "--apiserver-rate must be above 0 and at most {MAX_APISERVER_RATE} writes/s (they go through the apiserver one at a time)"
-        );
-        profile.apiserver_writes.0 = r;
-    }
-    if let Some(n) = args.fleet_watchers {
-        anyhow::ensure!(
-            (1..=MAX_FLEET_WATCHERS).contains(&n),
-            "--fleet-watchers must be from 1 to {MAX_FLEET_WATCHERS} (a descriptor each here, and two in a balancer)"
-        );
-        profile.fleet.0 = n;
-    }
-    if let Some(r) = args.fleet_rate {
-        anyhow::ensure!(
-            r.is_finite() && r > 0.0 && r <= MAX_FLEET_RATE,
-            "--fleet-rate must be above 0 and at most {MAX_FLEET_RATE} writes/s"
-        );
-        profile.fleet.1 = r;
     }
     profile.check_filters |= args.check_filters;
     profile.readiness &= !args.no_readiness;
@@ -330,15 +179,12 @@ fn run() -> anyhow::Result<bool> {
         profile.min_seconds = s;
     }
     profile.herald_source = args.herald_source;
-    anyhow::ensure!(
-        profile
-            .fanout_watchers
-            .iter()
-            .chain(&profile.indexed_nodes)
-            .chain(&profile.etcd_watchers)
-            .all(|&n| n > 0),
-        "watcher and node counts must be positive"
-    );
+    // Every scenario at the profile's sizes, its flags applied, whichever
+    // run: a value no scenario can run is refused before anything starts.
+    let configured: Vec<Box<dyn Configured>> = scenarios::ALL
+        .into_iter()
+        .map(|s| s.configure(name, &matches))
+        .collect::<anyhow::Result<_>>()?;
 
     let named: Vec<&String> = args.scenarios.iter().chain(&args.scenario_list).collect();
     // A scenario named runs whole: its heavy systems too (http-fanout's
@@ -346,21 +192,31 @@ fn run() -> anyhow::Result<bool> {
     if !named.is_empty() {
         profile.heavy = true;
     }
-    let chosen: Vec<&dyn Scenario> = if named.is_empty() {
-        scenarios::ALL
+    let chosen: Vec<Box<dyn Configured>> = if named.is_empty() {
+        configured
             .into_iter()
-            .filter(|s| profile.heavy || !s.heavy())
+            .filter(|c| profile.heavy || !c.scenario().heavy())
             .collect()
     } else {
         named
             .into_iter()
             .map(|s| {
-                scenarios::find(s).ok_or_else(|| {
+                let scenario = scenarios::find(s).ok_or_else(|| {
                     anyhow::anyhow!("unknown scenario {s:?}: {}", scenarios::names())
-                })
+                })?;
+                scenario.configure(name, &matches)
             })
             .collect::<anyhow::Result<_>>()?
     };
+    let sizes: serde_json::Map<String, serde_json::Value> = chosen
+        .iter()
+        .map(|c| (c.scenario().name().to_owned(), c.sizes()))
+        .collect();
+    if args.print_sizes {
+        let doc = serde_json::json!({ "profile": profile, "sizes": sizes });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(true);
+    }
     let mut systems: Vec<SystemKind> = if args.systems.is_empty() {
         SystemKind::ALL.to_vec()
     } else {
@@ -452,9 +308,10 @@ fn run() -> anyhow::Result<bool> {
 
     let suite = herald_perf::machine::CpuWindow::open();
     let mut rows = Vec::new();
-    for s in &chosen {
+    for c in &chosen {
         let mut got = Vec::new();
-        s.run(&runner, &mut got);
+        c.run(&runner, &mut got);
+        let s = c.scenario();
         let own: Vec<&Row> = got.iter().filter(|r| r.scenario == s.name()).collect();
         bar.suspend(|| say(&s.table(&own)));
         rows.extend(got);
@@ -481,7 +338,10 @@ fn run() -> anyhow::Result<bool> {
         .flat_map(|s| s.targets(&rows))
         .collect();
     say(&report::targets_table(&targets));
-    let headline: Vec<report::Headline> = chosen.iter().filter_map(|s| s.headline(&rows)).collect();
+    let headline: Vec<report::Headline> = chosen
+        .iter()
+        .filter_map(|c| c.scenario().headline(&rows))
+        .collect();
 
     if !args.no_plots {
         for p in report::plots(&rows, &args.plots)? {
@@ -493,6 +353,7 @@ fn run() -> anyhow::Result<bool> {
             "machine": machine,
             "load": load,
             "profile": profile,
+            "sizes": sizes,
             "rows": rows,
             "targets": targets,
             "headline": headline,
@@ -543,4 +404,14 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     format!("{cores} cores, {model}")
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own checks of the whole command line: the shared flags and
+    /// every scenario's, none clashing.
+    #[test]
+    fn the_command_line_is_sound() {
+        super::command().debug_assert();
+    }
 }

@@ -55,7 +55,6 @@ pub mod delegate;
 pub mod discovery;
 mod guard;
 mod listen;
-pub mod media;
 pub mod metrics;
 mod names;
 mod open_watches;

@@ -125,6 +125,12 @@ struct Args {
     /// The apiserver connected to, once, at start.
     #[arg(skip)]
     apiserver: Option<herald_apiserver::ApiServer>,
+    /// The etcd cluster --etcd names, connected to once, when the first
+    /// resource is read from it, and shared by every resource (one
+    /// client, one connection a member).
+    #[cfg(feature = "etcd")]
+    #[arg(skip)]
+    etcd_cluster: Arc<std::sync::Mutex<Option<herald_etcd::EtcdCluster>>>,
     /// With --etcd: the key prefix of the one resource --resource names
     /// (the apiserver's `/registry/<resource>/`).
     #[arg(long, default_value = "/registry/pods/", conflicts_with = "resources")]
@@ -413,20 +419,39 @@ fn etcd(
     } else {
         args.field.clone()
     };
-    let keyring = match &args.encryption_provider_config {
-        None => None,
-        Some(path) => Some(Arc::new(herald_kube::Keyring::from_file(path).map_err(
-            |e| format!("--encryption-provider-config {}: {e}", path.display()),
-        )?)),
-    };
     herald_server::etcd_resource_with(
         info,
-        &args.etcd,
+        &etcd_cluster(args)?,
         prefix,
         &fields,
-        keyring,
+        args.keyring.clone(),
         args.history_backfill,
     )
+}
+
+/// The cluster --etcd names: connected on the first call (after the flags
+/// and resources are checked, so that a mistake is named before an
+/// unreachable cluster), then shared. A failed connection is tried again
+/// at the next call.
+#[cfg(feature = "etcd")]
+fn etcd_cluster(
+    args: &Args,
+) -> Result<herald_etcd::EtcdCluster, Box<dyn std::error::Error + Send + Sync>> {
+    let mut slot = args.etcd_cluster.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cluster) = &*slot {
+        return Ok(cluster.clone());
+    }
+    let config = herald_etcd::ClusterConfig::new(args.etcd.clone());
+    let cluster = herald_etcd::EtcdCluster::connect(config)?;
+    eprintln!(
+        "herald-server: upstream etcd {} at {}",
+        cluster
+            .server_version()
+            .map_or_else(|| "(version unknown)".to_owned(), |v| v.to_string()),
+        args.etcd.join(",")
+    );
+    *slot = Some(cluster.clone());
+    Ok(cluster)
 }
 
 /// The resource from the upstream the flags name: the apiserver

@@ -4,55 +4,37 @@
 //! custom resource's objects, each from the version it was stored at).
 //! Runs on a read's blocking thread: a webhook is waited for there.
 
-use bytes::Bytes;
 use herald::object::Item;
-use herald::read::ListResponse;
 use herald_kube::ApiError;
-use herald_kube::encode::object_json;
+use herald_kube::encode::{ObjectJson, object_json};
 
 use crate::resource::Resource;
 
 /// The JSON of a list's `items`, in order (one conversion review for
-/// the list, as the apiserver sends one).
-pub(crate) fn items(r: &Resource, items: &[Item]) -> Result<Vec<Bytes>, ApiError> {
+/// the list, as the apiserver sends one). A converted object's JSON is
+/// the conversion's, not the stored payload.
+pub(crate) fn items(r: &Resource, items: &[Item]) -> Result<Vec<ObjectJson>, ApiError> {
     let json = items
         .iter()
-        .map(|i| {
-            object_json(&r.info, &i.object, i.resource_version)
-                .bytes()
-                .clone()
-        })
-        .collect();
+        .map(|i| object_json(&r.info, &i.object, i.resource_version));
     match &r.converter {
-        None => Ok(json),
-        Some(c) => c.convert_blocking(json, &r.info.version, true),
-    }
-}
-
-/// The JSON of one object (a GET's).
-pub(crate) fn item(r: &Resource, item: &Item) -> Result<Bytes, ApiError> {
-    let json = object_json(&r.info, &item.object, item.resource_version)
-        .bytes()
-        .clone();
-    match &r.converter {
-        None => Ok(json),
+        None => Ok(json.collect()),
         Some(c) => {
-            let mut out = c.convert_blocking(vec![json], &r.info.version, false)?;
-            Ok(out.pop().unwrap_or_default())
+            let json = json.map(|j| j.bytes().clone()).collect();
+            let converted = c.convert_blocking(json, &r.info.version, true)?;
+            Ok(converted.into_iter().map(ObjectJson::Described).collect())
         }
     }
 }
 
-/// A list's `metadata` as a `Table` of it carries it: its version, the
-/// next page's token and how many objects follow, when there are more.
-pub(crate) fn list_metadata(page: &ListResponse, token: Option<&str>) -> serde_json::Value {
-    let mut metadata =
-        serde_json::json!({"resourceVersion": page.resource_version.get().to_string()});
-    if let Some(t) = token {
-        metadata["continue"] = serde_json::json!(t);
+/// The JSON of one object (a GET's).
+pub(crate) fn item(r: &Resource, item: &Item) -> Result<ObjectJson, ApiError> {
+    let json = object_json(&r.info, &item.object, item.resource_version);
+    match &r.converter {
+        None => Ok(json),
+        Some(c) => {
+            let mut out = c.convert_blocking(vec![json.bytes().clone()], &r.info.version, false)?;
+            Ok(ObjectJson::Described(out.pop().unwrap_or_default()))
+        }
     }
-    if let Some(n) = page.remaining_item_count {
-        metadata["remainingItemCount"] = serde_json::json!(n);
-    }
-    metadata
 }

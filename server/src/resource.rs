@@ -12,8 +12,8 @@ use herald_kube::encode::Restamps;
 
 use crate::counts::ResourceMetrics;
 use crate::crds::Converter;
-use crate::media::Encodings;
 use herald_kube::table::Printer;
+use herald_kube::wire::Encodings;
 
 /// The served resources, by group-qualified plural name.
 pub(crate) type ResourceMap = std::collections::BTreeMap<String, Resource>;

@@ -1,20 +1,22 @@
-//! The answers a read writes: JSON (discovery, a GET), a `Table`, a list
-//! (gzipped when it gains). Each JSON body ends with a newline, as the
+//! The answers a read writes: JSON (discovery), an encoded object, a
+//! list (gzipped when it gains). Each JSON body ends with a newline, as the
 //! apiserver's do (Go's `json.Encoder` writes one after each value).
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use herald_kube::table;
 
-/// A `Table`'s `200`.
-pub(crate) fn table_response(mut body: Vec<u8>) -> Response {
-    body.push(b'\n');
-    let mut r = (StatusCode::OK, body).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(table::CONTENT_TYPE),
-    );
+/// An encoded body (an [`Encoder`](herald_kube::wire::Encoder)'s,
+/// whole, its newline included where the format has one) with its
+/// content type.
+pub(crate) fn body_response(
+    code: StatusCode,
+    content_type: &'static str,
+    body: Vec<u8>,
+) -> Response {
+    let mut r = (code, body).into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
 

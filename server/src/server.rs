@@ -10,14 +10,13 @@ use axum::body::Body;
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use herald::WatchRequest;
 use herald::read::{ListRequest, ReadAt, ReadCancel};
 use herald::selector::{FieldSelector, KeyScope};
-use herald_kube::encode::{ListBody, object_json};
-use herald_kube::negotiate::{Media, Offer, PROTOBUF, PROTOBUF_WATCH, negotiate};
 use herald_kube::params::Options;
-use herald_kube::{ApiError, Query, proto, table};
+use herald_kube::wire::{self, Encoder, Format, ListHead, Offer, Outgoing};
+use herald_kube::{ApiError, Query, proto};
 use prometheus_client::registry::Registry;
 
 use crate::access::{Access, Grant, Revocation};
@@ -25,12 +24,11 @@ use crate::admit::{Admission, Class, Client, Limits, Seat};
 use crate::audit_log::AuditLog;
 use crate::conn::{Flight, Reaper};
 use crate::counts::ServerMetrics;
-use crate::media::{YAML, envelope, yaml};
 use crate::metrics::AuditSlot;
 use crate::open_watches::{Asked, OpenWatches};
 use crate::outgoing;
 use crate::resource::{Resource, ResourceMap};
-use crate::respond::{json_response, list_response, table_response};
+use crate::respond::{body_response, list_response};
 use crate::shutdown::Termination;
 use crate::status;
 use crate::target::Target;
@@ -469,13 +467,7 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
-        let printer = (caller.media == Media::Table)
-            .then(|| {
-                resource
-                    .printer
-                    .for_request(o.include_object.as_deref(), &resource.info)
-            })
-            .transpose()?;
+        let encoder = caller.encoder(resource, &o)?;
         let ticket = self
             .inner
             .admission
@@ -490,11 +482,7 @@ impl Server {
             path: caller.path.to_string(),
             labels: o.labels.as_ref().map(|l| l.to_string()),
             fields: o.fields.as_ref().map(|f| f.to_string()),
-            media: match caller.media {
-                Media::Table => "table",
-                Media::Protobuf => "protobuf",
-                Media::Json | Media::Yaml => "json",
-            },
+            media: encoder.name(),
         };
         let mut req = WatchRequest::new()
             .scope(scope)
@@ -527,17 +515,11 @@ impl Server {
                     self.inner
                         .watches
                         .register(asked, resource.engine.clone(), watch.stopper());
-                let mut body = WatchBody::new(resource.clone(), watch)
+                let mut body = WatchBody::new(resource.clone(), watch, encoder.clone())
                     .admitted(ticket)
                     .registered(registered);
                 if let Some(revocation) = caller.grant.as_ref().and_then(Revocation::of) {
                     body = body.revocable(revocation);
-                }
-                match caller.media {
-                    Media::Table => body = body.as_tables().printed_by(printer),
-                    Media::Protobuf => body = body.as_protobuf(),
-                    // A watch negotiates no YAML.
-                    Media::Json | Media::Yaml => {}
                 }
                 match caller.flight {
                     Some(flight) => body.in_flight(flight, self.inner.config.watch_in_flight_bytes),
@@ -553,20 +535,15 @@ impl Server {
                 if matches!(e.code, 400 | 422 | 429 | 503) {
                     return Err(e);
                 }
-                let body = WatchBody::error(resource.clone(), e);
-                match caller.media {
-                    Media::Protobuf => body.as_protobuf(),
-                    _ => body,
-                }
+                WatchBody::error(resource.clone(), e, encoder.clone())
             }
         };
         let mut response = Response::new(Body::new(body));
         let headers = response.headers_mut();
-        let content_type = match caller.media {
-            Media::Protobuf => PROTOBUF_WATCH,
-            _ => "application/json",
-        };
-        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(encoder.stream_content_type()),
+        );
         headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         Ok(response)
     }
@@ -578,13 +555,7 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
-        let printer = (caller.media == Media::Table)
-            .then(|| {
-                resource
-                    .printer
-                    .for_request(o.include_object.as_deref(), &resource.info)
-            })
-            .transpose()?;
+        let encoder = caller.encoder(resource, &o)?;
         let at = ReadAt::for_list(
             o.resource_version,
             o.resource_version_match,
@@ -618,53 +589,22 @@ impl Server {
             let _seat = seat;
             let page = r.engine.list(&req)?;
             let token = page.continue_token.as_ref().map(ToString::to_string);
-            if caller.media == Media::Protobuf {
-                let mut body = proto::ListFrame::paged(
-                    &r.info.api_version(),
-                    &r.info.list_kind,
-                    page.resource_version.get(),
-                    token.as_deref(),
-                    page.remaining_item_count,
-                );
-                for item in &page.items {
-                    let json = object_json(&r.info, &item.object, item.resource_version);
-                    body.push(&r.encodings.protobuf(&item.object, &json)?)
-                        .map_err(|e| ApiError::internal(format!("an object's protobuf: {e}")))?;
-                }
-                return Ok(list_response(caller.gzip, PROTOBUF, body.finish()));
-            }
-            let objects = outgoing::items(&r, &page.items)?;
-            if caller.media == Media::Table {
-                let body = table::list_table_at(
-                    printer.as_ref().unwrap_or(&r.printer),
-                    outgoing::list_metadata(&page, token.as_deref()),
-                    objects.iter().map(|j| &j[..]),
-                    true,
-                    SystemTime::now(),
-                );
-                return Ok(list_response(
-                    caller.gzip,
-                    table::CONTENT_TYPE,
-                    [body, b"\n".to_vec()].concat(),
-                ));
-            }
-            let mut body = ListBody::paged(
-                &r.info,
-                page.resource_version,
-                token.as_deref(),
-                page.remaining_item_count,
-            );
-            for json in &objects {
-                body.push(json);
-            }
-            if caller.media == Media::Yaml {
-                return Ok(list_response(caller.gzip, YAML, yaml(&body.finish())?));
-            }
-            Ok(list_response(
-                caller.gzip,
-                "application/json",
-                body.finish(),
-            ))
+            let json = outgoing::items(&r, &page.items)?;
+            let items: Vec<Outgoing> = (page.items.iter().zip(&json))
+                .map(|(i, json)| Outgoing {
+                    object: Some(&i.object),
+                    json,
+                    rv: i.resource_version,
+                })
+                .collect();
+            let head = ListHead {
+                info: &r.info,
+                rv: page.resource_version,
+                continue_token: token.as_deref(),
+                remaining: page.remaining_item_count,
+            };
+            let body = encoder.list(head, &items)?;
+            Ok(list_response(caller.gzip, encoder.content_type(), body))
         })
         .await
     }
@@ -677,13 +617,7 @@ impl Server {
         o: Options,
         caller: Caller,
     ) -> Result<Response, ApiError> {
-        let printer = (caller.media == Media::Table)
-            .then(|| {
-                resource
-                    .printer
-                    .for_request(o.include_object.as_deref(), &resource.info)
-            })
-            .transpose()?;
+        let encoder = caller.encoder(resource, &o)?;
         let at = ReadAt::for_get(o.resource_version, o.resource_version_match)
             .map_err(ApiError::invalid_options)?;
         let key = resource.info.key(ns, name);
@@ -701,32 +635,13 @@ impl Server {
             let Some(item) = got.item else {
                 return Err(ApiError::not_found_in(&r.info.group, &r.info.plural, &name));
             };
-            let bytes = outgoing::item(&r, &item)?;
-            if caller.media == Media::Protobuf {
-                let mut resp = (StatusCode::OK, envelope(&bytes)?).into_response();
-                resp.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(PROTOBUF));
-                return Ok(resp);
-            }
-            if caller.media == Media::Table {
-                let metadata =
-                    serde_json::json!({"resourceVersion": item.resource_version.get().to_string()});
-                let body = table::table_at(
-                    printer.as_ref().unwrap_or(&r.printer),
-                    metadata,
-                    std::iter::once(&bytes[..]),
-                    true,
-                    SystemTime::now(),
-                );
-                return Ok(table_response(body));
-            }
-            if caller.media == Media::Yaml {
-                let mut resp = (StatusCode::OK, yaml(&bytes)?).into_response();
-                resp.headers_mut()
-                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(YAML));
-                return Ok(resp);
-            }
-            Ok(json_response(StatusCode::OK, bytes))
+            let json = outgoing::item(&r, &item)?;
+            let body = encoder.object(Outgoing {
+                object: Some(&item.object),
+                json: &json,
+                rv: item.resource_version,
+            })?;
+            Ok(body_response(StatusCode::OK, encoder.content_type(), body))
         })
         .await
     }
@@ -786,7 +701,7 @@ pub(crate) struct Caller {
     flight: Option<Arc<Flight>>,
     accept: Option<Arc<str>>,
     /// The encoding negotiated for the resource ([`Caller::negotiated`]).
-    media: Media,
+    format: &'static dyn Format,
     gzip: bool,
     /// What access control allowed it as, if it is on.
     grant: Option<Arc<Grant>>,
@@ -802,8 +717,20 @@ impl Caller {
     fn negotiated(mut self, resource: &Resource, watch: bool) -> Result<Caller, ApiError> {
         let info = &resource.info;
         let protobuf = info.typed && proto::knows(&info.api_version(), &info.kind);
-        self.media = negotiate(self.accept.as_deref(), Offer { protobuf, watch })?;
+        self.format = wire::negotiate(self.accept.as_deref(), Offer { protobuf, watch })?;
         Ok(self)
+    }
+
+    /// The encoder of this request's response to `resource`, in the
+    /// negotiated format, shaped by the request's options `o` (a table's
+    /// `includeObject`, refused here as the apiserver refuses it).
+    fn encoder(&self, resource: &Resource, o: &Options) -> Result<Arc<dyn Encoder>, ApiError> {
+        self.format.encoder(&wire::Request {
+            info: &resource.info,
+            printer: &resource.printer,
+            include_object: o.include_object.as_deref(),
+            encodings: &resource.encodings,
+        })
     }
 }
 
@@ -835,7 +762,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
             client,
             flight: parts.extensions.get::<Arc<Flight>>().cloned(),
             accept: header(header::ACCEPT).map(Arc::from),
-            media: Media::Json,
+            format: wire::FORMATS[0],
             gzip: crate::compress::accepts_gzip(header(header::ACCEPT_ENCODING)),
             grant,
             address,

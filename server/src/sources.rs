@@ -12,7 +12,7 @@ use herald::source::{MemorySource, Source};
 use herald::{Config, Engine, Object};
 use herald_apiserver::ApiServer;
 #[cfg(feature = "etcd")]
-use herald_etcd::{EtcdConfig, EtcdSource};
+use herald_etcd::EtcdCluster;
 #[cfg(feature = "etcd")]
 use herald_kube::Keyring;
 use herald_kube::ResourceInfo;
@@ -51,17 +51,18 @@ fn resource_with(
     Ok(Resource::new(info, engine, Some(reflector)))
 }
 
-/// A resource read from etcd: `endpoints`, keys under `prefix` (the
-/// apiserver's `/registry/pods/`), JSON values decoded with `fields`.
-/// Only in a build with the `etcd` feature (the default).
+/// A resource read from etcd through `cluster` (one connection, shared
+/// by every resource of the cluster): keys under `prefix` (the
+/// apiserver's `/registry/pods/`), values decoded with `fields`. Only in a
+/// build with the `etcd` feature (the default).
 #[cfg(feature = "etcd")]
 pub fn etcd_resource(
     info: ResourceInfo,
-    endpoints: &[String],
+    cluster: &EtcdCluster,
     prefix: &str,
     fields: &[String],
 ) -> Result<Resource, Box<dyn std::error::Error + Send + Sync>> {
-    etcd_resource_with(info, endpoints, prefix, fields, None, HISTORY_BACKFILL)
+    etcd_resource_with(info, cluster, prefix, fields, None, HISTORY_BACKFILL)
 }
 
 /// [`etcd_resource`], its values encrypted at rest decrypted with
@@ -72,7 +73,7 @@ pub fn etcd_resource(
 #[cfg(feature = "etcd")]
 pub fn etcd_resource_with(
     info: ResourceInfo,
-    endpoints: &[String],
+    cluster: &EtcdCluster,
     prefix: &str,
     fields: &[String],
     keyring: Option<Arc<Keyring>>,
@@ -82,7 +83,7 @@ pub fn etcd_resource_with(
     if let Some(keyring) = keyring {
         decoder = decoder.keyring(&info.qualified(), prefix, keyring);
     }
-    let source = EtcdSource::connect(EtcdConfig::new(endpoints.to_vec(), prefix).decoder(decoder))?;
+    let source = cluster.source(prefix, decoder)?;
     let report = source.clone();
     let health = Arc::new(Undecodable(move || report.undecodable()));
     let reflector = ReflectorConfig {

@@ -14,9 +14,11 @@
 //!
 //! Each poll visits up to [`BATCH`] events with `Watch::poll_visit_batch`
 //! (the connection's task is the waker: an idle watch costs the runtime
-//! nothing) and writes them as one chunk of JSON lines; an object's JSON
-//! is its stored payload, copied, never encoded here (see
-//! [`herald_kube::encode`]).
+//! nothing) and writes them as one chunk with the request's
+//! [`Encoder`] (JSON lines, protobuf frames, one-row tables: see
+//! [`herald_kube::wire`]); an object's JSON is its stored payload,
+//! copied, never encoded here (see [`herald_kube::encode`]), and its
+//! protobuf is made once per change and shared.
 
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -25,18 +27,18 @@ use std::task::{Context, Poll};
 
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, Watch};
-use herald_kube::encode::{ObjectJson, bookmark_object, event_object, event_type, push_event};
-use herald_kube::{ApiError, end_error, table};
+use herald_kube::encode::{ObjectJson, bookmark_object, event_object};
+use herald_kube::wire::{Encoder, Outgoing, Stream};
+use herald_kube::{ApiError, end_error};
 use http_body::{Body, Frame};
 
 use crate::access::Revocation;
 use crate::admit::WatchTicket;
 use crate::conn::Flight;
 use crate::counts::{OpenWatch, Tally};
-use crate::media;
 use crate::open_watches::Registered;
 use crate::resource::Resource;
-use crate::watch_convert::{Converting, Held, converting, write_object};
+use crate::watch_convert::{Converting, Held, converting};
 
 /// Events written per chunk at most.
 pub const BATCH: usize = 64;
@@ -58,15 +60,11 @@ pub struct WatchBody {
     mean_event: usize,
     /// The watch's admission (counted until the body is dropped).
     _ticket: Option<WatchTicket>,
-    /// Objects as one-row tables (the client asked for `Table`s), and
-    /// whether the column definitions were sent.
-    table: Option<bool>,
-    /// The printer of those tables, if not the resource's (a request's
-    /// `includeObject`).
-    printer: Option<table::Printer>,
-    /// Events as length-prefixed protobuf `WatchEvent`s (the client asked
-    /// for protobuf).
-    protobuf: bool,
+    /// How its events are written (the request's negotiated encoding:
+    /// JSON lines, length-prefixed protobuf `WatchEvent`s, one-row
+    /// tables), and what the stream has written so far.
+    encoder: Arc<dyn Encoder>,
+    stream: Stream,
     /// Decides again when the RBAC snapshot changes (see the module
     /// `access`): a watch its user may no longer make ends with a 403.
     revocation: Option<Revocation>,
@@ -88,17 +86,22 @@ impl std::fmt::Debug for WatchBody {
 }
 
 impl WatchBody {
-    /// Streams `watch`.
-    pub fn new(resource: Resource, watch: Watch) -> WatchBody {
-        WatchBody::with(resource, Some(watch), None)
+    /// Streams `watch`, its events written by `encoder`.
+    pub fn new(resource: Resource, watch: Watch, encoder: Arc<dyn Encoder>) -> WatchBody {
+        WatchBody::with(resource, Some(watch), None, encoder)
     }
 
     /// A stream of one `ERROR` event (`Status`), then the end.
-    pub fn error(resource: Resource, error: ApiError) -> WatchBody {
-        WatchBody::with(resource, None, Some(error))
+    pub fn error(resource: Resource, error: ApiError, encoder: Arc<dyn Encoder>) -> WatchBody {
+        WatchBody::with(resource, None, Some(error), encoder)
     }
 
-    fn with(resource: Resource, watch: Option<Watch>, error: Option<ApiError>) -> WatchBody {
+    fn with(
+        resource: Resource,
+        watch: Option<Watch>,
+        error: Option<ApiError>,
+        encoder: Arc<dyn Encoder>,
+    ) -> WatchBody {
         WatchBody {
             _open: resource.metrics.watch_opened(),
             watch,
@@ -109,9 +112,8 @@ impl WatchBody {
             flight: None,
             mean_event: 1024,
             _ticket: None,
-            table: None,
-            printer: None,
-            protobuf: false,
+            encoder,
+            stream: Stream::default(),
             revocation: None,
             registered: None,
             converting: None,
@@ -128,28 +130,6 @@ impl WatchBody {
     /// no longer allows it.
     pub(crate) fn revocable(mut self, revocation: Revocation) -> WatchBody {
         self.revocation = Some(revocation);
-        self
-    }
-
-    /// Sends each event as a length-prefixed protobuf `WatchEvent` (see
-    /// [`crate::media`]).
-    pub fn as_protobuf(mut self) -> WatchBody {
-        self.protobuf = true;
-        self
-    }
-
-    /// Sends each object as a one-row `meta.k8s.io/v1` `Table` (see
-    /// [`herald_kube::table`]).
-    pub fn as_tables(mut self) -> WatchBody {
-        self.table = Some(false);
-        self
-    }
-
-    /// Prints its tables with `printer`, if given, rather than the
-    /// resource's (which embeds in each row what the request's
-    /// `includeObject` asks for).
-    pub fn printed_by(mut self, printer: Option<table::Printer>) -> WatchBody {
-        self.printer = printer;
         self
     }
 
@@ -209,7 +189,8 @@ impl Body for WatchBody {
         }
         if let Some(error) = this.error.take() {
             let start = this.buf.len();
-            push(&mut this.buf, this.protobuf, "ERROR", &error.to_json());
+            this.encoder
+                .notice(&mut this.buf, "ERROR", &error.to_json());
             this.tally.event(this.buf.len() - start);
             return this.chunk_frame();
         }
@@ -222,7 +203,7 @@ impl Body for WatchBody {
             for size in written.sizes {
                 this.tally.event(size);
             }
-            this.table = written.table;
+            this.stream = written.stream;
             if written.ended {
                 this.watch = None;
             }
@@ -233,13 +214,11 @@ impl Body for WatchBody {
         };
         let info = &this.resource.info;
         let restamps = &this.resource.restamps;
-        let encodings = &this.resource.encodings;
-        let printer = this.printer.as_ref().unwrap_or(&this.resource.printer);
         let converter = this.resource.converter.as_ref();
         let webhook = converter.is_some_and(|c| c.calls_webhook());
         let mut held = Vec::new();
-        let protobuf = this.protobuf;
-        let (buf, tally, table) = (&mut this.buf, &mut this.tally, &mut this.table);
+        let encoder = &this.encoder;
+        let (buf, tally, stream) = (&mut this.buf, &mut this.tally, &mut this.stream);
         let mut last_rv = 0;
         let polled = watch.poll_visit_batch(cx, max, |ev| {
             let start = buf.len();
@@ -252,7 +231,7 @@ impl Body for WatchBody {
                         held.push(Held::Bookmark(object));
                         return;
                     }
-                    push(buf, protobuf, "BOOKMARK", &object);
+                    encoder.notice(buf, "BOOKMARK", &object);
                 }
                 (kind, Some(object)) => {
                     let json = event_object(info, restamps, kind, object, rv);
@@ -268,13 +247,12 @@ impl Body for WatchBody {
                         Some(converted) => ObjectJson::Restamped(converted),
                         None => json,
                     };
-                    match table {
-                        None if protobuf => match encodings.protobuf(object, &json) {
-                            Ok(pb) => push_proto(buf, event_type(kind), &pb),
-                            Err(e) => push(buf, true, "ERROR", &e.to_json()),
-                        },
-                        _ => write_object(buf, table, printer, kind, rv, json.bytes()),
-                    }
+                    let item = Outgoing {
+                        object: Some(object),
+                        json: &json,
+                        rv,
+                    };
+                    encoder.write_event(stream, buf, kind, item);
                 }
             }
             tally.event(buf.len() - start);
@@ -294,8 +272,8 @@ impl Body for WatchBody {
             this.converting = Some(converting(
                 converter.clone(),
                 info.version.clone(),
-                Arc::new(printer.clone()),
-                this.table,
+                this.encoder.clone(),
+                this.stream,
                 held,
             ));
             // The batch's events go out when it is done (polled now,
@@ -320,7 +298,8 @@ impl Body for WatchBody {
                 if let Some(end) = visited.end {
                     if let Some(error) = end_error(&end) {
                         let start = this.buf.len();
-                        push(&mut this.buf, this.protobuf, "ERROR", &error.to_json());
+                        this.encoder
+                            .notice(&mut this.buf, "ERROR", &error.to_json());
                         this.tally.event(this.buf.len() - start);
                     }
                     this.watch = None;
@@ -336,26 +315,4 @@ impl Body for WatchBody {
     fn is_end_stream(&self) -> bool {
         self.watch.is_none() && self.error.is_none() && self.buf.is_empty()
     }
-}
-
-/// Appends an event whose object is `json` (a bookmark, a `Status`), as
-/// JSON or as protobuf. An object with no protobuf form (which a built-in
-/// kind's bookmark and a `Status` always have) goes as the end of the
-/// stream's JSON, which a protobuf client reports as a decoding error
-/// rather than misread.
-fn push(buf: &mut BytesMut, protobuf: bool, kind: &str, json: &[u8]) {
-    if !protobuf {
-        return push_event(buf, kind, json);
-    }
-    match media::envelope(json) {
-        Ok(pb) => push_proto(buf, kind, &pb),
-        Err(_) => push_event(buf, kind, json),
-    }
-}
-
-/// Appends a protobuf watch event whose object's envelope is `pb` (the
-/// shared envelope copied once, into the chunk).
-fn push_proto(buf: &mut BytesMut, kind: &str, pb: &[u8]) {
-    buf.extend_from_slice(&herald_kube::proto::watch_event_head(kind, pb.len()));
-    buf.extend_from_slice(pb);
 }

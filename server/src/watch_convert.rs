@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use herald::{EventKind, ResourceVersion};
-use herald_kube::encode::{event_type, push_event};
-use herald_kube::table::{self, Printer};
+use herald_kube::encode::ObjectJson;
+use herald_kube::wire::{Encoder, Outgoing, Stream};
 
 use crate::crds::Converter;
 
@@ -30,51 +30,26 @@ pub(crate) enum Held {
     End(Option<Vec<u8>>),
 }
 
-/// What a conversion wrote: the chunk, each event's size in it, whether
-/// the table's column definitions were sent, and whether the watch ends
-/// (a conversion failed, or the batch held its end).
+/// What a conversion wrote: the chunk, each event's size in it, the
+/// stream's state after it, and whether the watch ends (a conversion
+/// failed, or the batch held its end).
 pub(crate) struct Written {
     pub(crate) chunk: BytesMut,
     pub(crate) sizes: Vec<usize>,
-    pub(crate) table: Option<bool>,
+    pub(crate) stream: Stream,
     pub(crate) ended: bool,
 }
 
 /// The future that converts and writes `held`.
 pub(crate) type Converting = Pin<Box<dyn Future<Output = Written> + Send>>;
 
-/// Writes one object's event: its JSON, or as a one-row table (`table`
-/// says whether the column definitions were sent).
-pub(crate) fn write_object(
-    buf: &mut BytesMut,
-    table: &mut Option<bool>,
-    printer: &Printer,
-    kind: EventKind,
-    rv: ResourceVersion,
-    json: &[u8],
-) {
-    match table {
-        None => push_event(buf, event_type(kind), json),
-        Some(headers_sent) => {
-            let t = table::table_at(
-                printer,
-                serde_json::json!({"resourceVersion": rv.get().to_string()}),
-                std::iter::once(json),
-                !*headers_sent,
-                std::time::SystemTime::now(),
-            );
-            *headers_sent = true;
-            push_event(buf, event_type(kind), &t);
-        }
-    }
-}
-
-/// Converts `held` to `version` and writes it.
+/// Converts `held` to `version` and writes it with `encoder`, in a
+/// stream that has written `stream` so far.
 pub(crate) fn converting(
     converter: Arc<Converter>,
     version: String,
-    printer: Arc<Printer>,
-    mut table: Option<bool>,
+    encoder: Arc<dyn Encoder>,
+    mut stream: Stream,
     held: Vec<Held>,
 ) -> Converting {
     Box::pin(async move {
@@ -83,30 +58,35 @@ pub(crate) fn converting(
         for h in held {
             let start = chunk.len();
             match h {
-                Held::Bookmark(object) => push_event(&mut chunk, "BOOKMARK", &object),
+                Held::Bookmark(object) => encoder.notice(&mut chunk, "BOOKMARK", &object),
                 Held::End(error) => {
                     if let Some(status) = error {
-                        push_event(&mut chunk, "ERROR", &status);
+                        encoder.notice(&mut chunk, "ERROR", &status);
                         sizes.push(chunk.len() - start);
                     }
                     return Written {
                         chunk,
                         sizes,
-                        table,
+                        stream,
                         ended: true,
                     };
                 }
                 Held::Object(kind, rv, json) => {
                     match converter.convert(vec![json], &version, false).await {
                         Ok(mut out) => {
-                            let json = out.pop().unwrap_or_default();
-                            write_object(&mut chunk, &mut table, &printer, kind, rv, &json);
+                            let json = ObjectJson::Described(out.pop().unwrap_or_default());
+                            let item = Outgoing {
+                                object: None,
+                                json: &json,
+                                rv,
+                            };
+                            encoder.write_event(&mut stream, &mut chunk, kind, item);
                         }
                         Err(_) => {
                             return Written {
                                 chunk,
                                 sizes,
-                                table,
+                                stream,
                                 ended: true,
                             };
                         }
@@ -118,7 +98,7 @@ pub(crate) fn converting(
         Written {
             chunk,
             sizes,
-            table,
+            stream,
             ended: false,
         }
     })

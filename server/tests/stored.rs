@@ -15,6 +15,7 @@
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+use herald_etcd::{ClusterConfig, EtcdCluster};
 use herald_kube::{ResourceInfo, proto};
 use herald_server::{Server, ServerConfig, etcd_resource};
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
@@ -175,7 +176,8 @@ async fn hostile_stored_values_are_typed_counted_visible_and_never_served() {
         put(&http, &e, &format!("{p}{key}"), value).await;
     }
 
-    let resource = etcd_resource(ResourceInfo::pods(), std::slice::from_ref(&e), p, &[]).unwrap();
+    let cluster = EtcdCluster::connect(ClusterConfig::new([e.clone()])).unwrap();
+    let resource = etcd_resource(ResourceInfo::pods(), &cluster, p, &[]).unwrap();
     let server = Server::new([resource], ServerConfig::default());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());

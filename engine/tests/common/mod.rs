@@ -1,6 +1,6 @@
 //! Shared test support: a deterministic workload generator and a plain,
-//! sequential model of the watch semantics (SEMANTICS.md 1 and 3), written
-//! independently of the engine: vectors and maps, no concurrency.
+//! sequential model of the watch semantics (docs/semantics.md §1 and §3),
+//! written independently of the engine: vectors and maps, no concurrency.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -140,8 +140,8 @@ impl ModelFilter {
     }
 }
 
-/// SEMANTICS 3, written out plainly: what a watcher with `f` is told of a
-/// change, and which object it is shown.
+/// docs/semantics.md §3.5, written out plainly: what a watcher with `f` is told
+/// of a change, and which object it is shown.
 pub fn verdict<'a>(
     f: &ModelFilter,
     kind: ChangeKind,

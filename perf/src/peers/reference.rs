@@ -85,10 +85,10 @@ use crate::workload::{Filter, Workload};
 /// The dispatcher's incoming buffer (seeds: cacher.go
 /// `NewCacherFromConfig`, `incoming: make(chan watchCacheEvent, 100)`).
 pub const INCOMING_BUFFER: usize = 100;
-/// Budget refill per second of wall time (SEMANTICS.md 5; Kubernetes
+/// Budget refill per second of wall time (docs/semantics.md §5.2; Kubernetes
 /// time_budget.go, not among the seeds: `refreshPerSecond`).
 pub const REFRESH_PER_SECOND: Duration = Duration::from_millis(50);
-/// Most budget held at once (SEMANTICS.md 5; Kubernetes time_budget.go:
+/// Most budget held at once (docs/semantics.md §5.2; Kubernetes time_budget.go:
 /// `maxBudget`).
 pub const MAX_BUDGET: Duration = Duration::from_millis(100);
 
@@ -98,8 +98,8 @@ pub struct ReferencePort {}
 
 /// The time that may be spent waiting on blocked watchers (seeds:
 /// cacher.go `dispatchTimeoutBudget timeBudget`; the type is in
-/// time_budget.go, not among the seeds, its rules in SEMANTICS.md 5). Only
-/// the dispatcher uses it, so the reference's mutex is not needed.
+/// time_budget.go, not among the seeds, its rules in docs/semantics.md §5.2).
+/// Only the dispatcher uses it, so the reference's mutex is not needed.
 #[derive(Debug, Clone, Copy)]
 struct TimeBudget {
     budget: Duration,

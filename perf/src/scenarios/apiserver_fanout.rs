@@ -22,9 +22,12 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::apiserver::{ApiEnv, Behind, Direct, KEYS};
 use crate::consume::{self, Pace, RunOpts};
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{
     self, Headline, Target, fig, find, mb, med, note, ratio, spread, spread_key, us,
 };
@@ -41,6 +44,37 @@ pub const NAME: &str = "apiserver-fanout";
 /// Herald first: ratios are the apiserver's ÷ Herald's.
 const SYSTEMS: [SystemKind; 2] = SystemKind::APISERVER;
 
+/// The most watch connections a case may ask for.
+const MAX_WATCHERS: usize = 1_000_000;
+
+/// The highest write rate it may be asked for (writes/s).
+const MAX_RATE: f64 = 1_000.0;
+
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watch connections, a case each (each case runs them on the
+    /// apiserver and on Herald in front of it).
+    pub watchers: Vec<usize>,
+    /// Writes per second through the apiserver, the same at every N.
+    pub rate: f64,
+    /// Seconds of writes per run.
+    pub seconds: f64,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// apiserver-fanout: watch connections per case, comma-separated
+    /// (default: 100,1000,10000).
+    #[arg(long, value_delimiter = ',')]
+    pub apiserver_watchers: Option<Vec<usize>>,
+    /// apiserver-fanout: writes per second through the apiserver (default:
+    /// 3).
+    #[arg(long)]
+    pub apiserver_rate: Option<f64>,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct ApiserverFanout;
@@ -50,8 +84,46 @@ fn label(n: usize, rate: f64) -> String {
 }
 
 impl Scenario for ApiserverFanout {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        match profile {
+            ProfileName::Quick | ProfileName::Default | ProfileName::Full => Sizes {
+                watchers: vec![100, 1_000, 10_000],
+                // A rate the apiserver takes at 10,000 watchers on 2 cores
+                // (it took 3.2-3.4 writes/s there when offered 10).
+                rate: 3.0,
+                seconds: 10.0,
+            },
+            ProfileName::Smoke => Sizes {
+                watchers: vec![20],
+                rate: 20.0,
+                seconds: 1.0,
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(ns) = flags.apiserver_watchers {
+            anyhow::ensure!(
+                !ns.is_empty() && ns.iter().all(|&n| (1..=MAX_WATCHERS).contains(&n)),
+                "--apiserver-watchers must list counts from 1 to {MAX_WATCHERS} (each a connection, and a descriptor in each process)"
+            );
+            sizes.watchers = ns;
+        }
+        if let Some(r) = flags.apiserver_rate {
+            anyhow::ensure!(
+                r.is_finite() && r > 0.0 && r <= MAX_RATE,
+                "--apiserver-rate must be above 0 and at most {MAX_RATE} writes/s (they go through the apiserver one at a time)"
+            );
+            sizes.rate = r;
+        }
+        Ok(())
     }
 
     fn heavy(&self) -> bool {
@@ -62,15 +134,14 @@ impl Scenario for ApiserverFanout {
         SYSTEMS.to_vec()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
-        runner.profile.apiserver_watchers.len() * SYSTEMS.len()
+    fn planned(&self, _runner: &Runner<'_>, sizes: &Sizes) -> usize {
+        sizes.watchers.len() * SYSTEMS.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let p = &runner.profile;
-        let (rate, secs) = p.apiserver_writes;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let (rate, secs) = (sizes.rate, sizes.seconds);
         let skip = |rows: &mut Vec<Row>, why: &str| {
-            for &n in &p.apiserver_watchers {
+            for &n in &sizes.watchers {
                 for &s in &SYSTEMS {
                     let mut row = Row::skipped(NAME, &label(n, rate), s, why.into());
                     row.watchers = n;
@@ -93,7 +164,7 @@ impl Scenario for ApiserverFanout {
             payload: 64,
         });
         let limit = crate::scenarios::http_fanout::fd_limit();
-        for &n in &p.apiserver_watchers {
+        for &n in &sizes.watchers {
             let case = label(n, rate);
             let needed = n as u64 + 1_024;
             if limit < needed {

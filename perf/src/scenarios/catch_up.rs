@@ -2,36 +2,63 @@
 //! catch up from history (how far back grown until a run lasts the
 //! profile's `min_seconds`, at most 102,400 changes: the reference's ring).
 
+use serde::Serialize;
+
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, m, spread};
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match};
-use crate::scenario::Scenario;
+use crate::scenario::{NoFlags, Scenario};
 use crate::system::Spec;
 use crate::workload::Filter;
 
 /// The scenario's name.
 pub const NAME: &str = "catch-up";
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watchers registering together.
+    pub watchers: usize,
+    /// Changes back they start from, before sizing.
+    pub back: usize,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct CatchUp;
 
 impl Scenario for CatchUp {
+    type Sizes = Sizes;
+    type Flags = NoFlags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let (watchers, back) = match profile {
+            ProfileName::Quick | ProfileName::Default | ProfileName::Full => (10_000, 1_000),
+            ProfileName::Smoke => (100, 100),
+        };
+        Sizes { watchers, back }
+    }
+
+    fn apply(&self, _flags: NoFlags, _sizes: &mut Sizes) -> anyhow::Result<()> {
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         runner.systems.clone()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         runner.systems.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let (n, back) = runner.profile.catch_up;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let (n, back) = (sizes.watchers, sizes.back);
         // Every change is history when the watchers register; the sizing
         // round grows how far back they start (up to the reference's ring
         // bound), so the catch-up lasts long enough to measure.

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use herald_kube::Decoder;
-
 use herald_testkit::etcd::etcd_binary;
+use serde::Serialize;
 
 use crate::consume::{Pace, RunOpts};
 use crate::etcd::{EtcdEnv, run_on, value, value_bytes};
@@ -25,7 +25,7 @@ use crate::kind::SystemKind;
 use crate::machine::ThreadCpu;
 use crate::peers::herald::NODE_FIELD;
 use crate::pods::Encoding;
-use crate::profile::Profile;
+use crate::profile::ProfileName;
 use crate::report::{
     self, Headline, Target, fig, find, m, mb, med, median, note, range, ratio, spread, spread_key,
     us,
@@ -42,28 +42,147 @@ pub const NAME: &str = "etcd-fanout";
 /// The longest a run may take (a lost delivery would otherwise hang it).
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watcher counts: a flat-out case each and, but in the quick
+    /// profile, a paced one.
+    pub watchers: Vec<usize>,
+    /// Flat out: deliveries in the sizing run (writes = this / watchers,
+    /// at least 64), grown to `min_seconds` per system.
+    pub deliveries: usize,
+    /// Flat out: the most writes a sized run may take.
+    pub cap: usize,
+    /// Paced: deliveries per second in total (the writer puts this /
+    /// watchers per second).
+    pub paced_rate: f64,
+    /// Paced: seconds.
+    pub paced_seconds: f64,
+    /// The etcd side.
+    pub etcd: EtcdSetup,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// etcd-fanout watcher counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_watchers: Vec<usize>,
+    /// etcd-fanout paced cases: deliveries per second in total (the writer
+    /// puts this / watchers per second).
+    #[arg(long)]
+    pub etcd_rate: Option<f64>,
+    /// The etcd side's (shared with http-fanout).
+    #[command(flatten)]
+    pub etcd: EtcdFlags,
+}
+
+/// How a case's etcd side is set up: etcd-fanout's, and http-fanout's
+/// `etcd` rows'.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct EtcdSetup {
+    /// Connections etcd's own watchers spread their watches over (one
+    /// gRPC stream per watch).
+    pub connections: usize,
+    /// Puts the writer keeps in flight when flat out.
+    pub in_flight: usize,
+}
+
+/// `--etcd-connections` and `--etcd-in-flight`: the etcd side's flags,
+/// etcd-fanout's and http-fanout's (both declare them, this one struct).
+#[derive(Debug, clap::Args)]
+pub struct EtcdFlags {
+    /// etcd-fanout (and http-fanout's etcd rows): connections the etcd
+    /// side spreads its watches over.
+    #[arg(long)]
+    pub etcd_connections: Option<usize>,
+    /// etcd-fanout flat out (and http-fanout's etcd rows): puts the writer
+    /// keeps in flight.
+    #[arg(long)]
+    pub etcd_in_flight: Option<usize>,
+}
+
+impl EtcdFlags {
+    /// Applies them to `setup`; an error for a count of 0.
+    pub fn apply(&self, setup: &mut EtcdSetup) -> anyhow::Result<()> {
+        if let Some(c) = self.etcd_connections {
+            anyhow::ensure!(c > 0, "--etcd-connections must be at least 1");
+            setup.connections = c;
+        }
+        if let Some(k) = self.etcd_in_flight {
+            anyhow::ensure!(k > 0, "--etcd-in-flight must be at least 1");
+            setup.in_flight = k;
+        }
+        Ok(())
+    }
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct EtcdFanout;
 
 impl Scenario for EtcdFanout {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            watchers: vec![100, 1_000],
+            deliveries: 200_000,
+            cap: 65_536,
+            paced_rate: 50_000.0,
+            paced_seconds: 2.0,
+            etcd: EtcdSetup {
+                connections: 10,
+                in_flight: 16,
+            },
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                watchers: vec![1_000],
+                ..default
+            },
+            ProfileName::Default | ProfileName::Full => default,
+            ProfileName::Smoke => Sizes {
+                watchers: vec![20],
+                deliveries: 20_000,
+                cap: 4_096,
+                paced_rate: 5_000.0,
+                paced_seconds: 0.3,
+                etcd: EtcdSetup {
+                    connections: 2,
+                    in_flight: 16,
+                },
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        crate::scenario::set_counts("--etcd-watchers", flags.etcd_watchers, &mut sizes.watchers)?;
+        if let Some(r) = flags.etcd_rate {
+            anyhow::ensure!(r > 0.0, "--etcd-rate must be positive");
+            sizes.paced_rate = r;
+        }
+        flags.etcd.apply(&mut sizes.etcd)
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         systems_of(&runner.etcd_systems)
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
-        cases(&runner.profile).len() * systems_of(&runner.etcd_systems).len()
+    fn planned(&self, runner: &Runner<'_>, sizes: &Sizes) -> usize {
+        cases(runner, sizes).len() * systems_of(&runner.etcd_systems).len()
     }
 
     /// A fresh etcd per case, the case's rounds on it.
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         let p = &runner.profile;
         let systems = systems_of(&runner.etcd_systems);
-        let cases = cases(p);
+        let cases = cases(runner, sizes);
         let skip = |rows: &mut Vec<Row>, case: &Plan, why: &str| {
             for &s in &systems {
                 let mut row = Row::skipped(NAME, &case.label, s, why.into());
@@ -89,13 +208,14 @@ impl Scenario for EtcdFanout {
         });
         for case in &cases {
             (runner.on_start)(&format!("etcd-fanout {}: starting etcd", case.label));
-            let (etcd, env) = match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
-                Ok(started) => started,
-                Err(e) => {
-                    skip(rows, case, &format!("skipped: etcd did not start: {e:#}"));
-                    continue;
-                }
-            };
+            let (etcd, env) =
+                match EtcdEnv::start(&bin, sizes.etcd.connections, sizes.etcd.in_flight) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        skip(rows, case, &format!("skipped: etcd did not start: {e:#}"));
+                        continue;
+                    }
+                };
             let n = case.watchers;
             let run = |kind: SystemKind, spec: &Spec, workload: &Arc<Workload>, opts: &RunOpts| {
                 run_on(&env, kind, spec, workload, opts)
@@ -107,8 +227,8 @@ impl Scenario for EtcdFanout {
             };
             match case.paced {
                 None => {
-                    let cap = p.etcd_cap.max(1);
-                    let base_writes = (p.etcd_deliveries / n).clamp(64.min(cap), cap);
+                    let cap = sizes.cap.max(1);
+                    let base_writes = (sizes.deliveries / n).clamp(64.min(cap), cap);
                     let make = |writes: usize| {
                         (
                             spec(vec![Filter::All; n], false, 1_000, writes + 1),
@@ -129,7 +249,7 @@ impl Scenario for EtcdFanout {
                     );
                 }
                 Some(rate) => {
-                    let (_, secs) = p.etcd_paced;
+                    let secs = sizes.paced_seconds;
                     let writes = ((rate * secs).ceil() as usize).max(2);
                     let spec = spec(vec![Filter::All; n], false, 1_000, writes + 1);
                     let workload = all_match(writes);
@@ -245,20 +365,20 @@ struct Plan {
     paced: Option<f64>,
 }
 
-fn cases(p: &Profile) -> Vec<Plan> {
+fn cases(runner: &Runner<'_>, sizes: &Sizes) -> Vec<Plan> {
     let mut out = Vec::new();
-    for &n in &p.etcd_watchers {
+    for &n in &sizes.watchers {
         out.push(Plan {
             label: format!("{n} watchers, flat out"),
             watchers: n,
             paced: None,
         });
     }
-    if p.headline_only {
+    if runner.profile.headline_only {
         return out;
     }
-    let (events, _) = p.etcd_paced;
-    for &n in &p.etcd_watchers {
+    let events = sizes.paced_rate;
+    for &n in &sizes.watchers {
         out.push(Plan {
             label: format!("{n} watchers @ {:.0}k events/s", events / 1e3),
             watchers: n,

@@ -2,8 +2,11 @@
 //! every system; plus Herald paced at the target's rate, and Herald fed
 //! end to end through its in-memory source and a reflector.
 
+use serde::Serialize;
+
 use crate::consume::{Pace, RunOpts};
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target, find, median, range, spread, us};
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match, spec};
@@ -25,34 +28,104 @@ const TARGETS: [(&str, f64); 3] = [
     ("reference-port", 20.0),
 ];
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watcher counts, a flat-out case each.
+    pub watchers: Vec<usize>,
+    /// Deliveries per run before sizing (changes = this / watchers).
+    pub deliveries: usize,
+    /// The most changes a sized run may take (each system keeps every
+    /// change of a run in its history).
+    pub cap: usize,
+    /// The paced check: watchers.
+    pub paced_watchers: usize,
+    /// The paced check: changes per second.
+    pub paced_rate: f64,
+    /// The paced check: seconds.
+    pub paced_seconds: f64,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// fanout-all watcher counts, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub watchers: Vec<usize>,
+    /// fanout-all deliveries per run (changes = deliveries / watchers).
+    #[arg(long)]
+    pub deliveries: Option<usize>,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct FanoutAll;
 
 impl Scenario for FanoutAll {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            watchers: vec![10, 100, 1_000, 10_000],
+            deliveries: 10_000_000,
+            cap: 4_000_000,
+            paced_watchers: 1_000,
+            paced_rate: 66_000.0,
+            paced_seconds: 1.0,
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                watchers: vec![1_000],
+                ..default
+            },
+            ProfileName::Default => default,
+            ProfileName::Full => Sizes {
+                deliveries: 50_000_000,
+                ..default
+            },
+            ProfileName::Smoke => Sizes {
+                watchers: vec![10, 100],
+                deliveries: 50_000,
+                cap: 1_000_000,
+                paced_watchers: 100,
+                paced_rate: 2_000.0,
+                paced_seconds: 0.2,
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        crate::scenario::set_counts("--watchers", flags.watchers, &mut sizes.watchers)?;
+        if let Some(d) = flags.deliveries {
+            sizes.deliveries = d;
+        }
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         runner.systems.clone()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, sizes: &Sizes) -> usize {
         let p = &runner.profile;
         let extra = if p.headline_only {
             0
         } else {
             1 + usize::from(!p.herald_source)
         };
-        p.fanout_watchers.len() * runner.systems.len() + extra
+        sizes.watchers.len() * runner.systems.len() + extra
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         let p = &runner.profile;
-        let cap = p.fanout_cap;
-        for &n in &p.fanout_watchers {
-            let base = (p.fanout_deliveries / n).clamp(1_000, cap);
+        let cap = sizes.cap;
+        for &n in &sizes.watchers {
+            let base = (sizes.deliveries / n).clamp(1_000, cap);
             let make = |changes: usize| {
                 (
                     spec(vec![Filter::All; n], false, 1_000, changes + 1),
@@ -72,7 +145,7 @@ impl Scenario for FanoutAll {
             return;
         }
         // The latency half of the target: Herald at the target rate.
-        let (n, rate, secs) = p.fanout_paced;
+        let (n, rate, secs) = (sizes.paced_watchers, sizes.paced_rate, sizes.paced_seconds);
         let changes = (rate * secs) as usize;
         let workload = all_match(changes);
         let paced = spec(vec![Filter::All; n], false, 1_000, 102_400);
@@ -90,7 +163,7 @@ impl Scenario for FanoutAll {
         // The embedded setup end to end: the publisher writes to the
         // in-memory source, a reflector applies its watch to the engine.
         if !p.herald_source {
-            let base = (p.fanout_deliveries / n).clamp(1_000, cap);
+            let base = (sizes.deliveries / n).clamp(1_000, cap);
             let make = |changes: usize| {
                 (
                     spec(vec![Filter::All; n], false, 1_000, changes + 1),

@@ -3,7 +3,10 @@
 //! plus 10 all-watchers (the kubelet shape), indexed; and the same at
 //! 1,000 nodes unindexed.
 
+use serde::Serialize;
+
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target, busy, k, m, median, note, range, ratio, spread};
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, spec};
@@ -13,25 +16,94 @@ use crate::workload::{Filter, Shape, Workload};
 /// The scenario's name.
 pub const NAME: &str = "fanout-indexed";
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Node counts (one watcher each), an indexed case each.
+    pub nodes: Vec<usize>,
+    /// Changes per run before sizing.
+    pub changes: usize,
+    /// The most changes a sized run may take.
+    pub cap: usize,
+    /// Watchers (nodes) in the unindexed field-selector case.
+    pub unindexed_watchers: usize,
+    /// Changes in the unindexed case before sizing.
+    pub unindexed_changes: usize,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// fanout-indexed node counts (one watcher each), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub nodes: Vec<usize>,
+    /// fanout-indexed changes per run.
+    #[arg(long)]
+    pub indexed_changes: Option<usize>,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct FanoutIndexed;
 
 impl Scenario for FanoutIndexed {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            nodes: vec![1_000, 10_000, 100_000],
+            changes: 50_000,
+            cap: 3_200_000,
+            unindexed_watchers: 1_000,
+            unindexed_changes: 20_000,
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                nodes: vec![10_000],
+                // Sized from a shorter sizing round: the slowest peer
+                // takes about a second for it.
+                changes: 10_000,
+                ..default
+            },
+            ProfileName::Default => default,
+            ProfileName::Full => Sizes {
+                changes: 200_000,
+                unindexed_changes: 50_000,
+                ..default
+            },
+            ProfileName::Smoke => Sizes {
+                nodes: vec![100, 1_000],
+                changes: 5_000,
+                cap: 100_000,
+                unindexed_watchers: 100,
+                unindexed_changes: 2_000,
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        crate::scenario::set_counts("--nodes", flags.nodes, &mut sizes.nodes)?;
+        if let Some(c) = flags.indexed_changes {
+            sizes.changes = c;
+        }
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         runner.systems.clone()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, sizes: &Sizes) -> usize {
         let p = &runner.profile;
-        (p.indexed_nodes.len() + usize::from(!p.headline_only)) * runner.systems.len()
+        (sizes.nodes.len() + usize::from(!p.headline_only)) * runner.systems.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         let p = &runner.profile;
         let kubelet = |nodes: usize, changes: usize, indexed: bool| {
             let workload = Workload::build(Shape {
@@ -46,7 +118,7 @@ impl Scenario for FanoutIndexed {
             (spec(filters, indexed, 100, changes + 1), workload)
         };
         let opts = runner.opts();
-        for &nodes in &p.indexed_nodes {
+        for &nodes in &sizes.nodes {
             let label = format!("{nodes} nodes indexed");
             let mut systems = runner.systems.clone();
             // Without an index these peers offer every change to every
@@ -55,8 +127,8 @@ impl Scenario for FanoutIndexed {
             systems.retain(|s| !unrouted || *s != SystemKind::TokioBroadcast);
             let make = |changes: usize| kubelet(nodes, changes, true);
             let size = Size::Grown {
-                base: p.indexed_changes,
-                cap: p.indexed_cap,
+                base: sizes.changes,
+                cap: sizes.cap,
                 make: &make,
             };
             runner.case(
@@ -83,12 +155,12 @@ impl Scenario for FanoutIndexed {
         }
         // The same shape without an index: every watcher's selector is
         // evaluated (or, in Herald, each distinct selector once) per change.
-        let nodes = p.unindexed_watchers;
+        let nodes = sizes.unindexed_watchers;
         let make = |changes: usize| kubelet(nodes, changes, false);
         let label = format!("{nodes} nodes unindexed");
         let size = Size::Grown {
-            base: p.unindexed_changes,
-            cap: p.indexed_cap,
+            base: sizes.unindexed_changes,
+            cap: sizes.cap,
             make: &make,
         };
         runner.case(

@@ -30,10 +30,13 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
+
 use crate::fleet::watchers::{self, Counts, Phase, Shared};
 use crate::fleet::{Fleet, REPLICAS, haproxy};
 use crate::kind::SystemKind;
 use crate::machine::CpuWindow;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target, fig, med, note, spread_key};
 use crate::row::{Round, Row, Spread};
 use crate::runner::Runner;
@@ -48,6 +51,40 @@ const SYSTEM: SystemKind = SystemKind::HeraldFleet;
 /// How long every watcher may take to have the last write after the
 /// restarts.
 const SETTLE: Duration = Duration::from_secs(60);
+
+/// The most watchers `--fleet-watchers` takes: each holds a descriptor in
+/// the harness, whose limit here is 20,000.
+const MAX_WATCHERS: usize = 18_000;
+
+/// The most writes per second `--fleet-rate` takes (one put at a time).
+const MAX_RATE: f64 = 1_000.0;
+
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watchers through the balancer.
+    pub watchers: usize,
+    /// Writes per second into etcd.
+    pub rate: f64,
+    /// Seconds of the steady window.
+    pub steady_seconds: f64,
+    /// Each replica's seats for watch initialisations
+    /// (`--max-inflight-reads`, `--max-queued-reads`), if not
+    /// herald-server's defaults: few enough that a restart's herd is
+    /// refused in part (429, `Retry-After`) and comes back.
+    pub seats: Option<(usize, usize)>,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// fleet-restart: watchers through the balancers (default: 10,000).
+    #[arg(long)]
+    pub fleet_watchers: Option<usize>,
+    /// fleet-restart: writes per second into etcd (default: 2).
+    #[arg(long)]
+    pub fleet_rate: Option<f64>,
+}
 
 /// The scenario.
 #[derive(Debug)]
@@ -90,8 +127,54 @@ struct Measured {
 }
 
 impl Scenario for FleetRestart {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        match profile {
+            // Run in the quick profile only when named; at the default's
+            // size.
+            ProfileName::Quick | ProfileName::Default | ProfileName::Full => Sizes {
+                // 10,000 watchers of every pod (about 3.7 KB of JSON each)
+                // at 2 writes/s: 20,000 deliveries/s through HAProxy on 2
+                // cores, beside the replicas, etcd and the clients.
+                watchers: 10_000,
+                rate: 2.0,
+                steady_seconds: 5.0,
+                seats: None,
+            },
+            ProfileName::Smoke => Sizes {
+                watchers: 200,
+                rate: 10.0,
+                steady_seconds: 2.0,
+                // A replica's third of 200 reconnecting at once, to 2
+                // seats and 8 places in the queue: the herd is refused in
+                // part.
+                seats: Some((2, 8)),
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(n) = flags.fleet_watchers {
+            anyhow::ensure!(
+                (1..=MAX_WATCHERS).contains(&n),
+                "--fleet-watchers must be from 1 to {MAX_WATCHERS} (a descriptor each here, and two in a balancer)"
+            );
+            sizes.watchers = n;
+        }
+        if let Some(r) = flags.fleet_rate {
+            anyhow::ensure!(
+                r.is_finite() && r > 0.0 && r <= MAX_RATE,
+                "--fleet-rate must be above 0 and at most {MAX_RATE} writes/s"
+            );
+            sizes.rate = r;
+        }
+        Ok(())
     }
 
     fn heavy(&self) -> bool {
@@ -102,21 +185,20 @@ impl Scenario for FleetRestart {
         vec![SYSTEM]
     }
 
-    fn planned(&self, _runner: &Runner<'_>) -> usize {
+    fn planned(&self, _runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         1
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let p = &runner.profile;
-        let (n, rate, steady_s) = p.fleet;
-        let case = label(n, rate);
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let n = sizes.watchers;
+        let case = label(n, sizes.rate);
         let mut row = Row::skipped(NAME, &case, SYSTEM, String::new());
         row.watchers = n;
-        match measure(runner, n, rate, steady_s) {
+        match measure(runner, sizes) {
             Ok((rounds, end)) => fill(&mut row, &rounds, end),
             Err(e) => row.note = format!("skipped: {e:#}"),
         }
-        if let Some((inflight, queued)) = p.fleet_seats {
+        if let Some((inflight, queued)) = sizes.seats {
             for (key, v) in [("seats", inflight), ("queued_seats", queued)] {
                 if let Some(s) = Spread::of(&[v as f64]) {
                     row.spread.insert(key, s);
@@ -257,12 +339,8 @@ fn goal_relist() -> String {
 
 /// Starts the fleet and the watchers, runs the rounds; the rounds'
 /// figures and the run's end state (re-lists, out of order, short).
-fn measure(
-    runner: &Runner<'_>,
-    n: usize,
-    rate: f64,
-    steady_s: f64,
-) -> anyhow::Result<(Vec<Measured>, (Counts, usize))> {
+fn measure(runner: &Runner<'_>, sizes: &Sizes) -> anyhow::Result<(Vec<Measured>, (Counts, usize))> {
+    let (n, rate, steady_s) = (sizes.watchers, sizes.rate, sizes.steady_seconds);
     crate::scenarios::http_fanout::raise_fd_limit();
     // One per watcher here (the balancers hold theirs in their own
     // processes: see `crate::fleet`).
@@ -276,7 +354,7 @@ fn measure(
     (runner.on_start)(&format!(
         "{NAME}: starting etcd, {REPLICAS} herald-server replicas and HAProxy"
     ));
-    let mut fleet = Fleet::start(&herald, &haproxy()?, n, runner.profile.fleet_seats)?;
+    let mut fleet = Fleet::start(&herald, &haproxy()?, n, sizes.seats)?;
     let shared = Shared::new(n, fleet.revision()?);
     let stop = Arc::new(AtomicBool::new(false));
     let writer = fleet.writer(rate, shared.clone(), stop.clone())?;

@@ -18,30 +18,144 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::consume::{Pace, RunOpts};
 use crate::etcd::EtcdEnv;
 use crate::http::run_on;
 use crate::kind::SystemKind;
-use crate::profile::Profile;
+use crate::profile::ProfileName;
 use crate::report::{
     self, Headline, Target, busy, fig, m, med, note, ratio, spread, spread_key, us,
 };
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match, spec};
 use crate::scenario::Scenario;
+use crate::scenarios::etcd_fanout::{EtcdFlags, EtcdSetup};
 use crate::system::Spec;
 use crate::workload::{Filter, Shape, Workload};
 
 /// The scenario's name.
 pub const NAME: &str = "http-fanout";
 
+/// The highest `--http-rate`: deliveries a second in total. One loopback
+/// send costs its sender about 9 µs of CPU (`scripts/loopback-send-cost.py`),
+/// so a million a second is nine cores' worth; anything higher only sizes
+/// a workload no run can pace.
+const MAX_HTTP_RATE: f64 = 1_000_000.0;
+
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Connection counts (watchers of everything), a flat-out case each.
+    pub watchers: Vec<usize>,
+    /// Connections in the selector-mix case (one in four watches
+    /// everything, the rest one node each).
+    pub mixed: usize,
+    /// Flat out: deliveries in the sizing run (changes = this /
+    /// watchers), grown to `min_seconds` per system.
+    pub deliveries: usize,
+    /// Flat out: the most changes a sized run may take.
+    pub cap: usize,
+    /// Paced: connections.
+    pub paced_watchers: usize,
+    /// Paced: seconds.
+    pub paced_seconds: f64,
+    /// Paced: the rates, each a case: deliveries per second in total.
+    /// The lowest leaves a 2-core machine headroom with 1,000 TLS clients
+    /// on it; the highest is issue 36's 50k.
+    pub rates: Vec<f64>,
+    /// The etcd of its `etcd` rows (set up as etcd-fanout's).
+    pub etcd: EtcdSetup,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// http-fanout connection counts (watchers of everything),
+    /// comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub http_watchers: Vec<usize>,
+    /// http-fanout paced cases: deliveries per second in total to their
+    /// connections, comma-separated, a case each (default profile:
+    /// 10,000 and 50,000 to 1,000).
+    #[arg(long, value_delimiter = ',')]
+    pub http_rate: Vec<f64>,
+    /// Its etcd's (shared with etcd-fanout).
+    #[command(flatten)]
+    pub etcd: EtcdFlags,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct HttpFanout;
 
 impl Scenario for HttpFanout {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            watchers: vec![100, 1_000, 5_000, 10_000],
+            mixed: 1_000,
+            deliveries: 2_000_000,
+            cap: 65_536,
+            paced_watchers: 1_000,
+            paced_seconds: 2.0,
+            rates: vec![10_000.0, 50_000.0],
+            etcd: EtcdSetup {
+                connections: 10,
+                in_flight: 16,
+            },
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                watchers: vec![1_000],
+                // etcd's own fan-out to 1,000 watchers takes seconds for
+                // the default's sizing round.
+                deliveries: 200_000,
+                ..default
+            },
+            ProfileName::Default | ProfileName::Full => default,
+            ProfileName::Smoke => Sizes {
+                watchers: vec![20],
+                mixed: 20,
+                deliveries: 20_000,
+                cap: 4_096,
+                paced_watchers: 20,
+                paced_seconds: 0.3,
+                rates: vec![5_000.0],
+                etcd: EtcdSetup {
+                    connections: 2,
+                    in_flight: 16,
+                },
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        crate::scenario::set_counts("--http-watchers", flags.http_watchers, &mut sizes.watchers)?;
+        if !flags.http_rate.is_empty() {
+            anyhow::ensure!(
+                flags
+                    .http_rate
+                    .iter()
+                    .all(|&r| r.is_finite() && r > 0.0 && r <= MAX_HTTP_RATE),
+                "--http-rate must list rates above 0 and at most {MAX_HTTP_RATE} deliveries/s (a loopback send alone costs about 9 us of CPU: that is 9 cores)"
+            );
+            let mut sorted = flags.http_rate.clone();
+            sorted.sort_by(f64::total_cmp);
+            anyhow::ensure!(
+                sorted.windows(2).all(|w| w[0] != w[1]),
+                "--http-rate lists a rate twice: each rate is a case of its own"
+            );
+            sizes.rates = flags.http_rate;
+        }
+        flags.etcd.apply(&mut sizes.etcd)
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
@@ -53,9 +167,9 @@ impl Scenario for HttpFanout {
         s
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, sizes: &Sizes) -> usize {
         let etcd = herald_testkit::etcd::etcd_binary().is_ok();
-        cases(&runner.profile)
+        cases(runner, sizes)
             .iter()
             .map(|c| systems_of(c, etcd, runner.profile.heavy).len())
             .sum()
@@ -63,11 +177,11 @@ impl Scenario for HttpFanout {
 
     /// One etcd (when found) serves every case's etcd rows; each of its
     /// runs writes under a prefix of its own and cleans up.
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         raise_fd_limit();
         let p = &runner.profile;
         let etcd = match herald_testkit::etcd::etcd_binary() {
-            Ok(bin) => match EtcdEnv::start(&bin, p.etcd_connections, p.etcd_in_flight) {
+            Ok(bin) => match EtcdEnv::start(&bin, sizes.etcd.connections, sizes.etcd.in_flight) {
                 Ok(started) => Some(started),
                 Err(e) => {
                     eprintln!(
@@ -82,7 +196,7 @@ impl Scenario for HttpFanout {
             }
         };
         let limit = fd_limit();
-        for case in cases(p) {
+        for case in cases(runner, sizes) {
             let systems = systems_of(&case, etcd.is_some(), p.heavy);
             // One end of every connection in each process (the harness's
             // clients, the child server), which inherits the harness's limit.
@@ -112,8 +226,8 @@ impl Scenario for HttpFanout {
             let indexed = case.mixed;
             match case.paced {
                 None => {
-                    let cap = p.http_cap.max(1);
-                    let base_changes = (p.http_deliveries / n).clamp(64.min(cap), cap);
+                    let cap = sizes.cap.max(1);
+                    let base_changes = (sizes.deliveries / n).clamp(64.min(cap), cap);
                     let fs = filters(&case);
                     let make = |changes: usize| {
                         (
@@ -135,7 +249,7 @@ impl Scenario for HttpFanout {
                     );
                 }
                 Some(rate) => {
-                    let (_, secs) = p.http_paced;
+                    let secs = sizes.paced_seconds;
                     let per_watcher = rate / n as f64;
                     let changes = ((per_watcher * secs).ceil() as usize).max(2);
                     let spec = spec(filters(&case), indexed, 1_000, changes + 1);
@@ -371,9 +485,9 @@ struct Plan {
 /// Nodes of the selector-mix case's workload.
 const MIXED_NODES: u32 = 100;
 
-fn cases(p: &Profile) -> Vec<Plan> {
-    let mut out: Vec<Plan> = p
-        .http_watchers
+fn cases(runner: &Runner<'_>, sizes: &Sizes) -> Vec<Plan> {
+    let mut out: Vec<Plan> = sizes
+        .watchers
         .iter()
         .map(|&n| Plan {
             label: format!("{n} connections, all"),
@@ -382,17 +496,17 @@ fn cases(p: &Profile) -> Vec<Plan> {
             paced: None,
         })
         .collect();
-    if p.headline_only {
+    if runner.profile.headline_only {
         return out;
     }
     out.push(Plan {
-        label: format!("{} connections, selector mix", p.http_mixed),
-        watchers: p.http_mixed,
+        label: format!("{} connections, selector mix", sizes.mixed),
+        watchers: sizes.mixed,
         mixed: true,
         paced: None,
     });
-    let (n, _) = p.http_paced;
-    out.extend(p.http_rates.iter().map(|&rate| Plan {
+    let n = sizes.paced_watchers;
+    out.extend(sizes.rates.iter().map(|&rate| Plan {
         label: format!("{n} connections, all{PACED}{} events/s", rate_label(rate)),
         watchers: n,
         mixed: false,

@@ -35,16 +35,17 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use herald::{Change, Config, Engine, Object, Relist};
 use herald_kubelet::{EngineUpstream, ManagerConfig, ObjectManager, PodRefs, is_immutable};
+use serde::Serialize;
 
 use crate::alloc::Counting;
 use crate::kind::SystemKind;
 use crate::machine::{CpuUse, CpuWindow};
 use crate::peers::kubelet_reference::ReferenceCache;
-use crate::profile::KubeletSizes as Sizes;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, fig, mb, med, note, ratio, spread_key, us};
 use crate::row::{Metric, Round, Row, Spread};
 use crate::runner::Runner;
-use crate::scenario::Scenario;
+use crate::scenario::{NoFlags, Scenario};
 
 /// The scenario's name.
 pub const NAME: &str = "kubelet";
@@ -54,6 +55,24 @@ const CATCH_UP_LIMIT: Duration = Duration::from_secs(120);
 
 /// The systems, Herald first.
 const SYSTEMS: [SystemKind; 2] = SystemKind::KUBELET;
+
+/// The scenario's sizes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Pods on the node.
+    pub pods: usize,
+    /// Secrets in all.
+    pub secrets: usize,
+    /// Namespaces the pods and Secrets are spread over.
+    pub namespaces: usize,
+    /// Secrets each pod references.
+    pub refs: usize,
+    /// Seconds of churn.
+    pub seconds: f64,
+    /// Pods replaced per second during the churn (each: an unregister, a
+    /// register and a get of each of its Secrets).
+    pub pods_per_s: f64,
+}
 
 fn secret_name(i: usize) -> String {
     format!("secret-{i:05}")
@@ -377,20 +396,54 @@ fn run(system: SystemKind, sizes: &Sizes) -> anyhow::Result<Outcome> {
 pub struct Kubelet;
 
 impl Scenario for Kubelet {
+    type Sizes = Sizes;
+    type Flags = NoFlags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            pods: 10_000,
+            secrets: 2_000,
+            namespaces: 10,
+            refs: 5,
+            seconds: 2.0,
+            pods_per_s: 500.0,
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                pods: 5_000,
+                secrets: 1_000,
+                seconds: 1.0,
+                ..default
+            },
+            ProfileName::Default | ProfileName::Full => default,
+            ProfileName::Smoke => Sizes {
+                pods: 200,
+                secrets: 100,
+                namespaces: 4,
+                refs: 5,
+                seconds: 0.2,
+                pods_per_s: 500.0,
+            },
+        }
+    }
+
+    fn apply(&self, _flags: NoFlags, _sizes: &mut Sizes) -> anyhow::Result<()> {
+        Ok(())
     }
 
     fn systems(&self, _runner: &Runner<'_>) -> Vec<SystemKind> {
         SYSTEMS.to_vec()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         runner.profile.repeat.max(1) * SYSTEMS.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let sizes = runner.profile.kubelet;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         let label = format!(
             "{} pods x {} of {} secrets",
             sizes.pods, sizes.refs, sizes.secrets
@@ -411,7 +464,7 @@ impl Scenario for Kubelet {
                     round + 1,
                     runner.profile.repeat
                 ));
-                match run(system, &sizes) {
+                match run(system, sizes) {
                     Ok(o) => outcomes[i].push((order, o)),
                     Err(e) => failed[i] = Some(format!("skipped: {e:#}")),
                 }

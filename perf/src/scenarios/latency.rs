@@ -1,8 +1,11 @@
 //! latency: publish-to-receive latency at a paced rate, every delivery
 //! sampled.
 
+use serde::Serialize;
+
 use crate::consume::{Pace, RunOpts};
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target, find, median, spread, us};
 use crate::row::{Metric, Row};
 use crate::runner::{Case, Runner, Size, all_match, spec};
@@ -12,25 +15,94 @@ use crate::workload::Filter;
 /// The scenario's name.
 pub const NAME: &str = "latency";
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Watchers of everything.
+    pub watchers: usize,
+    /// Changes per second.
+    pub rate: f64,
+    /// Seconds of the run.
+    pub seconds: f64,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// latency scenario: changes per second.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Its seconds per run (shared with slow-watcher-tax).
+    #[command(flatten)]
+    pub seconds: Seconds,
+}
+
+/// `--seconds`: the paced scenarios' seconds per run, latency's and
+/// slow-watcher-tax's (both declare it, this one struct).
+#[derive(Debug, clap::Args)]
+pub struct Seconds {
+    /// latency and slow-watcher-tax: seconds per run.
+    #[arg(long)]
+    pub seconds: Option<f64>,
+}
+
+impl Seconds {
+    /// The seconds given, if any; an error unless positive.
+    pub fn get(&self) -> anyhow::Result<Option<f64>> {
+        if let Some(s) = self.seconds {
+            anyhow::ensure!(s > 0.0, "--seconds must be positive");
+        }
+        Ok(self.seconds)
+    }
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct Latency;
 
 impl Scenario for Latency {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let (watchers, rate, seconds) = match profile {
+            ProfileName::Quick => (1_000, 10_000.0, 1.0),
+            ProfileName::Default => (1_000, 10_000.0, 2.0),
+            ProfileName::Full => (1_000, 10_000.0, 5.0),
+            ProfileName::Smoke => (50, 2_000.0, 0.2),
+        };
+        Sizes {
+            watchers,
+            rate,
+            seconds,
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(r) = flags.rate {
+            anyhow::ensure!(r > 0.0, "--rate must be positive");
+            sizes.rate = r;
+        }
+        if let Some(s) = flags.seconds.get()? {
+            sizes.seconds = s;
+        }
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         runner.systems.clone()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         runner.systems.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let (n, rate, secs) = runner.profile.latency;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let (n, rate, secs) = (sizes.watchers, sizes.rate, sizes.seconds);
         let workload = all_match((rate * secs) as usize);
         let spec = spec(vec![Filter::All; n], false, 1_000, 102_400);
         let opts = RunOpts {

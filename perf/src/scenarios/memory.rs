@@ -7,6 +7,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::alloc::Counting;
 use crate::kind::SystemKind;
 use crate::peers::crossbeam_cacher::CrossbeamCacher;
@@ -14,6 +16,7 @@ use crate::peers::disruptor::DisruptorRing;
 use crate::peers::herald::Herald;
 use crate::peers::reference::ReferencePort;
 use crate::peers::tokio_broadcast::TokioBroadcast;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target};
 use crate::row::{Row, Spread};
 use crate::runner::{Runner, spec};
@@ -46,25 +49,59 @@ const TARGETS: [(&str, &str, f64); 2] = [
     ),
 ];
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Idle watchers in each case.
+    pub watchers: usize,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// memory scenario: idle watchers.
+    #[arg(long)]
+    pub memory_watchers: Option<usize>,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct Memory;
 
 impl Scenario for Memory {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let watchers = match profile {
+            ProfileName::Quick | ProfileName::Default => 10_000,
+            ProfileName::Full => 100_000,
+            ProfileName::Smoke => 200,
+        };
+        Sizes { watchers }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(n) = flags.memory_watchers {
+            sizes.watchers = n.max(1);
+        }
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
         runner.systems.clone()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
+    fn planned(&self, runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         2 * runner.systems.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let n = runner.profile.memory_watchers;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let n = sizes.watchers;
         // Watchers of everything (the target's case) and kubelet-shaped
         // watchers, one per node on an index (each holds a queue).
         let all = (
@@ -218,20 +255,8 @@ fn measure_memory(kind: SystemKind, spec: &Spec, workload: &Arc<Workload>) -> an
         SystemKind::TokioBroadcast => per_watcher(&TokioBroadcast::default(), spec, workload),
         SystemKind::Crossbeam => per_watcher(&CrossbeamCacher::default(), spec, workload),
         SystemKind::Disruptor => per_watcher(&DisruptorRing::default(), spec, workload),
-        SystemKind::HeraldEtcd
-        | SystemKind::HeraldEtcdJson
-        | SystemKind::HeraldHttpProtobuf
-        | SystemKind::HeraldHttpTls
-        | SystemKind::HeraldServer
-        | SystemKind::KubeApiserver
-        | SystemKind::HeraldApiserver
-        | SystemKind::HeraldFleet
-        | SystemKind::Etcd
-        | SystemKind::EtcdOneConnection
-        | SystemKind::HeraldHttp
-        | SystemKind::HeraldSource
-        | SystemKind::KubeletManager
-        | SystemKind::KubeletReference => {
+        // The others are their own scenarios' systems.
+        _ => {
             anyhow::bail!("the memory scenario runs the in-memory systems")
         }
     }

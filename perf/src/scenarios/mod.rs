@@ -1,12 +1,17 @@
 //! The scenarios, one file each, and the registry: [`ALL`], the one list
 //! of them. A new scenario is a file here implementing
-//! [`Scenario`] and a line in [`ALL`] (and its `mod` line).
+//! [`Scenario`](crate::scenario::Scenario) (its sizes at each profile and
+//! its flags with it) and a line in [`ALL`] (and its `mod` line): the
+//! command line, `--help`, the profiles and the JSON learn of it from
+//! there.
 //!
 //! Each file depends on the shared harness only (profiles, rows, the
-//! runner, the report's cells, the systems); nothing shared depends on a
-//! scenario.
+//! runner, the report's cells, the systems), and on another scenario's
+//! file for what they share (http-fanout's etcd flags are etcd-fanout's;
+//! `--seconds` is latency's and slow-watcher-tax's); nothing shared
+//! depends on a scenario.
 
-use crate::scenario::Scenario;
+use crate::scenario::Registered;
 
 pub mod apiserver_fanout;
 pub mod catch_up;
@@ -22,7 +27,7 @@ pub mod pod_memory;
 pub mod slow_watcher_tax;
 
 /// Every scenario, in suite order.
-pub const ALL: [&dyn Scenario; 12] = [
+pub const ALL: [&dyn Registered; 12] = [
     &fanout_all::FanoutAll,
     &fanout_indexed::FanoutIndexed,
     &slow_watcher_tax::SlowWatcherTax,
@@ -38,7 +43,7 @@ pub const ALL: [&dyn Scenario; 12] = [
 ];
 
 /// The scenario of a command-line name.
-pub fn find(name: &str) -> Option<&'static dyn Scenario> {
+pub fn find(name: &str) -> Option<&'static dyn Registered> {
     ALL.into_iter().find(|s| s.name() == name)
 }
 

@@ -32,8 +32,10 @@
 use std::fmt::Write as _;
 
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
+use serde::Serialize;
 
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, fig};
 use crate::row::{Metric, Round, Row, Spread};
 use crate::runner::Runner;
@@ -48,6 +50,22 @@ pub const NAME: &str = "pod-memory";
 
 /// Herald first: ratios are the apiserver's bytes ÷ Herald's.
 const SYSTEMS: [SystemKind; 2] = SystemKind::SERVERS;
+
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Pods written to etcd, cached by each server.
+    pub pods: usize,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// pod-memory: pods written to etcd and cached by each server (quick:
+    /// 10,000; default: 100,000).
+    #[arg(long)]
+    pub pods: Option<usize>,
+}
 
 /// The scenario.
 #[derive(Debug)]
@@ -68,8 +86,30 @@ impl Pair {
 }
 
 impl Scenario for PodMemory {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let pods = match profile {
+            // Not run in this profile unless named (an apiserver start per
+            // measurement): its size then.
+            ProfileName::Quick => 10_000,
+            ProfileName::Default | ProfileName::Full => 100_000,
+            ProfileName::Smoke => 500,
+        };
+        Sizes { pods }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(n) = flags.pods {
+            anyhow::ensure!(n > 0, "--pods must be at least 1");
+            sizes.pods = n;
+        }
+        Ok(())
     }
 
     fn heavy(&self) -> bool {
@@ -80,12 +120,12 @@ impl Scenario for PodMemory {
         SYSTEMS.to_vec()
     }
 
-    fn planned(&self, _runner: &Runner<'_>) -> usize {
+    fn planned(&self, _runner: &Runner<'_>, _sizes: &Sizes) -> usize {
         SYSTEMS.len()
     }
 
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
-        let n = runner.profile.pod_memory_pods;
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
+        let n = sizes.pods;
         let label = format!("{n} pods");
         let skip = |rows: &mut Vec<Row>, why: String| {
             for &s in &SYSTEMS {

@@ -5,12 +5,16 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::consume::{Pace, RunOpts, Stall};
 use crate::kind::SystemKind;
+use crate::profile::ProfileName;
 use crate::report::{self, Headline, Target, spread, us};
 use crate::row::{Metric, Row, Spread};
 use crate::runner::{Case, Runner, Size, all_match};
 use crate::scenario::Scenario;
+use crate::scenarios::latency::Seconds;
 use crate::system::Spec;
 use crate::workload::Filter;
 
@@ -25,8 +29,8 @@ const HEADLINE_CASES: [&str; 2] = ["baseline", "stalled-reconnecting"];
 
 /// Each rate's cases in the groups that run interleaved, each group's
 /// baseline first: the case, and its companion's behaviour (none for a
-/// baseline). The first group has the profile's few healthy watchers, the
-/// second its many (`tax_watchers`).
+/// baseline). The first group has the few healthy watchers
+/// ([`Sizes::few`]), the second the many ([`Sizes::many`]).
 const GROUPS: [&[(&str, Option<Companion>)]; 2] = [
     &[
         ("baseline", None),
@@ -62,11 +66,11 @@ const MIN_TAIL_CHANGES: usize = 100;
 /// of everything and, unless a baseline, a companion that misbehaves.
 fn plan(
     runner: &Runner<'_>,
+    secs: f64,
     rate: f64,
     healthy: usize,
     companion: Option<Companion>,
 ) -> (Spec, RunOpts) {
-    let secs = runner.profile.tax_seconds;
     let mut filters = vec![Filter::All; healthy];
     let mut opts = RunOpts {
         pace: Pace::Rate(rate),
@@ -110,13 +114,75 @@ fn plan(
     (spec, opts)
 }
 
+/// The scenario's sizes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sizes {
+    /// Rates (changes per second), each its cases.
+    pub rates: Vec<f64>,
+    /// Seconds per run.
+    pub seconds: f64,
+    /// Healthy watchers in the first group of cases.
+    pub few: usize,
+    /// Healthy watchers in the second group (`baseline-1000`,
+    /// `stalled-reconnecting-1000`).
+    pub many: usize,
+}
+
+/// The scenario's flags.
+#[derive(Debug, clap::Args)]
+pub struct Flags {
+    /// Its seconds per run (shared with latency).
+    #[command(flatten)]
+    pub seconds: Seconds,
+}
+
 /// The scenario.
 #[derive(Debug)]
 pub struct SlowWatcherTax;
 
 impl Scenario for SlowWatcherTax {
+    type Sizes = Sizes;
+    type Flags = Flags;
+
     fn name(&self) -> &'static str {
         NAME
+    }
+
+    fn sizes(&self, profile: ProfileName) -> Sizes {
+        let default = Sizes {
+            rates: vec![100.0, 1_000.0],
+            // At 1,000/s a round's p99 rests on 30 changes; at 100/s on 3
+            // (reported, not judged).
+            seconds: 3.0,
+            few: 10,
+            many: 1_000,
+        };
+        match profile {
+            ProfileName::Quick => Sizes {
+                rates: vec![1_000.0],
+                // 2,000 changes: a round's p99 rests on 20 of them.
+                seconds: 2.0,
+                ..default
+            },
+            ProfileName::Default => default,
+            ProfileName::Full => Sizes {
+                seconds: 5.0,
+                ..default
+            },
+            ProfileName::Smoke => Sizes {
+                rates: vec![1_000.0],
+                seconds: 0.3,
+                few: 5,
+                many: 50,
+            },
+        }
+    }
+
+    fn apply(&self, flags: Flags, sizes: &mut Sizes) -> anyhow::Result<()> {
+        if let Some(s) = flags.seconds.get()? {
+            sizes.seconds = s;
+        }
+        Ok(())
     }
 
     fn systems(&self, runner: &Runner<'_>) -> Vec<SystemKind> {
@@ -126,33 +192,32 @@ impl Scenario for SlowWatcherTax {
             .collect()
     }
 
-    fn planned(&self, runner: &Runner<'_>) -> usize {
-        let p = &runner.profile;
-        let cases = if p.headline_only {
+    fn planned(&self, runner: &Runner<'_>, sizes: &Sizes) -> usize {
+        let cases = if runner.profile.headline_only {
             HEADLINE_CASES.len()
         } else {
             GROUPS.iter().map(|g| g.len()).sum()
         };
-        p.tax_rates.len() * cases * SYSTEMS.len()
+        sizes.rates.len() * cases * SYSTEMS.len()
     }
 
     /// Each rate's cases run in two groups, the few healthy watchers' and
     /// the many's, each group's cases interleaved round by round with its
     /// baseline, so a companion's cost is taken against the baseline run
     /// beside it in time.
-    fn run(&self, runner: &Runner<'_>, rows: &mut Vec<Row>) {
+    fn run(&self, runner: &Runner<'_>, sizes: &Sizes, rows: &mut Vec<Row>) {
         let p = &runner.profile;
-        let secs = p.tax_seconds;
+        let secs = sizes.seconds;
         let systems = self.systems(runner);
-        for &rate in &p.tax_rates {
+        for &rate in &sizes.rates {
             let workload = all_match((rate * secs) as usize);
-            let healthy = [p.tax_watchers.0, p.tax_watchers.1];
+            let healthy = [sizes.few, sizes.many];
             for (group, healthy) in GROUPS.into_iter().zip(healthy) {
                 let planned: Vec<(String, Spec, RunOpts)> = group
                     .iter()
                     .filter(|(case, _)| !p.headline_only || HEADLINE_CASES.contains(case))
                     .map(|&(case, companion)| {
-                        let (spec, opts) = plan(runner, rate, healthy, companion);
+                        let (spec, opts) = plan(runner, secs, rate, healthy, companion);
                         (format!("{case} @ {rate:.0}/s"), spec, opts)
                     })
                     .collect();

@@ -1,13 +1,15 @@
 //! One connection to the apiserver, shared by every resource's source:
 //! kube-rs's client (TLS, credentials, connection pool) on a tokio
-//! runtime of its own, and the requests the sources make, with their
-//! answers mapped to [`Failure`]s.
+//! runtime ([`Bridge`]: its own, or one it is given), and the requests
+//! the sources make, with their answers mapped to [`Failure`]s.
 
 use std::future::Future;
+use std::num::NonZeroUsize;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
+use herald_bridge::Bridge;
 use herald_kube::proto;
 use http::{Request, Response, StatusCode, header};
 use http_body_util::BodyExt;
@@ -15,7 +17,6 @@ use kube_client::client::Body;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 use kube_client::{Client, Config};
 use serde_json::Value;
-use tokio::runtime::Runtime;
 
 use crate::config::{ApiServerConfig, ConnectError};
 
@@ -48,9 +49,7 @@ impl std::fmt::Display for Failure {
 /// The client, its runtime, the settings.
 pub(crate) struct Conn {
     client: Client,
-    /// `Some` until dropped (dropping a runtime inside another one would
-    /// panic: it is shut down in the background).
-    runtime: Option<Runtime>,
+    bridge: Bridge,
     pub(crate) config: ApiServerConfig,
     /// The cluster's address, for messages.
     pub(crate) url: String,
@@ -63,37 +62,34 @@ impl std::fmt::Debug for Conn {
         f.debug_struct("Conn")
             .field("url", &self.url)
             .field("version", &self.version)
+            .field("bridge", &self.bridge)
             .finish_non_exhaustive()
     }
 }
 
-impl Drop for Conn {
-    fn drop(&mut self) {
-        if let Some(rt) = self.runtime.take() {
-            rt.shutdown_background();
-        }
-    }
+/// The workers of a runtime of the connection's own: they run the
+/// client's connections and every watch's task (`watch.rs`).
+const WORKERS: NonZeroUsize = NonZeroUsize::new(2).unwrap();
+
+/// A runtime of the connection's own ([`WORKERS`], `herald-apiserver`).
+pub(crate) fn own_runtime() -> Result<Bridge, ConnectError> {
+    Bridge::new("herald-apiserver", WORKERS).map_err(ConnectError::Runtime)
 }
 
 impl Conn {
-    /// Reads the configuration, connects, and asks `/version`.
-    pub(crate) fn connect(config: ApiServerConfig) -> Result<Conn, ConnectError> {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("herald-apiserver")
-            .enable_all()
-            .build()
-            .map_err(ConnectError::Runtime)?;
-        let kube = block(&runtime, load(&config))?;
+    /// Reads the configuration, connects on `bridge`'s runtime, and asks
+    /// `/version`.
+    pub(crate) fn connect(config: ApiServerConfig, bridge: Bridge) -> Result<Conn, ConnectError> {
+        let kube = bridge.block_on(load(&config))?;
         let url = kube.cluster_url.to_string();
         let client = {
             // The client's tower stack spawns onto the current runtime.
-            let _enter = runtime.enter();
+            let _enter = bridge.enter();
             Client::try_from(kube).map_err(|e| ConnectError::Config(e.to_string()))?
         };
         let mut conn = Conn {
             client,
-            runtime: Some(runtime),
+            bridge,
             config,
             url,
             version: String::new(),
@@ -108,19 +104,14 @@ impl Conn {
         Ok(conn)
     }
 
-    fn runtime(&self) -> &Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime lives as long as the connection")
-    }
-
-    /// Runs `f` on the connection's runtime and waits for it.
+    /// Runs `f` on the connection's runtime and waits for it, from any
+    /// thread ([`Bridge::block_on`]).
     pub(crate) fn block<F>(&self, f: F) -> F::Output
     where
         F: Future + Send,
         F::Output: Send,
     {
-        block(self.runtime(), f)
+        self.bridge.block_on(f)
     }
 
     /// Starts `f` on the connection's runtime.
@@ -128,7 +119,12 @@ impl Conn {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        self.runtime().spawn(f);
+        self.bridge.spawn(f);
+    }
+
+    /// The runtime the connection runs on.
+    pub(crate) fn bridge(&self) -> &Bridge {
+        &self.bridge
     }
 
     /// Sends a GET for `uri` (a path and query) accepting `accept`.
@@ -271,22 +267,6 @@ pub(crate) fn status_object(body: &[u8]) -> Option<serde_json::Map<String, Value
         serde_json::from_slice(body).ok()?
     };
     (object.get("kind").and_then(Value::as_str) == Some("Status")).then_some(object)
-}
-
-/// Runs `f` on `rt` and waits: from a plain thread directly, from inside
-/// another runtime (where `block_on` would panic) on a scoped thread.
-fn block<F>(rt: &Runtime, f: F) -> F::Output
-where
-    F: Future + Send,
-    F::Output: Send,
-{
-    if tokio::runtime::Handle::try_current().is_err() {
-        return rt.block_on(f);
-    }
-    std::thread::scope(|s| match s.spawn(|| rt.block_on(f)).join() {
-        Ok(out) => out,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
 }
 
 /// kube-rs's configuration from `config`, as kubectl finds it.

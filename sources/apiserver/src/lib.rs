@@ -16,7 +16,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `config.rs` | [`ApiServerConfig`]: the kubeconfig, the context, pages, watch lengths, protobuf; [`ConnectError`] |
-//! | `conn.rs` | the one client (kube-rs: TLS, credentials) and runtime, requests, a failed answer read as a `Status` |
+//! | `conn.rs` | the one client (kube-rs: TLS, credentials) on its runtime ([`Bridge`]: its own or one given), requests, a failed answer read as a `Status` |
 //! | `shared.rs` | what a source and its watches share; a list, page by page; [`ApiServerStats`] |
 //! | `source.rs` | [`ApiServer`] (a connection), [`ApiServerSource`] (one resource): the `Source`: lists, the current version, progress |
 //! | `stream.rs` | an open watch stream, read event by event |
@@ -42,5 +42,6 @@ mod watchlist;
 
 pub use config::{ApiServerConfig, ConnectError};
 pub use discovery::Discovered;
+pub use herald_bridge::{Bridge, NotMultiThread};
 pub use shared::ApiServerStats;
 pub use source::{ApiServer, ApiServerSource};

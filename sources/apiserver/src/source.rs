@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use herald::ResourceVersion;
 use herald::source::{Listing, Source, SourceError, SourceWatch};
+use herald_bridge::Bridge;
 use herald_kube::{Decoder, ResourceInfo, Undecodable, UndecodableReport, proto};
 use tokio::sync::watch as notify;
 
 use crate::config::{ApiServerConfig, ConnectError};
-use crate::conn::{Conn, Failure, is_protobuf};
+use crate::conn::{Conn, Failure, is_protobuf, own_runtime};
 use crate::frames;
 use crate::revision::Coalesced;
 use crate::shared::{
@@ -28,13 +29,35 @@ pub struct ApiServer {
 }
 
 impl ApiServer {
-    /// Reads the configuration (kubeconfig or in-cluster), connects, and
+    /// Reads the configuration (kubeconfig or in-cluster), connects on a
+    /// runtime of its own (two worker threads, `herald-apiserver`), and
     /// asks the apiserver its `/version`: an unreachable apiserver or
     /// refused credentials fail here, not at the first list.
     pub fn connect(config: ApiServerConfig) -> Result<ApiServer, ConnectError> {
+        ApiServer::connect_on(config, own_runtime()?)
+    }
+
+    /// [`ApiServer::connect`], on `bridge`'s runtime (shared with etcd
+    /// clusters, other apiservers, or the embedder's own runtime): it
+    /// builds none. See [`Bridge`] for what a shared runtime asks of its
+    /// callers.
+    ///
+    /// ```no_run
+    /// use std::num::NonZeroUsize;
+    /// use herald_apiserver::{ApiServer, ApiServerConfig, Bridge};
+    /// let upstreams = Bridge::new("upstreams", NonZeroUsize::new(2).unwrap())?;
+    /// let apiserver = ApiServer::connect_on(ApiServerConfig::default(), upstreams)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn connect_on(config: ApiServerConfig, bridge: Bridge) -> Result<ApiServer, ConnectError> {
         Ok(ApiServer {
-            conn: Arc::new(Conn::connect(config)?),
+            conn: Arc::new(Conn::connect(config, bridge)?),
         })
+    }
+
+    /// The runtime the connection runs on.
+    pub fn bridge(&self) -> &Bridge {
+        self.conn.bridge()
     }
 
     /// The apiserver's version (`/version`'s `gitVersion`).

@@ -17,7 +17,7 @@ use herald::read::ReadAt;
 use herald::reflector::{Reflector, ReflectorConfig};
 use herald::source::{Source, SourceError, SourceEvent};
 use herald::{Config, Engine};
-use herald_apiserver::{ApiServer, ApiServerConfig, ConnectError};
+use herald_apiserver::{ApiServer, ApiServerConfig, Bridge, ConnectError};
 use herald_kube::{Decoder, ResourceInfo};
 use http_body_util::{BodyExt, StreamBody};
 use hyper::body::Frame;
@@ -658,4 +658,57 @@ fn a_watch_list_that_never_ends_its_initial_events_is_an_error_in_bounded_time()
         "{:?}",
         began.elapsed()
     );
+}
+
+/// A connection given a runtime (`ApiServer::connect_on`) builds none of
+/// its own: its requests and its watches' tasks run on the one given, and
+/// dropping the connection leaves that runtime running.
+#[test]
+fn a_connection_on_a_runtime_it_is_given_runs_there_and_builds_none() {
+    let fake = Fake::start();
+    let given = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let bridge = Bridge::from_handle(given.handle().clone()).unwrap();
+    fake.script(|uri| {
+        if uri == "/version" {
+            json(VERSION.into())
+        } else if uri.contains("watch=1") {
+            // An event, then bookmarks for two seconds: the stream stays
+            // open while the test looks.
+            let bookmark = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"3"}}"#;
+            let mut chunks = vec![event("ADDED", &pod("a", 3))];
+            chunks.extend((0..400).map(|_| event("BOOKMARK", bookmark)));
+            Reply::Chunks(chunks)
+        } else {
+            json(list(2, &[]))
+        }
+    });
+    let api = ApiServer::connect_on(
+        ApiServerConfig::kubeconfig(fake.kubeconfig())
+            .protobuf(false)
+            .watch_list(false),
+        bridge.clone(),
+    )
+    .unwrap();
+    assert!(api.bridge().same(&bridge));
+    assert!(!api.bridge().owns_runtime());
+    let source = pods(&api);
+    assert_eq!(source.list().unwrap().revision.get(), 2);
+    let before = given.metrics().num_alive_tasks();
+    let mut watch = source.watch(2.into()).unwrap();
+    match watch.next(Duration::from_secs(10)) {
+        Ok(Some(SourceEvent::Change(c))) => assert_eq!(c.object().key(), "ns/a"),
+        other => panic!("{other:?}"),
+    }
+    // The task reading the stream is the given runtime's.
+    let during = given.metrics().num_alive_tasks();
+    assert!(during > before, "{during} tasks, {before} before the watch");
+    drop(watch);
+    drop(source);
+    drop(api);
+    // Lent, not given away: it still runs.
+    assert_eq!(given.block_on(bridge.spawn(async { 7 })).unwrap(), 7);
 }

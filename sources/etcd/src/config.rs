@@ -1,5 +1,7 @@
-//! How an [`EtcdSource`](crate::EtcdSource) reaches etcd ([`EtcdConfig`]),
-//! what it refuses before it connects, and why a connection fails
+//! How a cluster is reached ([`ClusterConfig`]: its members, timeouts,
+//! keep-alive, progress trust, page size), what one resource mirrors of it
+//! ([`EtcdConfig`]: a cluster's configuration, a key prefix, a decoder),
+//! what is refused before anything connects, and why a connection fails
 //! ([`ConnectError`]).
 
 use std::time::Duration;
@@ -8,24 +10,30 @@ use herald_kube::Decoder;
 
 use crate::version::ProgressTrust;
 
-/// How an [`EtcdSource`](crate::EtcdSource) reaches etcd and what it mirrors.
+/// How an [`EtcdCluster`](crate::EtcdCluster) reaches etcd: one
+/// connection (one client, one HTTP/2 connection a member) that every
+/// resource's [`EtcdSource`](crate::EtcdSource) shares.
 ///
-/// [`EtcdSource::connect`](crate::EtcdSource::connect) checks it and refuses, with
-/// [`ConnectError::Config`], no endpoints, an endpoint that is not a URL,
-/// a prefix that is empty or does not end in `/`, a page size below one,
-/// and a timeout or keep-alive of zero. A timeout too long for the clock
-/// (`Duration::MAX`) waits for ever.
+/// [`EtcdCluster::connect`](crate::EtcdCluster::connect) checks it and
+/// refuses, with [`ConnectError::Config`], no endpoints, an endpoint that
+/// is not a URL, a page size below one, and a timeout or keep-alive of
+/// zero. A timeout too long for the clock (`Duration::MAX`) waits for
+/// ever.
+///
+/// ```
+/// use std::time::Duration;
+/// use herald_etcd::ClusterConfig;
+/// let config = ClusterConfig {
+///     request_timeout: Duration::from_secs(5),
+///     ..ClusterConfig::new(["http://10.0.0.1:2379", "http://10.0.0.2:2379"])
+/// };
+/// assert_eq!(config.endpoints.len(), 2);
+/// ```
 #[derive(Debug, Clone)]
-pub struct EtcdConfig {
+pub struct ClusterConfig {
     /// Client URLs of the cluster's members (`http://127.0.0.1:2379`; a
     /// bare `host:port` is taken as `http://`).
     pub endpoints: Vec<String>,
-    /// The key prefix mirrored: one resource type (`/registry/pods/`).
-    /// Keys under it are `namespace/name` or `name`. It must end in `/`:
-    /// `/registry/pods` would also mirror `/registry/podtemplates/...`.
-    pub prefix: String,
-    /// Reads stored values as objects.
-    pub decoder: Decoder,
     /// Objects per page of a list (the apiserver's cacher lists 10,000 at
     /// a time); at least one.
     pub page_size: i64,
@@ -43,19 +51,61 @@ pub struct EtcdConfig {
     pub progress: ProgressTrust,
 }
 
-impl EtcdConfig {
-    /// Mirrors `prefix` from the members at `endpoints`, decoding names,
-    /// namespaces and labels (add fields to [`EtcdConfig::decoder`]).
-    pub fn new(endpoints: impl IntoIterator<Item = impl Into<String>>, prefix: &str) -> EtcdConfig {
-        EtcdConfig {
+impl ClusterConfig {
+    /// The members at `endpoints`, with the defaults: pages of 10,000, a
+    /// 10 s request and 3 s connect timeout, a 5 s / 3 s keep-alive,
+    /// progress trusted when every member can be ([`ProgressTrust::Auto`]).
+    pub fn new(endpoints: impl IntoIterator<Item = impl Into<String>>) -> ClusterConfig {
+        ClusterConfig {
             endpoints: endpoints.into_iter().map(Into::into).collect(),
-            prefix: prefix.to_owned(),
-            decoder: Decoder::new(),
             page_size: 10_000,
             request_timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(3),
             keep_alive: (Duration::from_secs(5), Duration::from_secs(3)),
             progress: ProgressTrust::Auto,
+        }
+    }
+}
+
+/// One resource of a cluster: how to reach the cluster
+/// ([`EtcdConfig::cluster`]) and what to mirror of it, for
+/// [`EtcdSource::connect`](crate::EtcdSource::connect), which connects a
+/// cluster for the one source. Several resources of one cluster share one
+/// [`EtcdCluster`](crate::EtcdCluster) instead
+/// ([`EtcdCluster::source`](crate::EtcdCluster::source)).
+///
+/// Besides what [`ClusterConfig`] refuses, the prefix must not be empty
+/// and must end in `/`.
+///
+/// ```
+/// use std::time::Duration;
+/// use herald_etcd::EtcdConfig;
+/// use herald_kube::Decoder;
+/// let mut config = EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")
+///     .decoder(Decoder::new().field("spec.nodeName"));
+/// config.cluster.request_timeout = Duration::from_secs(5);
+/// ```
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    /// How the cluster is reached.
+    pub cluster: ClusterConfig,
+    /// The key prefix mirrored: one resource type (`/registry/pods/`).
+    /// Keys under it are `namespace/name` or `name`. It must end in `/`:
+    /// `/registry/pods` would also mirror `/registry/podtemplates/...`.
+    pub prefix: String,
+    /// Reads stored values as objects.
+    pub decoder: Decoder,
+}
+
+impl EtcdConfig {
+    /// Mirrors `prefix` from the members at `endpoints`
+    /// ([`ClusterConfig::new`]'s defaults), decoding names, namespaces and
+    /// labels (add fields to [`EtcdConfig::decoder`]).
+    pub fn new(endpoints: impl IntoIterator<Item = impl Into<String>>, prefix: &str) -> EtcdConfig {
+        EtcdConfig {
+            cluster: ClusterConfig::new(endpoints),
+            prefix: prefix.to_owned(),
+            decoder: Decoder::new(),
         }
     }
 
@@ -66,7 +116,9 @@ impl EtcdConfig {
     }
 }
 
-/// Why [`EtcdSource::connect`](crate::EtcdSource::connect) failed.
+/// Why [`EtcdCluster::connect`](crate::EtcdCluster::connect) (or
+/// [`EtcdSource::connect`](crate::EtcdSource::connect)) failed, or why
+/// [`EtcdCluster::source`](crate::EtcdCluster::source) refused a prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -93,18 +145,19 @@ impl std::error::Error for ConnectError {}
 ///
 /// ```
 /// use std::time::Duration;
-/// use herald_etcd::{ConnectError, EtcdConfig, EtcdSource, MAX_KEEP_ALIVE};
-/// let config = EtcdConfig {
+/// use herald_etcd::{ClusterConfig, ConnectError, EtcdCluster, MAX_KEEP_ALIVE};
+/// let config = ClusterConfig {
 ///     keep_alive: (MAX_KEEP_ALIVE + Duration::from_secs(1), Duration::from_secs(3)),
-///     ..EtcdConfig::new(["http://127.0.0.1:2379"], "/registry/pods/")
+///     ..ClusterConfig::new(["http://127.0.0.1:2379"])
 /// };
 /// // Refused before any connection is tried.
-/// assert!(matches!(EtcdSource::connect(config), Err(ConnectError::Config(_))));
+/// assert!(matches!(EtcdCluster::connect(config), Err(ConnectError::Config(_))));
 /// ```
 pub const MAX_KEEP_ALIVE: Duration = Duration::from_secs(24 * 3600);
 
-/// What [`EtcdSource::connect`](crate::EtcdSource::connect) refuses before it connects.
-pub(crate) fn check(config: &EtcdConfig) -> Result<(), ConnectError> {
+/// What [`EtcdCluster::connect`](crate::EtcdCluster::connect) refuses
+/// before it connects.
+pub(crate) fn check_cluster(config: &ClusterConfig) -> Result<(), ConnectError> {
     let refuse = |why: String| Err(ConnectError::Config(why));
     if config.endpoints.is_empty() {
         return refuse("no endpoints".into());
@@ -113,20 +166,6 @@ pub(crate) fn check(config: &EtcdConfig) -> Result<(), ConnectError> {
         check_endpoint(endpoint).map_err(|why| {
             ConnectError::Config(format!("endpoint {endpoint:?} is not a URL: {why}"))
         })?;
-    }
-    if config.prefix.is_empty() {
-        return refuse(
-            "the key prefix is empty: it would mirror every key in etcd (give one resource \
-             type's, such as /registry/pods/)"
-                .into(),
-        );
-    }
-    if !config.prefix.ends_with('/') {
-        return refuse(format!(
-            "the key prefix {:?} does not end in '/': it would also mirror every key that \
-             merely begins with it (/registry/pods takes in /registry/podtemplates/)",
-            config.prefix
-        ));
     }
     if config.page_size <= 0 {
         return refuse(format!("page size {} is not positive", config.page_size));
@@ -148,6 +187,25 @@ pub(crate) fn check(config: &EtcdConfig) -> Result<(), ConnectError> {
                 "the {what} is {d:?}: it must be above zero and at most {MAX_KEEP_ALIVE:?}"
             ));
         }
+    }
+    Ok(())
+}
+
+/// What [`EtcdCluster::source`](crate::EtcdCluster::source) refuses: a
+/// key prefix that would mirror more than one resource type.
+pub(crate) fn check_prefix(prefix: &str) -> Result<(), ConnectError> {
+    if prefix.is_empty() {
+        return Err(ConnectError::Config(
+            "the key prefix is empty: it would mirror every key in etcd (give one resource \
+             type's, such as /registry/pods/)"
+                .into(),
+        ));
+    }
+    if !prefix.ends_with('/') {
+        return Err(ConnectError::Config(format!(
+            "the key prefix {prefix:?} does not end in '/': it would also mirror every key that \
+             merely begins with it (/registry/pods takes in /registry/podtemplates/)"
+        )));
     }
     Ok(())
 }

@@ -32,8 +32,8 @@ pub enum ProgressTrust {
     Never,
 }
 
-/// Why an [`EtcdSource`](crate::EtcdSource) does not trust progress
-/// notifications ([`EtcdSource::progress_distrust`](crate::EtcdSource::progress_distrust)).
+/// Why an [`EtcdCluster`](crate::EtcdCluster) does not trust progress
+/// notifications ([`EtcdCluster::progress_distrust`](crate::EtcdCluster::progress_distrust)).
 ///
 /// ```
 /// use herald_etcd::{Distrust, ServerVersion};

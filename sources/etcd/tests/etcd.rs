@@ -19,7 +19,7 @@ use herald::selector::LabelSelector;
 use herald::source::{Listing, Source, SourceError};
 use herald::watch::WatchError;
 use herald::*;
-use herald_etcd::{Distrust, EtcdConfig, EtcdSource, ProgressTrust};
+use herald_etcd::{ClusterConfig, Distrust, EtcdConfig, EtcdSource, ProgressTrust};
 use herald_testkit::etcd::{LocalEtcd, etcd_binary, old_etcd_binary};
 use herald_testkit::eventually;
 use support::*;
@@ -46,6 +46,12 @@ fn put_pod(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, name: &str
         &format!("{PREFIX}ns/{name}"),
         &pod_json("ns", name, "web", "n1", 0),
     ))
+}
+
+/// `config` with its cluster's settings changed by `set`.
+fn tuned(mut config: EtcdConfig, set: impl FnOnce(&mut ClusterConfig)) -> EtcdConfig {
+    set(&mut config.cluster);
+    config
 }
 
 fn etcd() -> LocalEtcd {
@@ -75,10 +81,9 @@ fn list_and_watch_converge_with_10k_objects_and_concurrent_writers() {
     });
     let writers = Writers::start(&rt, &endpoints, 3, 500);
     let source = EtcdSource::connect(
-        EtcdConfig {
-            page_size: 1_000,
-            ..EtcdConfig::new(endpoints.clone(), PREFIX)
-        }
+        tuned(EtcdConfig::new(endpoints.clone(), PREFIX), |c| {
+            c.page_size = 1_000
+        })
         .decoder(decoder()),
     )
     .unwrap();
@@ -189,8 +194,8 @@ fn a_deletion_carries_the_previous_value_at_its_revision() {
         (o.key(), o.label("app"), o.field("spec.nodeName")),
         ("prod/web-1", Some("web"), Some("n3"))
     );
-    // The payload is the last state the cache held (SEMANTICS 1), with the
-    // version of its last change; the event carries the deletion's.
+    // The payload is the last state the cache held (docs/semantics.md §1.3),
+    // with the version of its last change; the event carries the deletion's.
     let payload: serde_json::Value = serde_json::from_slice(o.payload()).unwrap();
     assert_eq!(
         payload["metadata"]["resourceVersion"],
@@ -284,10 +289,10 @@ fn an_old_server_is_not_trusted_and_consistent_reads_fall_back_to_etcd() {
 fn progress_can_be_refused_by_configuration() {
     let (_etcd, endpoints, rt, mut c) = one(etcd());
     put_pod(&rt, &mut c, "a");
-    let source = EtcdSource::connect(EtcdConfig {
-        progress: ProgressTrust::Never,
-        ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
-    })
+    let source = EtcdSource::connect(tuned(
+        EtcdConfig::new(endpoints, PREFIX).decoder(decoder()),
+        |c| c.progress = ProgressTrust::Never,
+    ))
     .unwrap();
     assert!(!source.progress_trusted());
     assert_eq!(source.progress_distrust(), Some(&Distrust::Configured));
@@ -327,7 +332,7 @@ fn check_fallback(rt: &tokio::runtime::Runtime, c: &mut etcd_client::Client, sou
     assert!(newer > b);
     // Read from etcd: at its revision (`newer` or later), with `b`,
     // selectors applied, well within the request timeout.
-    let timeout = source.config().request_timeout;
+    let timeout = source.cluster().config().request_timeout;
     let started = std::time::Instant::now();
     let list = reflector
         .consistent_list(&ListRequest::new().labels("app=db".parse().unwrap()))
@@ -428,10 +433,10 @@ fn list_across_compactions(
     for i in 0..200 {
         put_pod(&rt, &mut c, &format!("p{i:03}"));
     }
-    let source = EtcdSource::connect(EtcdConfig {
-        page_size: 1,
-        ..EtcdConfig::new(endpoints.clone(), PREFIX).decoder(decoder())
-    })
+    let source = EtcdSource::connect(tuned(
+        EtcdConfig::new(endpoints.clone(), PREFIX).decoder(decoder()),
+        |c| c.page_size = 1,
+    ))
     .unwrap();
     // The list has returned: no compaction is coming for it.
     let done = std::sync::atomic::AtomicBool::new(false);
@@ -653,10 +658,7 @@ fn bad_configurations_are_typed_errors() {
     );
     refused(
         "a zero page size",
-        EtcdConfig {
-            page_size: 0,
-            ..base()
-        },
+        tuned(base(), |c| c.page_size = 0),
         "page size",
     );
     refused(
@@ -671,18 +673,12 @@ fn bad_configurations_are_typed_errors() {
     );
     refused(
         "a zero request timeout",
-        EtcdConfig {
-            request_timeout: Duration::ZERO,
-            ..base()
-        },
+        tuned(base(), |c| c.request_timeout = Duration::ZERO),
         "request timeout",
     );
     refused(
         "a zero connect timeout",
-        EtcdConfig {
-            connect_timeout: Duration::ZERO,
-            ..base()
-        },
+        tuned(base(), |c| c.connect_timeout = Duration::ZERO),
         "connect timeout",
     );
     for keep_alive in [
@@ -693,10 +689,7 @@ fn bad_configurations_are_typed_errors() {
     ] {
         refused(
             &format!("keep-alive {keep_alive:?}"),
-            EtcdConfig {
-                keep_alive,
-                ..base()
-            },
+            tuned(base(), |c| c.keep_alive = keep_alive),
             "keep-alive",
         );
     }
@@ -714,11 +707,10 @@ fn bad_configurations_are_typed_errors() {
         );
     }
     // Nothing listening: the cluster's fault.
-    let e = EtcdSource::connect(EtcdConfig {
-        connect_timeout: Duration::from_millis(300),
-        request_timeout: Duration::from_millis(500),
-        ..base()
-    })
+    let e = EtcdSource::connect(tuned(base(), |c| {
+        c.connect_timeout = Duration::from_millis(300);
+        c.request_timeout = Duration::from_millis(500);
+    }))
     .unwrap_err();
     assert!(matches!(e, ConnectError::Unreachable(_)), "{e:?}");
     assert!(!e.to_string().is_empty());
@@ -730,11 +722,13 @@ fn bad_configurations_are_typed_errors() {
 fn timeouts_too_long_for_the_clock_are_no_panic() {
     let (_etcd, endpoints, rt, mut c) = one(etcd());
     let rev = put_pod(&rt, &mut c, "p1") as u64;
-    let source = EtcdSource::connect(EtcdConfig {
-        request_timeout: Duration::MAX,
-        connect_timeout: Duration::MAX,
-        ..EtcdConfig::new(endpoints, PREFIX).decoder(decoder())
-    })
+    let source = EtcdSource::connect(tuned(
+        EtcdConfig::new(endpoints, PREFIX).decoder(decoder()),
+        |c| {
+            c.request_timeout = Duration::MAX;
+            c.connect_timeout = Duration::MAX;
+        },
+    ))
     .unwrap();
     assert!(source.current_revision().unwrap().get() >= rev);
     let (item, _) = source.get("ns/p1").unwrap();

@@ -1,5 +1,5 @@
-//! Selectors and scopes (SEMANTICS 3), evaluated by the model's own code,
-//! not the engine's, and the verdict on a change.
+//! Selectors and scopes (docs/semantics.md §3.1, §3.6), evaluated by the
+//! model's own code, not the engine's, and the verdict on a change.
 
 use std::fmt;
 
@@ -27,7 +27,7 @@ pub enum LabelReq {
 }
 
 impl LabelReq {
-    /// Kubernetes label-selector semantics (SEMANTICS 3).
+    /// Kubernetes label-selector semantics (docs/semantics.md §3.6).
     pub fn matches(&self, o: &Object) -> bool {
         match self {
             LabelReq::Eq(k, v) | LabelReq::DoubleEq(k, v) => o.label(k) == Some(v.as_str()),
@@ -64,7 +64,7 @@ pub enum FieldReq {
     NotEq(String, String),
 }
 
-/// The value of a named field (SEMANTICS 1): `metadata.name` and
+/// The value of a named field (docs/semantics.md §1.1): `metadata.name` and
 /// `metadata.namespace` come from the key; a missing field is the empty
 /// string, as in Kubernetes.
 pub fn field_value<'a>(o: &'a Object, field: &str) -> &'a str {
@@ -76,7 +76,7 @@ pub fn field_value<'a>(o: &'a Object, field: &str) -> &'a str {
 }
 
 impl FieldReq {
-    /// Kubernetes field-selector semantics (SEMANTICS 3).
+    /// Kubernetes field-selector semantics (docs/semantics.md §3.6).
     pub fn matches(&self, o: &Object) -> bool {
         match self {
             FieldReq::Eq(f, v) | FieldReq::DoubleEq(f, v) => field_value(o, f) == v,
@@ -94,7 +94,7 @@ impl FieldReq {
     }
 }
 
-/// Which keys a watch covers (SEMANTICS 3).
+/// Which keys a watch covers (docs/semantics.md §3.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Scope {
     /// Every key.
@@ -146,7 +146,7 @@ impl Filter {
         }
     }
 
-    /// Whether the filter admits `o` (SEMANTICS 3).
+    /// Whether the filter admits `o` (docs/semantics.md §3.5).
     pub fn admits(&self, o: &Object) -> bool {
         self.scope.contains(o.key())
             && self.labels.iter().all(|r| r.matches(o))
@@ -191,11 +191,11 @@ impl fmt::Debug for Filter {
     }
 }
 
-/// SEMANTICS 3, the filtering rule, on the current and previous object:
-/// cur passes (and the change is not a deletion) and prev passes ->
+/// docs/semantics.md §3.5, the filtering rule, on the current and previous
+/// object: cur passes (and the change is not a deletion) and prev passes ->
 /// Modified; cur passes, prev does not (or none) -> Added; prev passes, cur
-/// does not -> Deleted carrying prev; neither -> nothing. Returns the kind
-/// and the object the watcher is shown.
+/// does not -> Deleted carrying prev; neither -> nothing. Returns the kind and
+/// the object the watcher is shown.
 pub fn verdict<'a>(
     f: &Filter,
     kind: ChangeKind,

@@ -1,8 +1,8 @@
-//! A reference model of Herald's contract: SEMANTICS.md (the design notes,
-//! not in this repository; the crate docs of `engine/src/lib.rs` state it),
-//! sections 1-6 and 8, written out as a plain sequential program (vectors
-//! and maps, no threads, no atomics, no cleverness). Each rule cites the
-//! section it comes from.
+//! A reference model of Herald's contract (`docs/semantics.md`, sections
+//! 1-6 and 8; the crate docs of `engine/src/lib.rs` state it too), written
+//! out as a plain sequential program (vectors and maps, no threads, no
+//! atomics, no cleverness). Each rule cites the section of
+//! `docs/semantics.md` it comes from.
 //!
 //! The model is always "quiescent": every call applies its effect and then
 //! everything the engine's dispatcher would do as a consequence (activate
@@ -12,10 +12,10 @@
 //!
 //! # What is modelled
 //!
-//! - **Writer** (SEMANTICS 1, 8): `apply` of Added / Modified / Deleted with
-//!   the previous object taken from the state (a deletion's previous object
-//!   is the last state, or the given object if the key is unknown);
-//!   resource versions must strictly increase, otherwise the call is
+//! - **Writer** (docs/semantics.md §1, §8): `apply` of Added / Modified /
+//!   Deleted with the previous object taken from the state (a deletion's
+//!   previous object is the last state, or the given object if the key is
+//!   unknown); resource versions must strictly increase, otherwise the call is
 //!   refused with `WriteError::OutOfOrder` and nothing changes; `progress`
 //!   (advances the version, equal is a no-op, lower is refused); `replace`
 //!   of a `Relist` (here `replace` and `replace_items`: a (re-)list: may
@@ -30,18 +30,18 @@
 //!   While Pending (before the first list, or since `mark_unready`) the
 //!   writer's `apply`/`progress` fail with `NotReady`, after `stop`
 //!   everything fails with `Stopped`.
-//! - **History** (SEMANTICS 2), for a ring with *fixed* bounds
+//! - **History** (§2), for a ring with *fixed* bounds
 //!   (`history_bounds(N, N)`, `N` a power of two, which never resizes):
 //!   every change and every re-list marker takes one position (progress
 //!   takes none); the ring holds the last `N` positions; the re-list marker
 //!   empties the servable window. `oldest - 1` is the list's version while
 //!   nothing was evicted since the last (re)list, else the version of the
 //!   oldest retained change minus one.
-//! - **Watches** (SEMANTICS 3, 4): key scope (exact or `prefix/`), label
+//! - **Watches** (§3, §4, §11): key scope (exact or `prefix/`), label
 //!   selectors (`=`, `==`, `!=`, `in`, `notin`, exists, `!exists`), field
 //!   selectors (`=`, `==`, `!=`; a missing field is the empty string),
 //!   evaluated by the model's own code, not the engine's. Routing through a
-//!   trigger index (SEMANTICS 4) never changes what a watcher sees: a
+//!   trigger index (§4) never changes what a watcher sees: a
 //!   watcher that requires `f=v` only admits objects with `f=v`, so every
 //!   change it has a verdict on has `v` in its object or previous object,
 //!   which is exactly where the index routes it; the model therefore
@@ -59,21 +59,21 @@
 //!   above the current version waits; `TooLargeResourceVersion` once the
 //!   clock has moved `too_large_timeout` past the watch's creation. The
 //!   verdict on a change uses the object and the previous object
-//!   (SEMANTICS 3).
-//! - **Ends** (SEMANTICS 3, 5, 8): `Stopped` (by the owner), `Deadline` (at
+//!   (§3.5).
+//! - **Ends** (§3.7, §5, §8): `Stopped` (by the owner), `Deadline` (at
 //!   `created + timeout` on the clock), `Relisted` (a re-list ends every
 //!   watch, except those created while the engine was pending after a
 //!   list: they wait for that re-list and begin on it), `EngineStopped`,
 //!   `Gone`, `TooLargeResourceVersion`. An end takes effect at once: what
 //!   was queued but not received is not delivered. Exactly one End, then
 //!   nothing.
-//! - **Slow watchers under Park** (SEMANTICS 5): a watcher that does not
+//! - **Slow watchers under Park** (§5.3): a watcher that does not
 //!   read loses nothing while the changes it still needs are in the ring;
 //!   when it reads again it catches up from the ring, or ends with `Gone`
 //!   (carrying its last delivered version and the current `oldest - 1`) if
 //!   the next change it needs has left the ring.
 //!
-//! # Timing choices that mirror the engine (not fixed by SEMANTICS)
+//! # Timing choices that mirror the engine (not fixed by docs/semantics.md)
 //!
 //! - A watch *begins* (takes its snapshot, or checks its start version
 //!   against the window once more) at the first receive after the engine
@@ -83,7 +83,7 @@
 //!   is written.
 //! - A watch waiting for a list (created before the first list, or while
 //!   the engine is pending after one) does not time out with
-//!   `TooLargeResourceVersion` (SEMANTICS 8); the too-large clock still
+//!   `TooLargeResourceVersion` (§8); the too-large clock still
 //!   counts from the watch's creation, so it may time out as soon as the
 //!   list comes. A watch registered while Ready that still waits for its
 //!   version when the engine falls back to Pending does time out (the
@@ -92,11 +92,11 @@
 //! # Bookmarks
 //!
 //! Only the initial-events-end bookmark is modelled. Periodic bookmarks
-//! (SEMANTICS 6) are deterministic on a manual clock in *when* they are
+//! (§6) are deterministic on a manual clock in *when* they are
 //! offered, but whether one is delivered depends on the state of the
 //! watcher's bounded queue (a full queue skips one, "never blocking"), on
 //! whether another is in flight, and on where the consumer's replay stands,
-//! which SEMANTICS deliberately leaves to the implementation. Modelling them
+//! which §6 deliberately leaves to the implementation. Modelling them
 //! exactly would mean re-implementing the queue. So the harnesses configure
 //! a huge `bookmark_frequency` and never give a watch that allows
 //! bookmarks a deadline (which would schedule a bookmark 2 s before it).
@@ -105,8 +105,8 @@
 //! # Not modelled
 //!
 //! History sizing (grow/shrink, byte bounds), the time-budget policy and
-//! `TooSlow`, reads from the cache (SEMANTICS 7), sources (9), the object
-//! manager (10), periodic and pre-deadline bookmarks (see above), metrics.
+//! `TooSlow`, reads from the cache (§7), sources (§9), the object
+//! manager (§10), periodic and pre-deadline bookmarks (see above), metrics.
 
 mod filter;
 mod seen;

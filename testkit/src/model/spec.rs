@@ -40,7 +40,7 @@ pub(crate) fn listed_state(items: Vec<(Object, u64)>, rv: u64) -> Result<State, 
     Ok(state)
 }
 
-/// What a history position holds (SEMANTICS 2).
+/// What a history position holds (docs/semantics.md §2.1).
 #[derive(Debug, Clone)]
 pub enum RecordKind {
     /// A change to one object.
@@ -58,13 +58,13 @@ pub struct Record {
     pub rv: u64,
     /// The object (for a deletion, the given object).
     pub object: Option<Object>,
-    /// The previous state (SEMANTICS 1).
+    /// The previous state (docs/semantics.md §1.1).
     pub prev: Option<Object>,
     /// The generation it belongs to.
     pub generation: u64,
 }
 
-/// How a watch starts (SEMANTICS 3).
+/// How a watch starts (docs/semantics.md §3.2, §11.1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {
     /// The state first (once the cache has reached `min_rv`), then changes;

@@ -121,12 +121,12 @@ pub struct Allow {
     pub served_past_window: bool,
     /// `waiting_survives_relist`: a watch begun before the first list that
     /// is still waiting for its start version when a re-list comes may
-    /// either end with Relisted (SEMANTICS 8: a re-list ends every watcher)
-    /// or survive and be served from the new generation. The engine does
-    /// either, depending on a race inside it (whether its dispatcher
-    /// activates the watch, with the version the re-list reached, before
-    /// or after it processes the re-list marker), so no harness can make
-    /// it deterministic. See [`Model::accept_relisted`].
+    /// either end with Relisted (docs/semantics.md §8: a re-list ends every
+    /// watcher) or survive and be served from the new generation. The engine
+    /// does either, depending on a race inside it (whether its dispatcher
+    /// activates the watch, with the version the re-list reached, before or
+    /// after it processes the re-list marker), so no harness can make it
+    /// deterministic. See [`Model::accept_relisted`].
     pub waiting_survives_relist: bool,
 }
 
@@ -172,17 +172,17 @@ impl Model {
 
     // ----- observers ------------------------------------------------------
 
-    /// SEMANTICS 8.
+    /// docs/semantics.md §8.
     pub fn lifecycle(&self) -> Lifecycle {
         self.lifecycle
     }
 
-    /// SEMANTICS 8: 0 before the first list, one more per list.
+    /// docs/semantics.md §8: 0 before the first list, one more per list.
     pub fn generation(&self) -> u64 {
         self.generation
     }
 
-    /// SEMANTICS 1: the version reached (changes and progress).
+    /// docs/semantics.md §1.2: the version reached (changes and progress).
     pub fn resource_version(&self) -> u64 {
         self.rv
     }
@@ -246,8 +246,8 @@ impl Model {
         self.records.len()
     }
 
-    /// The oldest retained position (SEMANTICS 2: the last `N` positions,
-    /// none before the last re-list).
+    /// The oldest retained position (docs/semantics.md §2.1: the last `N`
+    /// positions, none before the last re-list).
     fn tail(&self) -> usize {
         self.servable_from
             .max(self.head().saturating_sub(self.history))
@@ -259,8 +259,8 @@ impl Model {
         p + self.history >= self.head()
     }
 
-    /// SEMANTICS 2: `oldest - 1`: the list's version while nothing was
-    /// evicted since the last (re)list, else the oldest retained change's
+    /// docs/semantics.md §2.2: `oldest - 1`: the list's version while nothing
+    /// was evicted since the last (re)list, else the oldest retained change's
     /// version minus one.
     pub fn oldest_minus_one(&self) -> u64 {
         let tail = self.tail();
@@ -278,17 +278,18 @@ impl Model {
             .unwrap_or(self.head())
     }
 
-    // ----- the writer (SEMANTICS 1, 2, 8) ---------------------------------
+    // ----- the writer (docs/semantics.md §1, §2, §8) ----------------------
 
     /// `Writer::apply`.
     pub fn apply(&mut self, kind: ChangeKind, object: Object, rv: u64) -> Result<(), WriteError> {
-        // SEMANTICS 8: the writer needs a listed, running engine.
+        // docs/semantics.md §8: the writer needs a listed, running engine.
         match self.lifecycle {
             Lifecycle::Pending => return Err(WriteError::NotReady),
             Lifecycle::Stopped => return Err(WriteError::Stopped),
             _ => {}
         }
-        // SEMANTICS 1: strictly increasing, else refused, nothing changes.
+        // docs/semantics.md §1.2: strictly increasing, else refused, nothing
+        // changes.
         if rv <= self.rv {
             return Err(WriteError::OutOfOrder {
                 given: rv.into(),
@@ -305,7 +306,7 @@ impl Model {
             self.settle();
             return Ok(());
         }
-        // SEMANTICS 1: a deletion's prev_object is the last state.
+        // docs/semantics.md §1.3: a deletion's prev_object is the last state.
         let prev = stored;
         self.records.push(Record {
             kind: RecordKind::Change(kind),
@@ -354,8 +355,8 @@ impl Model {
     /// `Writer::replace` of a `Relist::new(..).after_regression()`: a
     /// re-list at a version below the
     /// engine's (the source went back); otherwise a re-list like any other
-    /// (SEMANTICS 2, 8: a new generation, the window emptied, every watch
-    /// ended with Relisted).
+    /// (docs/semantics.md §14: a new generation, the window emptied, every
+    /// watch ended with Relisted).
     pub fn replace_after_regression(
         &mut self,
         objects: Vec<Object>,
@@ -408,7 +409,8 @@ impl Model {
         // ready or had fallen back to pending.
         let relist = self.generation > 0;
         self.generation += 1;
-        // SEMANTICS 2: the marker takes a position and empties the window.
+        // docs/semantics.md §2.3: the marker takes a position and empties the
+        // window.
         self.records.push(Record {
             kind: RecordKind::Relist,
             rv,
@@ -423,9 +425,9 @@ impl Model {
         self.rv = rv;
         self.lifecycle = Lifecycle::Ready;
         if relist {
-            // SEMANTICS 8: a re-list ends every watcher with Relisted (the
-            // first list only makes the engine ready), except those created
-            // while the engine was pending after a list: they were
+            // docs/semantics.md §8: a re-list ends every watcher with Relisted
+            // (the first list only makes the engine ready), except those
+            // created while the engine was pending after a list: they were
             // registered for this very list, and begin on it.
             let survives = self.allow.waiting_survives_relist;
             let generation = self.generation;
@@ -458,7 +460,8 @@ impl Model {
                 current: self.rv.into(),
             });
         }
-        // SEMANTICS 6: progress advances the version, takes no position.
+        // docs/semantics.md §1.2, §2.1: progress advances the version, takes no
+        // position.
         self.rv = rv;
         self.settle();
         Ok(())
@@ -471,7 +474,7 @@ impl Model {
     }
 
     /// `Engine::stop` (final, idempotent): every watch not ended yet ends
-    /// with EngineStopped (SEMANTICS 3, 8).
+    /// with EngineStopped (docs/semantics.md §3.7, §8).
     pub fn stop_engine(&mut self) {
         self.lifecycle = Lifecycle::Stopped;
         for w in &mut self.watches {
@@ -481,7 +484,7 @@ impl Model {
         }
     }
 
-    // ----- watches (SEMANTICS 3) ------------------------------------------
+    // ----- watches (docs/semantics.md §3) ---------------------------------
 
     /// `Engine::watch`: the watch's id, or the error the call returns.
     pub fn watch(&mut self, spec: &WatchSpec) -> Result<usize, WatchError> {
@@ -498,8 +501,8 @@ impl Model {
             if start == Start::Now {
                 start = Start::After(self.rv);
             }
-            // SEMANTICS 2: a watch from below `oldest - 1` is Gone (known
-            // at once when the engine is listed).
+            // docs/semantics.md §2.2: a watch from below `oldest - 1` is Gone
+            // (known at once when the engine is listed).
             if let Start::After(r) = start {
                 let oldest = self.oldest_minus_one();
                 if r < oldest {
@@ -507,8 +510,8 @@ impl Model {
                 }
             }
         }
-        // SEMANTICS 8: created before the first list, a watch begins on it;
-        // created while the engine is pending after a list (it lost its
+        // docs/semantics.md §8: created before the first list, a watch begins
+        // on it; created while the engine is pending after a list (it lost its
         // source), on the next list, rather than on a stale cache.
         let generation = match self.lifecycle {
             Lifecycle::Ready => Some(self.generation),
@@ -538,7 +541,8 @@ impl Model {
     }
 
     /// What the dispatcher does with the time and versions as they are now:
-    /// waiting watches start or time out (SEMANTICS 3), then deadlines pass.
+    /// waiting watches start or time out (docs/semantics.md §3.2), then
+    /// deadlines pass.
     fn settle(&mut self) {
         if self.lifecycle == Lifecycle::Stopped {
             return;
@@ -560,10 +564,10 @@ impl Model {
             debug_assert!(w.generation.is_none_or(|g| g == self.generation));
             let need = w.start.wait_for();
             if need > self.rv {
-                // SEMANTICS 3: R above the current version waits, then
-                // fails with TooLargeResourceVersion (counted from the
-                // watch's creation; also while the engine is pending after
-                // a list, for the watches registered before).
+                // docs/semantics.md §3.2: R above the current version waits,
+                // then fails with TooLargeResourceVersion (counted from the
+                // watch's creation; also while the engine is pending after a
+                // list, for the watches registered before).
                 if self.now - w.created >= self.too_large_timeout {
                     w.end = Some(EndReason::TooLargeResourceVersion(
                         TooLargeResourceVersion::new(need.into(), self.rv.into()),
@@ -573,7 +577,7 @@ impl Model {
                 w.phase = Phase::Activated;
             }
         }
-        // SEMANTICS 3: the optional deadline.
+        // docs/semantics.md §3.1: the optional deadline.
         for w in &mut self.watches {
             if w.end.is_none() && w.deadline.is_some_and(|d| d <= self.now) {
                 w.end = Some(EndReason::Deadline);
@@ -591,9 +595,9 @@ impl Model {
             Start::Snapshot {
                 initial_events_end, ..
             } => {
-                // SEMANTICS 3: the state, in key order, each object as
-                // Added at its own version; then the initial-events-end
-                // bookmark at the state's version.
+                // docs/semantics.md §3.2, §11.1: the state, in key order, each
+                // object as Added at its own version; then the
+                // initial-events-end bookmark at the state's version.
                 let mut initial: VecDeque<Seen> = self
                     .store
                     .values()
@@ -617,7 +621,7 @@ impl Model {
                 last_rv: self.rv,
             },
             Start::After(r) => {
-                // SEMANTICS 2: below `oldest - 1` is Gone.
+                // docs/semantics.md §2.2: below `oldest - 1` is Gone.
                 if r < oldest {
                     self.watches[id].end =
                         Some(EndReason::Gone(Gone::new(r.into(), oldest.into())));
@@ -655,7 +659,7 @@ impl Model {
         if self.watches[id].finished {
             return Recv::Finished;
         }
-        // SEMANTICS 3: an end takes effect at once.
+        // docs/semantics.md §3.7: an end takes effect at once.
         if let Some(reason) = self.watches[id].end.clone() {
             self.watches[id].finished = true;
             return Recv::End(reason);
@@ -691,7 +695,8 @@ impl Model {
             return Recv::Empty;
         };
         if !self.in_ring(p) {
-            // SEMANTICS 5: the next change it needs has left the ring.
+            // docs/semantics.md §5.3: the next change it needs has left the
+            // ring.
             let gone = EndReason::Gone(Gone::new(last_rv.into(), oldest.into()));
             self.watches[id].end = Some(gone.clone());
             self.watches[id].finished = true;

@@ -1,13 +1,4 @@
-//! The protobuf form of what the server sends, for clients that ask for
-//! it (`Accept: application/vnd.kubernetes.protobuf`, client-go's typed
-//! clients and every controller built on them):
-//!
-//! - an object: `k8s\0`, then a `runtime.Unknown` holding the typed
-//!   message ([`herald_kube::proto::encode`] of its JSON);
-//! - a list and a watch stream's events: [`proto::ListFrame`] and
-//!   [`proto::watch_event`] around those envelopes.
-//!
-//! An object's protobuf is made once per change, not per connection: a
+//! An object's protobuf, made once per change, not per connection: a
 //! stored object's is kept on the object itself ([`Object::derived`]), so
 //! it is made by the first connection that sends the change, shared by
 //! every other however far behind it is, and goes with the object. A
@@ -22,9 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 use herald::Object;
-use herald_kube::encode::ObjectJson;
-use herald_kube::{ApiError, proto};
 use serde_json::{Map, Value};
+
+use crate::encode::ObjectJson;
+use crate::proto;
+use crate::status::ApiError;
 
 /// Where a resource's objects get their protobuf, and how many were made.
 #[derive(Debug, Default)]
@@ -45,17 +38,23 @@ impl Encodings {
     }
 
     /// The protobuf envelope of `object` sent as `json` (what
-    /// `herald_kube::encode` made of it for this event).
-    pub fn protobuf(&self, object: &Object, json: &ObjectJson) -> Result<Bytes, ApiError> {
+    /// [`crate::encode`] made of it for this event); `object` is `None`
+    /// when the JSON is not the engine object's own (a conversion's).
+    pub fn protobuf(&self, object: Option<&Object>, json: &ObjectJson) -> Result<Bytes, ApiError> {
         match json {
-            ObjectJson::Stored(stored) => object
-                .derived(|payload| {
-                    self.made.fetch_add(1, Ordering::Relaxed);
-                    envelope(payload).ok().map(Bytes::from)
-                })
-                // Kept as `None`: made again for its message, per delivery
-                // of a value that is an error for every client anyway.
-                .map_or_else(|| envelope(stored).map(Bytes::from), Ok),
+            ObjectJson::Stored(stored) => match object {
+                // Not the engine's object (a conversion's JSON): made per
+                // delivery.
+                None => self.described(stored),
+                Some(object) => object
+                    .derived(|payload| {
+                        self.made.fetch_add(1, Ordering::Relaxed);
+                        envelope(payload).ok().map(Bytes::from)
+                    })
+                    // Kept as `None`: made again for its message, per delivery
+                    // of a value that is an error for every client anyway.
+                    .map_or_else(|| envelope(stored).map(Bytes::from), Ok),
+            },
             ObjectJson::Restamped(json) => {
                 let same = |b: &Bytes| b.as_ptr() == json.as_ptr() && b.len() == json.len();
                 // Held while encoding: racing connections wait for one
@@ -72,28 +71,14 @@ impl Encodings {
                 recent.push_back((json.clone(), pb.clone()));
                 Ok(pb)
             }
-            ObjectJson::Described(json) => {
-                self.made.fetch_add(1, Ordering::Relaxed);
-                envelope(json).map(Bytes::from)
-            }
+            ObjectJson::Described(json) => self.described(json),
         }
     }
-}
 
-/// The YAML media type.
-pub const YAML: &str = "application/yaml";
-
-/// The YAML of a JSON body (an object or a list), as the apiserver
-/// prints it ([`herald_kube::yaml`]). Made per request: a client asking
-/// for YAML is a person.
-pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
-    let value: Value = serde_json::from_slice(json)
-        .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
-    // go-yaml refusing the text fails the request as the apiserver's
-    // encoder failing does: a 500 with go-yaml's message.
-    herald_kube::yaml::to_yaml(&value)
-        .map(String::into_bytes)
-        .map_err(|e| ApiError::internal(e.to_string()))
+    fn described(&self, json: &[u8]) -> Result<Bytes, ApiError> {
+        self.made.fetch_add(1, Ordering::Relaxed);
+        envelope(json).map(Bytes::from)
+    }
 }
 
 /// The protobuf envelope of an object's JSON.
@@ -115,17 +100,17 @@ mod tests {
         let cache = Encodings::default();
         let object = Object::builder("ns", "a").payload(&pod[..]).build();
         let stored = ObjectJson::Stored(object.payload().clone());
-        let a = cache.protobuf(&object, &stored).unwrap();
+        let a = cache.protobuf(Some(&object), &stored).unwrap();
         // Another handle on the same object, from another thread, later.
         let (o2, s2) = (object.clone(), stored.clone());
-        let b =
-            std::thread::scope(|s| s.spawn(|| cache.protobuf(&o2, &s2)).join().unwrap()).unwrap();
+        let b = std::thread::scope(|s| s.spawn(|| cache.protobuf(Some(&o2), &s2)).join().unwrap())
+            .unwrap();
         assert_eq!((&a[..], cache.made()), (&env[..], 1));
         assert_eq!(a, b);
         // Equal bytes in another object are that object's: made again.
         let other = Object::builder("ns", "a").payload(&pod[..]).build();
         let c = cache
-            .protobuf(&other, &ObjectJson::Stored(other.payload().clone()))
+            .protobuf(Some(&other), &ObjectJson::Stored(other.payload().clone()))
             .unwrap();
         assert_eq!((a, cache.made()), (c, 2));
     }
@@ -137,7 +122,7 @@ mod tests {
         let object = Object::builder("", "a").payload(&bad[..]).build();
         let stored = ObjectJson::Stored(object.payload().clone());
         for _ in 0..2 {
-            let e = cache.protobuf(&object, &stored).unwrap_err();
+            let e = cache.protobuf(Some(&object), &stored).unwrap_err();
             assert!(
                 String::from_utf8_lossy(&e.to_json()).contains("no protobuf"),
                 "{e:?}"
@@ -148,6 +133,21 @@ mod tests {
     }
 
     #[test]
+    fn stored_json_without_its_object_is_made_per_call() {
+        // JSON that is not the engine object's own (a conversion's) has
+        // no object to keep its envelope on: made each time, never cached
+        // on another object.
+        let cache = Encodings::default();
+        let pod = br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns"}}"#;
+        let json = ObjectJson::Stored(Bytes::from_static(pod));
+        let a = cache.protobuf(None, &json).unwrap();
+        let b = cache.protobuf(None, &json).unwrap();
+        assert_eq!((a, cache.made()), (b, 2));
+        let bad = ObjectJson::Stored(Bytes::from_static(b"not json"));
+        assert!(cache.protobuf(None, &bad).is_err());
+    }
+
+    #[test]
     fn a_restamped_deletion_is_made_once_per_event() {
         let cache = Encodings::default();
         let object = Object::builder("ns", "a").payload(&b"{}"[..]).build();
@@ -155,31 +155,12 @@ mod tests {
             br#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","resourceVersion":"9"}}"#,
         );
         let ev = ObjectJson::Restamped(json.clone());
-        let a = cache.protobuf(&object, &ev).unwrap();
-        let b = cache.protobuf(&object, &ev).unwrap();
+        let a = cache.protobuf(Some(&object), &ev).unwrap();
+        let b = cache.protobuf(Some(&object), &ev).unwrap();
         assert_eq!((a, cache.made()), (b, 1));
         let described = ObjectJson::Described(json);
-        cache.protobuf(&object, &described).unwrap();
-        cache.protobuf(&object, &described).unwrap();
+        cache.protobuf(Some(&object), &described).unwrap();
+        cache.protobuf(Some(&object), &described).unwrap();
         assert_eq!(cache.made(), 3);
-    }
-
-    #[test]
-    fn yaml_sorts_keys_as_the_apiserver_prints_them() {
-        let got = yaml(br#"{"kind":"ConfigMap","apiVersion":"v1","data":{"b":"2","a":"x\ny\n"}}"#)
-            .unwrap();
-        assert_eq!(
-            String::from_utf8(got).unwrap(),
-            // A string with a line break is a literal block (go-yaml v2).
-            "apiVersion: v1\ndata:\n  a: |\n    x\n    y\n  b: \"2\"\nkind: ConfigMap\n"
-        );
-        // Text go-yaml's reader refuses fails the request, as the
-        // apiserver's encoder failing does.
-        let e = yaml(br#"{"a":"\u007f"}"#).unwrap_err();
-        assert_eq!(
-            (e.code, e.message.as_str()),
-            (500, "yaml: control characters are not allowed")
-        );
-        assert!(yaml(b"{").is_err());
     }
 }
