@@ -7,7 +7,8 @@
 //! [`SourceError::Compacted`], and the reflector lists again.
 
 use etcd_client::{WatchOptions, WatchResponse};
-use herald::{ResourceVersion, SourceError};
+use herald::ResourceVersion;
+use herald::source::SourceError;
 
 use crate::calls::unavailable;
 use crate::decode::rv_of;

@@ -6,7 +6,8 @@
 //! `Compacted` at once, with the oldest revision etcd still holds.
 
 use etcd_client::GetOptions;
-use herald::{Item, Listing, SourceError};
+use herald::object::Item;
+use herald::source::{Listing, SourceError};
 
 use crate::calls::{Failed, unavailable};
 use crate::compaction::is_compacted;

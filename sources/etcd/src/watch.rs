@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{WatchOptions, WatchResponse, WatchResponseStream};
-use herald::{ResourceVersion, SourceError, SourceEvent, SourceWatch};
+use herald::ResourceVersion;
+use herald::source::{SourceError, SourceEvent, SourceWatch};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::calls::{Failed, unavailable};

@@ -14,6 +14,8 @@ mod support;
 
 use std::collections::{BTreeSet, HashSet};
 
+use herald::engine::Lifecycle;
+use herald::read::ListRequest;
 use herald::*;
 use herald_etcd::{Bridge, ClusterConfig, ConnectError, EtcdCluster};
 use herald_testkit::etcd::{LocalEtcd, etcd_binary};
