@@ -87,26 +87,31 @@ pub fn builtin(name: &str, registry: &str) -> Option<Builtin> {
     }
 }
 
-/// Where a selectable field's value is in the object, and its value when
-/// the object lacks it, for the fields the apiserver names apart from
-/// their path or prints from a Go zero value (its `GetAttrs` /
+/// Where a selectable field's value is in the object (the first of these
+/// paths that holds a non-empty value: [`Decoder::field_from`](crate::Decoder::field_from)),
+/// and its value when the object lacks it, for the fields the apiserver
+/// names apart from their path, reads from another field when one is
+/// empty, or prints from a Go zero value (its `GetAttrs` /
 /// `ToSelectableFields`); every other field is its own path, unset when
-/// missing. An empty path is a label the apiserver's conversion accepts
-/// but its objects' field set never holds (a pod's `status.podIPs`): it
-/// reads as `""`, as a missing field does.
-pub fn field_source(info: &ResourceInfo, name: &str) -> (String, Option<&'static str>) {
-    let (path, default) = match (info.group.as_str(), info.plural.as_str(), name) {
+/// missing. No path is a label the apiserver's conversion accepts but its
+/// objects' field set never holds (a pod's `status.podIPs`): it reads as
+/// `""`, as a missing field does.
+pub fn field_source<'a>(info: &ResourceInfo, name: &'a str) -> (Vec<&'a str>, Option<&'static str>) {
+    let (paths, default): (&[&str], _) = match (info.group.as_str(), info.plural.as_str(), name) {
         // `spec.host`: old v1 clients' name, converted to `spec.nodeName`.
-        ("", "pods", "spec.host") => ("spec.nodeName", None),
-        ("", "pods", "status.podIPs") => ("", None),
-        ("", "pods", "spec.hostNetwork") => (name, Some("false")),
-        ("", "nodes", "spec.unschedulable") => (name, Some("false")),
-        ("", "events", "source") => ("source.component", None),
-        ("", "replicationcontrollers", "status.replicas") => (name, Some("0")),
-        ("batch", "jobs", "status.successful") => ("status.succeeded", Some("0")),
-        _ => (name, None),
+        ("", "pods", "spec.host") => (&["spec.nodeName"], None),
+        ("", "pods", "status.podIPs") => (&[], None),
+        ("", "pods", "spec.hostNetwork") => return (vec![name], Some("false")),
+        ("", "nodes", "spec.unschedulable") => return (vec![name], Some("false")),
+        // `source.component`, or `reportingController` (v1's
+        // `reportingComponent`) when that is empty: every
+        // events.k8s.io/v1 event has no `source`.
+        ("", "events", "source") => (&["source.component", "reportingComponent"], None),
+        ("", "replicationcontrollers", "status.replicas") => return (vec![name], Some("0")),
+        ("batch", "jobs", "status.successful") => (&["status.succeeded"], Some("0")),
+        _ => return (vec![name], None),
     };
-    (path.to_owned(), default)
+    (paths.to_vec(), default)
 }
 
 fn builtin_of(s: &Served, registry: &str) -> Builtin {

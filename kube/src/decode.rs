@@ -47,12 +47,35 @@ const ENCRYPTED: &[u8] = b"k8s:enc:";
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct Decoder {
-    /// (the field's name, its path split at the dots).
-    /// (the field's name, its path split at the dots, its value when the
-    /// path is missing).
-    fields: Vec<(String, Vec<String>, Option<String>)>,
+    /// The fields taken from the objects, each from where its value is.
+    fields: Vec<FieldRule>,
     /// Decrypts values encrypted at rest ([`Decoder::keyring`]).
     crypt: Option<Crypt>,
+}
+
+/// Where one field's value is: the first of `paths` (each split at the
+/// dots) that holds a non-empty value, else `""` if one holds an empty
+/// one, else `default`.
+#[derive(Debug, Clone)]
+struct FieldRule {
+    name: String,
+    paths: Vec<Vec<String>>,
+    default: Option<String>,
+}
+
+impl FieldRule {
+    /// The field's value in `root`.
+    fn value(&self, root: &Map<String, Value>) -> Result<Option<String>, DecodeError> {
+        let mut empty = None;
+        for path in &self.paths {
+            match scalar_at(root, path)? {
+                Some(v) if v.is_empty() => empty = Some(v),
+                Some(v) => return Ok(Some(v)),
+                None => {}
+            }
+        }
+        Ok(empty.or_else(|| self.default.clone()))
+    }
 }
 
 /// What decrypts a resource's values: its name as the encryption
@@ -134,10 +157,8 @@ impl Decoder {
     /// object's field of that name. A string is taken as is; a number or
     /// a boolean as its JSON text; a missing path or a null leaves the
     /// field unset; an object or an array makes the value undecodable.
-    pub fn field(mut self, path: &str) -> Decoder {
-        let steps = path.split('.').map(str::to_owned).collect();
-        self.fields.push((path.to_owned(), steps, None));
-        self
+    pub fn field(self, path: &str) -> Decoder {
+        self.field_from(path, &[path], None)
     }
 
     /// Also takes the value at `path` as the object's field `name` (the
@@ -146,13 +167,27 @@ impl Decoder {
     /// the path is missing (the apiserver prints Go's zero value: a
     /// node's `spec.unschedulable` is `false` when unset).
     /// An empty `path` is never there: the field reads as `default`.
-    pub fn field_as(mut self, name: &str, path: &str, default: Option<&str>) -> Decoder {
-        let steps = match path {
-            "" => Vec::new(),
-            _ => path.split('.').map(str::to_owned).collect(),
-        };
-        self.fields
-            .push((name.to_owned(), steps, default.map(str::to_owned)));
+    pub fn field_as(self, name: &str, path: &str, default: Option<&str>) -> Decoder {
+        self.field_from(name, &[path], default)
+    }
+
+    /// Also takes the object's field `name` from the first of `paths`
+    /// that holds a non-empty value (an event's `source` is its
+    /// `source.component`, or its `reportingComponent` when that is
+    /// empty, as the apiserver's `GetAttrs` reads it), `""` when none
+    /// does but one holds an empty string, `default` when all are
+    /// missing. An empty path is never there.
+    pub fn field_from(mut self, name: &str, paths: &[&str], default: Option<&str>) -> Decoder {
+        let paths = paths
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| p.split('.').map(str::to_owned).collect())
+            .collect();
+        self.fields.push(FieldRule {
+            name: name.to_owned(),
+            paths,
+            default: default.map(str::to_owned),
+        });
         self
     }
 
@@ -173,7 +208,7 @@ impl Decoder {
 
     /// The configured field names, in order.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
-        self.fields.iter().map(|(name, _, _)| name.as_str())
+        self.fields.iter().map(|rule| rule.name.as_str())
     }
 
     /// Reads `value`, stored under `key` (the part after the prefix), as
@@ -337,9 +372,9 @@ impl Decoder {
                 ));
             }
         }
-        for (field, path, default) in &self.fields {
-            if let Some(v) = scalar_at(root, path)?.or_else(|| default.clone()) {
-                builder = builder.field(field, &v);
+        for rule in &self.fields {
+            if let Some(v) = rule.value(root)? {
+                builder = builder.field(&rule.name, &v);
             }
         }
         Ok(builder)
@@ -492,6 +527,19 @@ mod tests {
             .unwrap();
         assert_eq!(o.field("status.podIPs"), None);
         assert_eq!(o.field("spec.hostNetwork"), Some("false"));
+    }
+
+    #[test]
+    fn a_field_from_alternatives_takes_the_first_non_empty_one() {
+        let decoder = Decoder::new().field_from("source", &["source.component", "reportingComponent"], None);
+        let source = |v: &[u8]| decoder.decode(b"ns/e", v, 7.into()).unwrap().field("source").map(str::to_owned);
+        let meta = r#""metadata":{"name":"e","namespace":"ns"}"#;
+        let with = |rest: &str| format!("{{{meta}{rest}}}");
+        assert_eq!(source(with(r#","source":{"component":"kubelet"},"reportingComponent":"x""#).as_bytes()).as_deref(), Some("kubelet"));
+        assert_eq!(source(with(r#","source":{"component":""},"reportingComponent":"x""#).as_bytes()).as_deref(), Some("x"));
+        assert_eq!(source(with(r#","reportingComponent":"x""#).as_bytes()).as_deref(), Some("x"));
+        assert_eq!(source(with(r#","source":{},"reportingComponent":"""#).as_bytes()).as_deref(), Some(""));
+        assert_eq!(source(with("").as_bytes()), None);
     }
 
     #[test]

@@ -182,6 +182,10 @@ pub fn push_event(buf: &mut BytesMut, kind: &str, object: &[u8]) {
     buf.put_slice(b"}\n");
 }
 
+/// The annotation under which a watch-list's last bookmark carries the
+/// list's blueprint.
+pub const BLUEPRINT_ANNOTATION: &str = "kubernetes.io/initial-events-list-blueprint";
+
 /// A bookmark's object: the kind and the version (and, at the end of a
 /// watch-list's initial events, the `k8s.io/initial-events-end`
 /// annotation that says so, and the list's blueprint under
@@ -195,7 +199,7 @@ pub fn bookmark_object(info: &ResourceInfo, rv: ResourceVersion, initial_end: bo
     if initial_end {
         metadata["annotations"] = json!({
             "k8s.io/initial-events-end": "true",
-            "kubernetes.io/initial-events-list-blueprint": info.list_blueprint(),
+            BLUEPRINT_ANNOTATION: info.list_blueprint(),
         });
     }
     gojson::to_vec(&json!({

@@ -51,6 +51,7 @@
 //! client. CBOR, when a client asks for it, is one more file in [`wire`].
 #![forbid(unsafe_code)]
 
+pub mod aggregated;
 pub mod builtin;
 pub mod crypt;
 mod decode;
@@ -59,6 +60,7 @@ mod errors;
 pub mod gojson;
 mod info;
 pub mod params;
+mod partial;
 pub mod proto;
 pub mod query;
 pub mod quote;
@@ -69,6 +71,7 @@ mod status;
 pub mod table;
 mod undecodable;
 pub mod wire;
+pub mod versions;
 pub mod yaml;
 
 pub use crypt::{CryptError, Keyring};

@@ -1,6 +1,8 @@
 //! The discovery documents a client reads before it lists: `/version`,
 //! `/api`, `/api/v1` and `/apis`, in the apiserver's unaggregated form
-//! (clients that ask for the aggregated form accept this one too).
+//! (the aggregated form, which kubectl and client-go ask for first, is
+//! `herald_kube::aggregated`'s, served by the routes for `/api` and
+//! `/apis`).
 
 use herald_kube::ResourceInfo;
 use serde_json::{Value, json};

@@ -61,3 +61,37 @@ pub(crate) fn list_response(
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     r
 }
+
+/// A `Warning` header's value as the apiserver writes one
+/// (`NewWarningHeader`: code 299, agent `-`, the text quoted with only `"`
+/// and `\\` escaped), or `None` for a text it refuses (a control
+/// character, or one no header may carry).
+pub(crate) fn warning_header(text: &str) -> Option<HeaderValue> {
+    if text.chars().any(char::is_control) {
+        return None;
+    }
+    let mut value = String::with_capacity(text.len() + 8);
+    value.push_str("299 - \"");
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            value.push('\\');
+        }
+        value.push(c);
+    }
+    value.push('"');
+    HeaderValue::from_str(&value).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_quoted_as_go_quotes_them() {
+        let v = |t: &str| warning_header(t).map(|h| h.to_str().unwrap().to_owned());
+        assert_eq!(v("policy/v1beta1 PodSecurityPolicy is deprecated").as_deref(), Some("299 - \"policy/v1beta1 PodSecurityPolicy is deprecated\""));
+        assert_eq!(v(r#"custom "quoted" \ text"#).as_deref(), Some(r#"299 - "custom \"quoted\" \\ text""#));
+        assert_eq!(v("a\u{7f}b"), None);
+        assert_eq!(v("tab\there"), None);
+    }
+}

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use axum::extract::rejection::PathRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::{Extension, Router};
 use herald::engine::Lifecycle;
-use herald_kube::ApiError;
 use herald_kube::query::Pair;
+use herald_kube::{ApiError, aggregated};
 
 use crate::discovery;
 use crate::parsed::Parsed;
@@ -82,7 +82,10 @@ async fn version() -> Response {
     json_response(StatusCode::OK, discovery::version())
 }
 
-async fn api() -> Response {
+async fn api(State(s): State<Server>, headers: HeaderMap) -> Response {
+    if let Some(r) = aggregated(&s, &headers, true) {
+        return r;
+    }
     json_response(StatusCode::OK, discovery::api_versions())
 }
 
@@ -93,11 +96,50 @@ async fn api_v1(State(s): State<Server>) -> Response {
     )
 }
 
-async fn apis(State(s): State<Server>) -> Response {
+async fn apis(State(s): State<Server>, headers: HeaderMap) -> Response {
+    if let Some(r) = aggregated(&s, &headers, false) {
+        return r;
+    }
     json_response(
         StatusCode::OK,
         discovery::api_groups(s.snapshot().values().flat_map(|r| r.served())),
     )
+}
+
+/// The aggregated document of the core group (`core`: `/api`) or of the
+/// others (`/apis`), if the request's `Accept` asks for it: `304` when
+/// its `If-None-Match` names the document's `ETag`.
+fn aggregated(s: &Server, headers: &HeaderMap, core: bool) -> Option<Response> {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+    if !aggregated::wanted(accept) {
+        return None;
+    }
+    let map = s.snapshot();
+    let doc = aggregated::document(
+        map.values()
+            .flat_map(|r| r.served())
+            .filter(|r| r.group.is_empty() == core),
+    );
+    let fresh = headers
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|v| v.as_bytes() == doc.etag.as_bytes());
+    let mut response = if fresh {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let mut r = (StatusCode::OK, doc.body).into_response();
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(aggregated::CONTENT_TYPE),
+        );
+        r
+    };
+    let h = response.headers_mut();
+    if let Ok(etag) = HeaderValue::from_str(&doc.etag) {
+        h.insert(header::ETAG, etag);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
+    Some(response)
 }
 
 async fn api_group(State(s): State<Server>, path: Segments<String>) -> Response {

@@ -352,13 +352,14 @@ impl Server {
         caller: Caller,
     ) -> Response {
         let verb = if watch { "watch" } else { "list" };
+        let errors = caller.error_format(resource);
         let options = match options_for(resource, query, watch) {
             Ok(o) => o,
-            Err(e) => return self.answer(resource, verb, Err(e)),
+            Err(e) => return self.answer(resource, verb, Err(e), errors),
         };
         let caller = match caller.negotiated(resource, watch) {
             Ok(c) => c,
-            Err(e) => return self.answer(resource, verb, Err(e)),
+            Err(e) => return self.answer(resource, verb, Err(e), errors),
         };
         let scope = ns.map_or(KeyScope::All, KeyScope::prefix);
         let r = if watch {
@@ -366,7 +367,7 @@ impl Server {
         } else {
             self.list(resource, scope, options, caller).await
         };
-        self.answer(resource, verb, r)
+        self.answer(resource, verb, r, errors)
     }
 
     /// A GET of `resource`'s object `name` (in `ns`), at the version
@@ -379,13 +380,14 @@ impl Server {
         query: &Query,
         caller: Caller,
     ) -> Response {
+        let errors = caller.error_format(resource);
         let r = match Options::parse_get(query)
             .and_then(|o| Ok((o, caller.negotiated(resource, false)?)))
         {
             Ok((options, caller)) => self.get(resource, ns, name, options, caller).await,
             Err(e) => Err(e),
         };
-        self.answer(resource, "get", r)
+        self.answer(resource, "get", r, errors)
     }
 
     /// The legacy single-object watch (`/watch/.../{name}`): the
@@ -400,6 +402,7 @@ impl Server {
         query: &Query,
         caller: Caller,
     ) -> Response {
+        let errors = caller.error_format(resource);
         let r = async {
             let mut options = options_for(resource, query, true)?;
             let caller = caller.negotiated(resource, true)?;
@@ -426,21 +429,24 @@ impl Server {
                 .await
         }
         .await;
-        self.answer(resource, "watch", r)
+        self.answer(resource, "watch", r, errors)
     }
 
+    /// The response `r`, an error written in `errors` (the encoding the
+    /// request's `Accept` chose: [`Caller::error_format`]), with the
+    /// resource's deprecation warning.
     fn answer(
         &self,
         resource: &Resource,
         verb: &'static str,
         r: Result<Response, ApiError>,
+        errors: Option<&'static dyn Format>,
     ) -> Response {
-        let mut response = r.unwrap_or_else(status::response);
+        let mut response = r.unwrap_or_else(|e| status::response_in(e, errors));
         resource.metrics.request(verb, response.status().as_u16());
         if let Some(warning) = &resource.info.deprecation {
             // The apiserver's deprecation warning (kubectl prints it).
-            let text = format!("299 - {}", serde_json::Value::String(warning.clone()));
-            if let Ok(v) = HeaderValue::from_str(&text) {
+            if let Some(v) = crate::respond::warning_header(warning) {
                 response.headers_mut().append(header::WARNING, v);
             }
         }
@@ -715,10 +721,16 @@ impl Caller {
     /// The same caller, with the encoding its `Accept` header chooses
     /// for `resource`'s responses; 406 if none.
     fn negotiated(mut self, resource: &Resource, watch: bool) -> Result<Caller, ApiError> {
-        let info = &resource.info;
-        let protobuf = info.typed && proto::knows(&info.api_version(), &info.kind);
-        self.format = wire::negotiate(self.accept.as_deref(), Offer { protobuf, watch })?;
+        self.format = wire::negotiate(self.accept.as_deref(), offer(resource, watch))?;
         Ok(self)
+    }
+
+    /// The encoding an error to this caller is written in: the one its
+    /// `Accept` chooses for `resource`'s objects (the apiserver's
+    /// `ErrorNegotiated` negotiates again, whatever failed), `None` if
+    /// none (a 406 is written as JSON).
+    fn error_format(&self, resource: &Resource) -> Option<&'static dyn Format> {
+        wire::negotiate(self.accept.as_deref(), offer(resource, false)).ok()
     }
 
     /// The encoder of this request's response to `resource`, in the
@@ -732,6 +744,14 @@ impl Caller {
             encodings: &resource.encodings,
         })
     }
+}
+
+/// What `resource`'s responses may be encoded as: protobuf where its kind
+/// has a protobuf form.
+fn offer(resource: &Resource, watch: bool) -> Offer {
+    let info = &resource.info;
+    let protobuf = info.typed && proto::knows(&info.api_version(), &info.kind);
+    Offer { protobuf, watch }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {

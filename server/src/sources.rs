@@ -104,8 +104,8 @@ pub fn etcd_resource_with(
 fn decoder_for(info: &ResourceInfo, fields: &[String]) -> Decoder {
     let mut decoder = Decoder::new();
     for f in fields {
-        let (path, default) = herald_kube::builtin::field_source(info, f);
-        decoder = decoder.field_as(f, &path, default);
+        let (paths, default) = herald_kube::builtin::field_source(info, f);
+        decoder = decoder.field_from(f, &paths, default);
     }
     decoder
 }

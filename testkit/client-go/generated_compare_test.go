@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,10 +30,11 @@ type genClient struct {
 }
 
 type genResp struct {
-	code  int
-	ctype string
-	body  []byte
-	err   error
+	code     int
+	ctype    string
+	warnings []string // the Warning headers, in order
+	body     []byte
+	err      error
 }
 
 func (c *genClient) do(ctx context.Context, method, path, accept string, body []byte) genResp {
@@ -61,7 +63,7 @@ func (c *genClient) do(ctx context.Context, method, path, accept string, body []
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return genResp{code: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), body: b, err: err}
+	return genResp{code: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), warnings: resp.Header.Values("Warning"), body: b, err: err}
 }
 
 // The encodings a request is made in.
@@ -289,8 +291,20 @@ func decodeAnswer(enc string, body []byte) (interface{}, error) {
 }
 
 // compareAnswers classifies the difference between the apiserver's answer
-// and Herald's to one request.
+// and Herald's to one request: their bodies, and their Warning headers
+// (a deprecated version's, built-in or custom) when the codes agree.
 func compareAnswers(q genReq, a, h genResp) []genFinding {
+	fs := compareBodies(q, a, h)
+	if a.err == nil && h.err == nil && a.code == h.code && !slices.Equal(a.warnings, h.warnings) {
+		fs = append(fs, genFinding{Class: "warning", Pattern: fmt.Sprintf("%s %s %d: Warning headers", q.Kind, q.Shape, a.code),
+			Detail: fmt.Sprintf("herald %q | apiserver %q", h.warnings, a.warnings)})
+	}
+	return fs
+}
+
+// compareBodies classifies the difference between the bodies of the
+// apiserver's answer and Herald's (their codes and content types first).
+func compareBodies(q genReq, a, h genResp) []genFinding {
 	what := q.Kind + " " + q.Shape + " [" + q.Enc + "]"
 	if a.err != nil || h.err != nil {
 		if a.err != nil && h.err != nil {
@@ -462,6 +476,19 @@ func stripBookmarks(b []byte) []byte {
 	var out [][]byte
 	for _, l := range bytes.Split(b, []byte("\n")) {
 		if bytes.HasPrefix(l, []byte(`{"type":"BOOKMARK"`)) || len(l) == 0 {
+			continue
+		}
+		// As watchEvents: the apiserver's own writes in kube-system come
+		// or not by timing (a watch-list of leases holds its own lease at
+		// whichever renewal each server listed).
+		var ev struct {
+			Object struct {
+				Metadata struct {
+					Namespace string `json:"namespace"`
+				} `json:"metadata"`
+			} `json:"object"`
+		}
+		if json.Unmarshal(l, &ev) == nil && ev.Object.Metadata.Namespace == "kube-system" {
 			continue
 		}
 		out = append(out, l)

@@ -133,6 +133,10 @@ func genCRD() *apiextensionsv1.CustomResourceDefinition {
 		{Name: "When", Type: "date", JSONPath: ".spec.when"},
 		{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp"},
 	}
+	deprecated := func(v apiextensionsv1.CustomResourceDefinitionVersion) apiextensionsv1.CustomResourceDefinitionVersion {
+		v.Deprecated = true
+		return v
+	}
 	version := func(name string, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
 		return apiextensionsv1.CustomResourceDefinitionVersion{
 			Name: name, Served: true, Storage: storage,
@@ -150,7 +154,9 @@ func genCRD() *apiextensionsv1.CustomResourceDefinition {
 			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gizmos", Singular: "gizmo", Kind: "Gizmo", ShortNames: []string{"gz"}, Categories: []string{"all", "gen"}},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
-				version("v1", true), version("v2", false),
+				// v1 is deprecated: every answer at v1 carries the
+				// apiserver's default warning, naming v2.
+				deprecated(version("v1", true)), version("v2", false),
 			},
 		},
 	}

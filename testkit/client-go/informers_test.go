@@ -1,7 +1,8 @@
 package clientgo
 
 // Informers and the pager: client-go's shared informers over Herald (JSON
-// and protobuf, WatchList on and off) converge to what informers over the
+// and protobuf, WatchList on and off) and its metadata informers (in
+// protobuf, metadata_test.go) converge to what informers over the
 // apiserver hold, with no relist after their initial sync; a pager's list
 // in pages of 5 is the full list.
 
@@ -217,6 +218,16 @@ func testInformers(ctx context.Context, t *testing.T, c *cluster, d *differences
 	if len(sets) != 4 {
 		t.Fatalf("informers over Herald did not all start")
 	}
+	mref := startMetadataInformers(ctx, t, "apiserver metadata", c.apiConfig())
+	mset := startMetadataInformers(ctx, t, "herald metadata/protobuf", c.heraldConfig())
+	defer func() {
+		cancel()
+		mref.factory.Shutdown()
+		mset.factory.Shutdown()
+	}()
+	if ds := metadataWire(ctx, t, c); len(ds) > 0 {
+		d.add("informers", "metadata", "the metadata client's Accept", ds)
+	}
 	// The initial sync: a WatchList informer lists nothing (it streams
 	// its state in a watch); the others list once each.
 	for _, s := range sets {
@@ -238,6 +249,9 @@ func testInformers(ctx context.Context, t *testing.T, c *cluster, d *differences
 		sort.Strings(keys)
 		for _, k := range keys {
 			d.add("informers", k, stage, left[k])
+		}
+		for k, ds := range convergeMetadata(mref, mset, 60*time.Second) {
+			d.add("informers", k, stage, ds)
 		}
 	}
 	check("after the initial sync")
@@ -267,6 +281,11 @@ func testInformers(ctx context.Context, t *testing.T, c *cluster, d *differences
 			t.Logf("%s requests:\n  %s", s.name, strings.Join(reqs, "\n  "))
 		}
 	}
+	if ds := mset.relists(); len(ds) > 0 {
+		d.add("informers", mset.name, "after the initial sync", ds)
+	}
+	lists, watches := mset.counts.totals()
+	t.Logf("%s: %d LIST, %d WATCH requests in all (%d LIST at sync)", mset.name, lists, watches, mset.syncLists)
 	d.report(t, from)
 }
 

@@ -238,6 +238,9 @@ func testJSON(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *di
 			"fieldSelector=involvedObject.name%3Dp-00,involvedObject.namespace%3Dchurn-a",
 			"fieldSelector=involvedObject.kind%3DPod", "fieldSelector=reason%3DBackOff", "fieldSelector=type%3DWarning",
 			"fieldSelector=source%3Dkubelet", "fieldSelector=reportingComponent%3Dscheduler",
+			// source is source.component, or reportingComponent when that
+			// is empty (web.1 has no source: the scheduler's).
+			"fieldSelector=source%3Dscheduler", "fieldSelector=source%3D", "fieldSelector=source!%3Dkubelet",
 		},
 		"v1/secrets":                {"fieldSelector=type%3DOpaque", "fieldSelector=type!%3Dkubernetes.io%2Fbasic-auth"},
 		"v1/nodes":                  {"fieldSelector=spec.unschedulable%3Dfalse", "labelSelector=zone%3Dz2"},

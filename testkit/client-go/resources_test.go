@@ -77,9 +77,8 @@ func served(t *testing.T, who string, cfg *rest.Config) map[schema.GroupVersionR
 	if err != nil {
 		t.Fatalf("%s discovery client: %v", who, err)
 	}
-	// The unaggregated documents from both: the apiserver's aggregated
-	// form (which Herald does not serve) has no storageVersionHash, so
-	// comparing it with Herald's unaggregated one would compare nothing.
+	// The unaggregated documents from both: the aggregated form has no
+	// storageVersionHash (checkAggregated compares it apart).
 	dc.UseLegacyDiscovery = true
 	_, lists, err := dc.ServerGroupsAndResources()
 	if err != nil {
@@ -168,6 +167,7 @@ func discoverResources(ctx context.Context, t *testing.T, c *cluster, d *differe
 	t.Logf("the apiserver serves %d resources Herald does not (not compared): %s", len(notServed), strings.Join(notServed, " "))
 
 	checkAPIResources(ctx, t, c, d)
+	checkAggregated(ctx, t, c, d)
 	return both
 }
 

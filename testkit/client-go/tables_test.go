@@ -1,9 +1,9 @@
 package clientgo
 
-// Tables: `kubectl get <resource> -A` (and `-o wide`) against Herald prints
-// what it prints against the apiserver, but for the columns of relative
-// times (AGE, events' LAST SEEN and FIRST SEEN), which the two servers
-// compute at different instants.
+// Tables: `kubectl get <resource> -A` (and `-o wide`, and `--sort-by` on a
+// few resources) against Herald prints what it prints against the
+// apiserver, but for the columns of relative times (AGE, events' LAST SEEN
+// and FIRST SEEN), which the two servers compute at different instants.
 
 import (
 	"context"
@@ -41,6 +41,16 @@ func tableLines(out string) []string {
 	return lines
 }
 
+// sortBy is the `kubectl get --sort-by` tried per resource: kubectl asks
+// for a Table with includeObject=Object and sorts the rows by a path into
+// each row's object (a path outside the metadata needs the whole object).
+var sortBy = map[string]string{
+	"v1/pods":               "{.spec.nodeName}",
+	"v1/events":             "{.reason}",
+	"v1/configmaps":         "{.metadata.name}",
+	"herald.dev/v1/widgets": "{.spec.size}",
+}
+
 // testTables runs kubectl get on every resource both serve; every kind
 // whose table differs is reported, all at once.
 func testTables(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *differences) {
@@ -49,9 +59,26 @@ func testTables(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *
 		mu     sync.Mutex
 		differ []string
 	)
-	inParallel(2*len(res), func(i int) {
-		r, wide := res[i/2], i%2 == 1
-		if tableDiffers(ctx, c, r, wide, d) {
+	type run struct {
+		r    apiRes
+		wide bool
+		sort string
+	}
+	var runs []run
+	sorted := 0
+	for _, r := range res {
+		runs = append(runs, run{r: r}, run{r: r, wide: true})
+		if by, ok := sortBy[r.String()]; ok {
+			runs = append(runs, run{r: r, sort: by})
+			sorted++
+		}
+	}
+	if sorted != len(sortBy) {
+		t.Errorf("tables: --sort-by tried on %d resources of %d (%v): one is not served", sorted, len(sortBy), sortBy)
+	}
+	inParallel(len(runs), func(i int) {
+		r := runs[i].r
+		if tableDiffers(ctx, c, r, runs[i].wide, runs[i].sort, d) {
 			mu.Lock()
 			if !contains(differ, r.String()) {
 				differ = append(differ, r.String())
@@ -60,16 +87,19 @@ func testTables(ctx context.Context, t *testing.T, c *cluster, res []apiRes, d *
 		}
 	})
 	sort.Strings(differ)
-	t.Logf("tables: kubectl get -A (and -o wide) on %d resources; %d differ: %s", len(res), len(differ), strings.Join(differ, " "))
+	t.Logf("tables: kubectl get -A (and -o wide) on %d resources, --sort-by on %d; %d differ: %s", len(res), sorted, len(differ), strings.Join(differ, " "))
 	d.report(t, from)
 }
 
-// tableDiffers compares one `kubectl get` on both servers, adding what
-// differs to d.
-func tableDiffers(ctx context.Context, c *cluster, r apiRes, wide bool, d *differences) bool {
+// tableDiffers compares one `kubectl get` on both servers (sorted by the
+// path sortPath if not empty), adding what differs to d.
+func tableDiffers(ctx context.Context, c *cluster, r apiRes, wide bool, sortPath string, d *differences) bool {
 	args := []string{"get", r.kubectlName(), "-A"}
 	if wide {
 		args = append(args, "-o", "wide")
+	}
+	if sortPath != "" {
+		args = append(args, "--sort-by="+sortPath)
 	}
 	hout, herr, hx := c.kubectl(ctx, true, args...)
 	aout, aerr, ax := c.kubectl(ctx, false, args...)

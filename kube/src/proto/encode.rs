@@ -119,6 +119,41 @@ pub fn message(
     Ok(out)
 }
 
+/// The message of `object` as the Go type `go_type`
+/// (`k8s.io/apimachinery/pkg/apis/meta/v1.ObjectMeta`): a type the
+/// schema holds that is no kind of its own.
+pub fn type_message(object: &Map<String, Value>, go_type: &str) -> Result<Vec<u8>, ProtoError> {
+    let schema = Schema::get();
+    let ty = schema
+        .type_named(go_type)
+        .ok_or_else(|| ProtoError::Encoding(format!("no type {go_type} in the schema")))?;
+    let mut out = Vec::with_capacity(256);
+    Enc {
+        schema,
+        out: &mut out,
+        depth: 0,
+    }
+    .object(ty, object)
+    .map_err(finish)?;
+    Ok(out)
+}
+
+/// The `k8s\0` envelope of `raw`, a message already written, as
+/// `api_version`'s `kind` (a `PartialObjectMetadata` made of an
+/// `ObjectMeta`'s bytes).
+pub fn unknown(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + api_version.len() + kind.len() + 16);
+    out.extend_from_slice(MAGIC);
+    let meta = open_len(&mut out, 1);
+    put_bytes(&mut out, 1, api_version.as_bytes());
+    put_bytes(&mut out, 2, kind.as_bytes());
+    close_len(&mut out, meta);
+    put_bytes(&mut out, 2, raw);
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    out
+}
+
 fn type_meta(object: &Map<String, Value>) -> Result<(&str, &str), ProtoError> {
     let text = |name: &str| match object.get(name) {
         Some(Value::String(s)) if !s.is_empty() => Ok(s.as_str()),

@@ -96,6 +96,17 @@ pub fn decode(value: &[u8]) -> Result<Map<String, Value>, ProtoError> {
     Ok(out)
 }
 
+/// The JSON object of `bytes`, a message of the Go type `go_type`, as Go
+/// writes that type (its fields in their order, empty ones left out as
+/// its tags say).
+pub fn type_json(bytes: &[u8], go_type: &str) -> Result<Map<String, Value>, ProtoError> {
+    let schema = Schema::get();
+    let ty = schema
+        .type_named(go_type)
+        .ok_or_else(|| ProtoError::Encoding(format!("no type {go_type} in the schema")))?;
+    json::message(schema, ty, bytes)
+}
+
 /// Whether `(api_version, kind)` is a kind of the compiled-in schema.
 pub fn knows(api_version: &str, kind: &str) -> bool {
     Schema::get().kind(api_version, kind).is_some()

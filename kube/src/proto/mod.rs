@@ -23,10 +23,10 @@ mod json;
 mod quantity;
 mod schema;
 mod time;
-mod wire;
+pub(crate) mod wire;
 
-pub use encode::{encode, encode_into, message};
-pub use envelope::{Envelope, decode, envelope, knows};
+pub use encode::{encode, encode_into, message, type_message, unknown};
+pub use envelope::{Envelope, decode, envelope, knows, type_json};
 pub use error::{MAGIC, ProtoError};
 pub use frame::{ListFrame, read_watch_event, watch_event, watch_event_head};
 pub use schema::RELEASE;

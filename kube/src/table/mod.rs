@@ -289,18 +289,10 @@ fn row_object(kind: Option<&str>, object: &Value) -> Value {
         .get("metadata")
         .cloned()
         .unwrap_or_else(|| Value::Object(Map::new()));
-    if kind == Some("DaemonSet") {
-        if let Some(annotations) = metadata
-            .get_mut("annotations")
-            .and_then(Value::as_object_mut)
-        {
-            annotations.remove("deprecated.daemonset.template.generation");
-            if annotations.is_empty() {
-                metadata.as_object_mut().map(|m| m.remove("annotations"));
-            }
-        }
-    }
     if let Some(m) = metadata.as_object_mut() {
+        if kind == Some("DaemonSet") {
+            crate::partial::strip_versioned("DaemonSet", m);
+        }
         crate::read::in_meta_order(m);
     }
     json!({

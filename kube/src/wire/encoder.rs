@@ -8,6 +8,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::BytesMut;
+use serde_json::Value;
 use herald::{EventKind, Object, ResourceVersion};
 
 use super::encodings::Encodings;
@@ -36,6 +37,15 @@ pub trait Format: Sync + fmt::Debug {
     /// for a request option this encoding reads and refuses (a
     /// `Table`'s `includeObject`).
     fn encoder(&self, request: &Request<'_>) -> Result<Arc<dyn Encoder>, ApiError>;
+
+    /// An error's `Status` object as the apiserver writes it to a
+    /// request that asked for this encoding (its `ErrorNegotiated`): the
+    /// content type and the body; `None` writes it as JSON (JSON itself,
+    /// and `Table`s, whose `as=` the apiserver's error writer refuses).
+    fn status(&self, status: &Value) -> Option<(&'static str, Vec<u8>)> {
+        let _ = status;
+        None
+    }
 }
 
 /// What an encoder is made from: the resource, how `kubectl get` prints

@@ -2,7 +2,7 @@
 //!
 //! [`negotiate`] reads the client's `Accept` header against [`FORMATS`]
 //! (the registry of encodings: JSON, YAML, the apiserver's protobuf,
-//! `meta.k8s.io/v1` `Table`s) and what the response may be ([`Offer`]),
+//! `meta.k8s.io/v1` `Table`s, `PartialObjectMetadata`) and what the response may be ([`Offer`]),
 //! and picks one [`Format`]; its [`Format::encoder`] makes the request's
 //! [`Encoder`], which writes everything the response carries: one object
 //! (a GET), a list, and a watch stream's events in the format's framing
@@ -22,6 +22,7 @@ mod encoder;
 mod encodings;
 mod formats;
 mod json;
+mod metadata;
 mod negotiate;
 mod protobuf;
 mod range;
@@ -31,7 +32,7 @@ mod yaml;
 pub use encoder::{Encoder, Format, ListHead, Outgoing, Request, Stream};
 pub use encodings::{Encodings, envelope};
 pub use formats::FORMATS;
-pub use negotiate::negotiate;
+pub use negotiate::{negotiate, ranked};
 pub use protobuf::{PROTOBUF, PROTOBUF_WATCH};
 pub use range::{MediaRange, Offer};
 pub use yaml::{YAML, yaml};

@@ -9,7 +9,7 @@
 
 use super::encoder::Format;
 use super::formats::FORMATS;
-use super::range::{Offer, ranges};
+use super::range::{MediaRange, Offer, ranges};
 use crate::status::ApiError;
 
 /// The response's encoding for a request whose `Accept` header is
@@ -19,6 +19,16 @@ pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<&'static dyn Form
     let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
         return Ok(FORMATS[0]);
     };
+    ranked(accept)
+        .iter()
+        .find_map(|r| FORMATS.iter().copied().find(|f| f.takes(r, offer)))
+        .ok_or_else(|| not_acceptable(offer))
+}
+
+/// The media ranges of `accept` in the order they are tried: highest
+/// `q` first (a range of `q=0` is left out), then the more specific,
+/// then the client's order.
+pub fn ranked(accept: &str) -> Vec<MediaRange<'_>> {
     let mut ranges = ranges(accept);
     ranges.sort_by(|a, b| {
         b.q.total_cmp(&a.q)
@@ -26,9 +36,6 @@ pub fn negotiate(accept: Option<&str>, offer: Offer) -> Result<&'static dyn Form
             .then(a.order.cmp(&b.order))
     });
     ranges
-        .iter()
-        .find_map(|r| FORMATS.iter().copied().find(|f| f.takes(r, offer)))
-        .ok_or_else(|| not_acceptable(offer))
 }
 
 /// The apiserver's 406 message: what it would have accepted.
@@ -124,13 +131,33 @@ mod tests {
     }
 
     #[test]
+    fn metadata_clients_get_partial_object_metadata() {
+        // client-go's metadata client: a GET (and a watch), a LIST.
+        let get = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+        let list = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+        for protobuf in [true, false] {
+            assert_eq!(n(get, protobuf), Ok("metadata-protobuf"));
+            assert_eq!(w(get, protobuf), Ok("metadata-protobuf"));
+            assert_eq!(n(list, protobuf), Ok("metadata-list-protobuf"));
+        }
+        let json = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
+        assert_eq!(n(json, true), Ok("metadata-list"));
+        assert_eq!(n("application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", true), Ok("metadata"));
+        // A watch of lists: not taken (the next range, or 406).
+        let watch_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+        assert_eq!(w(watch_list, true), Err(406));
+        assert_eq!(w(&format!("{watch_list}, application/json"), true), Ok("json"));
+    }
+
+    #[test]
     fn nothing_acceptable_is_406() {
         assert_eq!(w("application/yaml", true), Err(406));
         for accept in [
             "application/vnd.kubernetes.protobuf",
             "text/html",
             "application/json;q=0",
-            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v2",
+            "application/json;as=PartialObjectMetadata;v=v1",
             "application/json;as=Table;v=v1beta1;g=meta.k8s.io",
             "garbage",
             ",,,;;;",

@@ -14,12 +14,13 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 use herald::EventKind;
+use serde_json::Value;
 
 use super::encoder::{Encoder, Format, ListHead, Outgoing, Request, Stream};
 use super::encodings::{Encodings, envelope};
 use super::range::{MediaRange, Offer};
 use crate::encode::{event_type, push_event};
-use crate::proto::{ListFrame, watch_event_head};
+use crate::proto::{self, ListFrame, watch_event_head};
 use crate::status::ApiError;
 
 /// The protobuf media type.
@@ -55,6 +56,12 @@ impl Format for Protobuf {
         Ok(Arc::new(ProtobufEncoder {
             encodings: request.encodings.clone(),
         }))
+    }
+
+    fn status(&self, status: &Value) -> Option<(&'static str, Vec<u8>)> {
+        // `v1` `Status`, enveloped as any object (a watch's error too:
+        // the apiserver writes it with the non-stream serializer).
+        Some((PROTOBUF, proto::encode(status.as_object()?).ok()?))
     }
 }
 
@@ -118,7 +125,7 @@ impl Encoder for ProtobufEncoder {
 
 /// Appends a protobuf watch event whose object's envelope is `pb` (the
 /// shared envelope copied once, into the chunk).
-fn push_proto(buf: &mut BytesMut, kind: &str, pb: &[u8]) {
+pub(super) fn push_proto(buf: &mut BytesMut, kind: &str, pb: &[u8]) {
     buf.extend_from_slice(&watch_event_head(kind, pb.len()));
     buf.extend_from_slice(pb);
 }

@@ -37,6 +37,11 @@ impl Format for Yaml {
     fn encoder(&self, _: &Request<'_>) -> Result<Arc<dyn Encoder>, ApiError> {
         Ok(Arc::new(YamlEncoder))
     }
+
+    fn status(&self, status: &Value) -> Option<(&'static str, Vec<u8>)> {
+        let yaml = crate::yaml::to_yaml(status).ok()?;
+        Some((YAML, yaml.into_bytes()))
+    }
 }
 
 /// Writes YAML; a stream (never negotiated) as JSON lines.
@@ -79,10 +84,11 @@ pub fn yaml(json: &[u8]) -> Result<Vec<u8>, ApiError> {
     let value: Value = serde_json::from_slice(json)
         .map_err(|e| ApiError::internal(format!("a body's JSON does not parse: {e}")))?;
     // go-yaml refusing the text fails the request as the apiserver's
-    // encoder failing does: a 500 with go-yaml's message.
+    // encoder failing does: a 500 with go-yaml's message and no reason
+    // (`ErrorToAPIStatus` of a plain error).
     crate::yaml::to_yaml(&value)
         .map(String::into_bytes)
-        .map_err(|e| ApiError::internal(e.to_string()))
+        .map_err(|e| ApiError::unclassified(e.to_string()))
 }
 
 #[cfg(test)]

@@ -157,7 +157,8 @@ pub fn custom_of(crd: &Value, registry: &str) -> Result<Custom, String> {
             Some(Err(why)) => return Err(format!("{version}'s printer columns: {why}")),
             None => CrdColumns::default(),
         };
-        let info = base.clone().in_group(&group, &version).with_fields(&own);
+        let mut info = base.clone().in_group(&group, &version).with_fields(&own);
+        info.deprecation = super::deprecation::warning(spec, v);
         versions.push((info, columns));
     }
     let version = text(&read["name"], "the storage version's name")?;
@@ -167,8 +168,10 @@ pub fn custom_of(crd: &Value, registry: &str) -> Result<Custom, String> {
         None => CrdColumns::default(),
     };
     let root = registry.trim_end_matches('/');
+    let mut info = base.in_group(&group, &version).with_fields(&fields);
+    info.deprecation = super::deprecation::warning(spec, read);
     Ok(Custom {
-        info: base.in_group(&group, &version).with_fields(&fields),
+        info,
         prefix: format!("{root}/{group}/{plural}/"),
         columns,
         versions,

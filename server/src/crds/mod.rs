@@ -7,6 +7,7 @@
 mod client;
 mod convert;
 mod custom;
+mod deprecation;
 mod nop;
 mod review;
 mod spec;

@@ -199,6 +199,12 @@ impl Source for ApiServerSource {
         let shared = &self.shared;
         bump(&shared.counters.lists);
         shared.undecodable.relist();
+        if shared.bookmarks.load(Ordering::Relaxed) == BOOKMARKS_UNKNOWN {
+            // Whether consistent reads may wait for bookmarks, known
+            // before the first one waits (a backfill has asked already);
+            // a probe that fails leaves it to the first short watch.
+            let _ = shared.conn.block(crate::watch::oldest_watchable(shared));
+        }
         // A stream kept from an earlier list is not this one's.
         shared
             .stash

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use crate::conn::{Failure, status_object};
 use crate::frames;
-use crate::shared::{BOOKMARKS_NONE, BOOKMARKS_SENT, Shared, bump, parse_rv};
+use crate::shared::{BOOKMARKS_NONE, BOOKMARKS_SENT, BOOKMARKS_UNKNOWN, Shared, bump, parse_rv};
 use crate::stream::OpenStream;
 
 /// Events buffered between the task and the reflector.
@@ -356,24 +356,71 @@ const PROBE_WAIT: Duration = Duration::from_secs(5);
 /// answer names none (the cache is off: etcd's compaction bounds the
 /// watch, and a list there says so) or none comes in time; `Some(1)` when
 /// the watch from 1 is served.
+///
+/// The answer also says whether the apiserver sends the resource's
+/// watches bookmarks, before any read waits for one: its watch cache
+/// (which names its oldest version) does; etcd, serving the watch when
+/// the cache is off (`The resourceVersion for the provided watch is too
+/// old.`, or the watch from 1 itself), does not, and consistent reads go
+/// to the apiserver from the first (no read waits for a bookmark that
+/// never comes, then answers 504).
 pub(crate) async fn oldest_watchable(shared: &Shared) -> Result<Option<u64>, SourceError> {
+    let oldest = probe_oldest(shared).await?;
+    if let Some(sent) = oldest.map(|o| o.cached) {
+        let known = if sent { BOOKMARKS_SENT } else { BOOKMARKS_NONE };
+        // Only a first finding: a short watch's later one stands.
+        let _ = shared.bookmarks.compare_exchange(
+            BOOKMARKS_UNKNOWN,
+            known,
+            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+    Ok(oldest.and_then(|o| o.version))
+}
+
+/// What a watch from version 1 says: the oldest version it names, and
+/// whether the apiserver's watch cache answered it.
+#[derive(Debug, Clone, Copy)]
+struct Oldest {
+    version: Option<u64>,
+    cached: bool,
+}
+
+impl Oldest {
+    /// The answer of a 410 with `message`.
+    fn gone(message: &str) -> Oldest {
+        let version = oldest_in(message);
+        Oldest {
+            version,
+            cached: version.is_some(),
+        }
+    }
+}
+
+/// [`oldest_watchable`]'s probe; `None` when no answer came in time.
+async fn probe_oldest(shared: &Shared) -> Result<Option<Oldest>, SourceError> {
     let uri = format!("{}?watch=1&resourceVersion=1&timeoutSeconds=1", shared.path);
     let probe = async {
         let mut stream = match OpenStream::open(&shared.conn, uri, shared.accept()).await {
             Ok(s) => s,
-            Err((_, Failure::Gone(why))) => return Ok(oldest_in(&why)),
+            Err((_, Failure::Gone(why))) => return Ok(Some(Oldest::gone(&why))),
             Err((_, Failure::Other(why))) => return Err(SourceError::Unavailable(why)),
         };
         match stream.next().await {
             Ok(Some(event)) if event.kind == "ERROR" => match error_status(&event.object) {
-                (Some(410), message) => Ok(oldest_in(&message)),
+                (Some(410), message) => Ok(Some(Oldest::gone(&message))),
                 (_, message) => Err(SourceError::Unavailable(format!(
                     "{}: a watch from version 1 failed: {message}",
                     shared.path
                 ))),
             },
-            // A change, a bookmark or a quiet end: served from 1.
-            Ok(_) => Ok(Some(1)),
+            // A change, a bookmark or a quiet end: served from 1, which
+            // a watch cache never does (its window starts at its list).
+            Ok(_) => Ok(Some(Oldest {
+                version: Some(1),
+                cached: false,
+            })),
             Err(e) => Err(SourceError::Unavailable(e)),
         }
     };
