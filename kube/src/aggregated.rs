@@ -28,7 +28,8 @@ use crate::versions::compare_kube_aware;
 use crate::wire::ranked;
 
 /// The `Content-Type` of an aggregated document.
-pub const CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Whether an `Accept` header asks for the aggregated document in JSON:
 /// its first range (in negotiation's order) naming
@@ -106,7 +107,11 @@ fn resource(r: &ResourceInfo) -> Value {
     );
     v.insert(
         "scope".into(),
-        json!(if r.namespaced { "Namespaced" } else { "Cluster" }),
+        json!(if r.namespaced {
+            "Namespaced"
+        } else {
+            "Cluster"
+        }),
     );
     v.insert("singularResource".into(), json!(r.singular));
     v.insert("verbs".into(), json!(["get", "list", "watch"]));
@@ -119,11 +124,15 @@ fn resource(r: &ResourceInfo) -> Value {
     Value::Object(v)
 }
 
+/// A version and its resources.
+type Version<'a> = (&'a str, Vec<&'a ResourceInfo>);
+/// A group and its versions.
+type Group<'a> = (&'a str, Vec<Version<'a>>);
+
 /// The aggregated document of `resources` (those of the core group for
 /// `/api`, the others for `/apis`).
 pub fn document<'a>(resources: impl Iterator<Item = &'a ResourceInfo>) -> Document {
-    // group -> version -> resources
-    let mut groups: Vec<(&str, Vec<(&str, Vec<&ResourceInfo>)>)> = Vec::new();
+    let mut groups: Vec<Group<'_>> = Vec::new();
     for r in resources {
         let at = match groups.iter().position(|(g, _)| *g == r.group) {
             Some(i) => i,
@@ -193,13 +202,20 @@ mod tests {
 
     #[test]
     fn clients_asking_for_it_get_it() {
-        let client_go = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
+        let client_go =
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json";
         assert!(wanted(Some(client_go)));
-        assert!(wanted(Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,application/json")));
+        assert!(wanted(Some(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;profile=nopeer,application/json"
+        )));
         assert!(!wanted(Some("application/json")));
         assert!(!wanted(None));
-        assert!(!wanted(Some("application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList")));
-        assert!(!wanted(Some("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0")));
+        assert!(!wanted(Some(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        )));
+        assert!(!wanted(Some(
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0"
+        )));
     }
 
     #[test]
@@ -213,23 +229,54 @@ mod tests {
         widgets.typed = false;
         let mut v2 = widgets.clone().in_group("herald.dev", "v2");
         v2.typed = false;
-        let all: Vec<&ResourceInfo> = infos.iter().chain([&widgets, &v2]).filter(|r| !r.group.is_empty()).collect();
+        let all: Vec<&ResourceInfo> = infos
+            .iter()
+            .chain([&widgets, &v2])
+            .filter(|r| !r.group.is_empty())
+            .collect();
         let doc = document(all.into_iter());
         let v: Value = serde_json::from_slice(&doc.body).unwrap();
-        let names: Vec<&str> = v["items"].as_array().unwrap().iter().map(|g| g["metadata"]["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["apps", "batch", "coordination.k8s.io", "herald.dev"]);
+        let names: Vec<&str> = v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["apps", "batch", "coordination.k8s.io", "herald.dev"]
+        );
         let apps = &v["items"][0]["versions"][0];
-        let resources: Vec<&str> = apps["resources"].as_array().unwrap().iter().map(|r| r["resource"].as_str().unwrap()).collect();
+        let resources: Vec<&str> = apps["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["resource"].as_str().unwrap())
+            .collect();
         assert_eq!(resources, ["daemonsets", "deployments"]);
-        assert_eq!(apps["resources"][1]["responseKind"], json!({"group": "", "version": "", "kind": "Deployment"}));
+        assert_eq!(
+            apps["resources"][1]["responseKind"],
+            json!({"group": "", "version": "", "kind": "Deployment"})
+        );
         let herald = &v["items"][3]["versions"];
         assert_eq!(herald[0]["version"], "v2");
-        assert_eq!(herald[0]["resources"][0]["responseKind"], json!({"group": "herald.dev", "version": "v2", "kind": "Widget"}));
+        assert_eq!(
+            herald[0]["resources"][0]["responseKind"],
+            json!({"group": "herald.dev", "version": "v2", "kind": "Widget"})
+        );
         assert_eq!(doc.etag.len(), 130);
-        assert!(doc.etag.trim_matches('"').bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)));
+        assert!(
+            doc.etag
+                .trim_matches('"')
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b))
+        );
         let core = document(infos.iter().filter(|r| r.group.is_empty()));
         let v: Value = serde_json::from_slice(&core.body).unwrap();
         assert_eq!(v["items"][0]["metadata"], json!({}));
-        assert_eq!(v["items"][0]["versions"][0]["resources"][0]["resource"], "pods");
+        assert_eq!(
+            v["items"][0]["versions"][0]["resources"][0]["resource"],
+            "pods"
+        );
     }
 }

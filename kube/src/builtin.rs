@@ -96,7 +96,10 @@ pub fn builtin(name: &str, registry: &str) -> Option<Builtin> {
 /// missing. No path is a label the apiserver's conversion accepts but its
 /// objects' field set never holds (a pod's `status.podIPs`): it reads as
 /// `""`, as a missing field does.
-pub fn field_source<'a>(info: &ResourceInfo, name: &'a str) -> (Vec<&'a str>, Option<&'static str>) {
+pub fn field_source<'a>(
+    info: &ResourceInfo,
+    name: &'a str,
+) -> (Vec<&'a str>, Option<&'static str>) {
     let (paths, default): (&[&str], _) = match (info.group.as_str(), info.plural.as_str(), name) {
         // `spec.host`: old v1 clients' name, converted to `spec.nodeName`.
         ("", "pods", "spec.host") => (&["spec.nodeName"], None),

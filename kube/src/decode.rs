@@ -531,14 +531,37 @@ mod tests {
 
     #[test]
     fn a_field_from_alternatives_takes_the_first_non_empty_one() {
-        let decoder = Decoder::new().field_from("source", &["source.component", "reportingComponent"], None);
-        let source = |v: &[u8]| decoder.decode(b"ns/e", v, 7.into()).unwrap().field("source").map(str::to_owned);
+        let decoder =
+            Decoder::new().field_from("source", &["source.component", "reportingComponent"], None);
+        let source = |v: &[u8]| {
+            decoder
+                .decode(b"ns/e", v, 7.into())
+                .unwrap()
+                .field("source")
+                .map(str::to_owned)
+        };
         let meta = r#""metadata":{"name":"e","namespace":"ns"}"#;
         let with = |rest: &str| format!("{{{meta}{rest}}}");
-        assert_eq!(source(with(r#","source":{"component":"kubelet"},"reportingComponent":"x""#).as_bytes()).as_deref(), Some("kubelet"));
-        assert_eq!(source(with(r#","source":{"component":""},"reportingComponent":"x""#).as_bytes()).as_deref(), Some("x"));
-        assert_eq!(source(with(r#","reportingComponent":"x""#).as_bytes()).as_deref(), Some("x"));
-        assert_eq!(source(with(r#","source":{},"reportingComponent":"""#).as_bytes()).as_deref(), Some(""));
+        assert_eq!(
+            source(
+                with(r#","source":{"component":"kubelet"},"reportingComponent":"x""#).as_bytes()
+            )
+            .as_deref(),
+            Some("kubelet")
+        );
+        assert_eq!(
+            source(with(r#","source":{"component":""},"reportingComponent":"x""#).as_bytes())
+                .as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            source(with(r#","reportingComponent":"x""#).as_bytes()).as_deref(),
+            Some("x")
+        );
+        assert_eq!(
+            source(with(r#","source":{},"reportingComponent":"""#).as_bytes()).as_deref(),
+            Some("")
+        );
         assert_eq!(source(with("").as_bytes()), None);
     }
 

@@ -70,8 +70,8 @@ pub mod served;
 mod status;
 pub mod table;
 mod undecodable;
-pub mod wire;
 pub mod versions;
+pub mod wire;
 pub mod yaml;
 
 pub use crypt::{CryptError, Keyring};

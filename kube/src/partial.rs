@@ -31,7 +31,10 @@ pub(crate) fn strip_versioned(kind: &str, metadata: &mut Map<String, Value>) {
     let Some(name) = versioned_annotation(kind) else {
         return;
     };
-    if let Some(annotations) = metadata.get_mut("annotations").and_then(Value::as_object_mut) {
+    if let Some(annotations) = metadata
+        .get_mut("annotations")
+        .and_then(Value::as_object_mut)
+    {
         annotations.remove(name);
         if annotations.is_empty() {
             metadata.remove("annotations");
@@ -42,7 +45,11 @@ pub(crate) fn strip_versioned(kind: &str, metadata: &mut Map<String, Value>) {
 /// The `PartialObjectMetadata` metadata of `object` (its served JSON), a
 /// `kind` that is `typed` (a built-in kind, whose served metadata is in
 /// Go's order already) or not (a custom resource).
-pub(crate) fn metadata(kind: &str, typed: bool, object: &Value) -> Result<Map<String, Value>, proto::ProtoError> {
+pub(crate) fn metadata(
+    kind: &str,
+    typed: bool,
+    object: &Value,
+) -> Result<Map<String, Value>, proto::ProtoError> {
     let mut metadata = match object.get("metadata") {
         Some(Value::Object(m)) => m.clone(),
         _ => Map::new(),
@@ -55,7 +62,9 @@ pub(crate) fn metadata(kind: &str, typed: bool, object: &Value) -> Result<Map<St
 }
 
 /// The `ObjectMeta` message of `metadata` (as [`metadata`] gives it).
-pub(crate) fn metadata_message(metadata: &Map<String, Value>) -> Result<Vec<u8>, proto::ProtoError> {
+pub(crate) fn metadata_message(
+    metadata: &Map<String, Value>,
+) -> Result<Vec<u8>, proto::ProtoError> {
     proto::type_message(metadata, OBJECT_META)
 }
 
@@ -89,25 +98,69 @@ mod tests {
         }});
         let m = metadata("Widget", false, &object).unwrap();
         let keys: Vec<&str> = m.keys().map(String::as_str).collect();
-        assert_eq!(keys, ["name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"]);
-        let field: Vec<&str> = m["managedFields"][0].as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(field, ["manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1"]);
+        assert_eq!(
+            keys,
+            [
+                "name",
+                "namespace",
+                "uid",
+                "resourceVersion",
+                "generation",
+                "creationTimestamp",
+                "managedFields"
+            ]
+        );
+        let field: Vec<&str> = m["managedFields"][0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            field,
+            [
+                "manager",
+                "operation",
+                "apiVersion",
+                "time",
+                "fieldsType",
+                "fieldsV1"
+            ]
+        );
     }
 
     #[test]
     fn versioned_annotations_go() {
         let object = json!({"metadata": {"name": "d", "annotations": {"deprecated.daemonset.template.generation": "1"}}});
-        assert_eq!(Value::Object(metadata("DaemonSet", true, &object).unwrap()), json!({"name": "d"}));
+        assert_eq!(
+            Value::Object(metadata("DaemonSet", true, &object).unwrap()),
+            json!({"name": "d"})
+        );
         let object = json!({"metadata": {"name": "d", "annotations": {"deprecated.daemonset.template.generation": "1", "a": "b"}}});
-        assert_eq!(Value::Object(metadata("DaemonSet", true, &object).unwrap()), json!({"name": "d", "annotations": {"a": "b"}}));
+        assert_eq!(
+            Value::Object(metadata("DaemonSet", true, &object).unwrap()),
+            json!({"name": "d", "annotations": {"a": "b"}})
+        );
     }
 
     #[test]
     fn go_types_name_the_internal_package() {
         assert_eq!(go_type("", "Pod", true, false), "*core.Pod");
-        assert_eq!(go_type("events.k8s.io", "Event", true, true), "*core.EventList");
-        assert_eq!(go_type("rbac.authorization.k8s.io", "Role", true, false), "*rbac.Role");
-        assert_eq!(go_type("internal.apiserver.k8s.io", "StorageVersion", true, false), "*apiserverinternal.StorageVersion");
-        assert_eq!(go_type("herald.dev", "Widget", false, true), "*unstructured.UnstructuredList");
+        assert_eq!(
+            go_type("events.k8s.io", "Event", true, true),
+            "*core.EventList"
+        );
+        assert_eq!(
+            go_type("rbac.authorization.k8s.io", "Role", true, false),
+            "*rbac.Role"
+        );
+        assert_eq!(
+            go_type("internal.apiserver.k8s.io", "StorageVersion", true, false),
+            "*apiserverinternal.StorageVersion"
+        );
+        assert_eq!(
+            go_type("herald.dev", "Widget", false, true),
+            "*unstructured.UnstructuredList"
+        );
     }
 }

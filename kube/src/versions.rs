@@ -52,9 +52,16 @@ mod tests {
 
     #[test]
     fn versions_rank_as_kubernetes_ranks_them() {
-        let mut names = vec!["v1alpha1", "foo", "v1", "v2beta1", "v1beta2", "v10", "bar", "v1beta1", "v2"];
+        let mut names = vec![
+            "v1alpha1", "foo", "v1", "v2beta1", "v1beta2", "v10", "bar", "v1beta1", "v2",
+        ];
         names.sort_by(|a, b| compare_kube_aware(b, a));
-        assert_eq!(names, ["v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]);
+        assert_eq!(
+            names,
+            [
+                "v10", "v2", "v1", "v2beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"
+            ]
+        );
         assert_eq!(compare_kube_aware("v1beta", "v1"), Ordering::Less);
     }
 }

@@ -89,8 +89,14 @@ mod tests {
     #[test]
     fn warnings_are_quoted_as_go_quotes_them() {
         let v = |t: &str| warning_header(t).map(|h| h.to_str().unwrap().to_owned());
-        assert_eq!(v("policy/v1beta1 PodSecurityPolicy is deprecated").as_deref(), Some("299 - \"policy/v1beta1 PodSecurityPolicy is deprecated\""));
-        assert_eq!(v(r#"custom "quoted" \ text"#).as_deref(), Some(r#"299 - "custom \"quoted\" \\ text""#));
+        assert_eq!(
+            v("policy/v1beta1 PodSecurityPolicy is deprecated").as_deref(),
+            Some("299 - \"policy/v1beta1 PodSecurityPolicy is deprecated\"")
+        );
+        assert_eq!(
+            v(r#"custom "quoted" \ text"#).as_deref(),
+            Some(r#"299 - "custom \"quoted\" \\ text""#)
+        );
         assert_eq!(v("a\u{7f}b"), None);
         assert_eq!(v("tab\there"), None);
     }

@@ -34,10 +34,7 @@ fn written(error: ApiError, content_type: &'static str, body: Vec<u8>) -> Respon
     let code = StatusCode::from_u16(error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (code, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(content_type),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(after) = error.retry_after {
         headers.insert(header::RETRY_AFTER, after.as_secs().max(1).into());
     }
@@ -68,7 +65,10 @@ mod tests {
     #[tokio::test]
     async fn a_status_is_written_in_the_encoding_the_request_chose() {
         use herald_kube::wire::{Offer, negotiate};
-        let offer = Offer { protobuf: true, watch: false };
+        let offer = Offer {
+            protobuf: true,
+            watch: false,
+        };
         let error = || ApiError::unclassified("yaml: control characters are not allowed");
         let yaml = negotiate(Some("application/yaml"), offer).unwrap();
         let r = response_in(error(), Some(yaml));
@@ -81,7 +81,10 @@ mod tests {
         );
         let protobuf = negotiate(Some("application/vnd.kubernetes.protobuf"), offer).unwrap();
         let r = response_in(ApiError::not_found("pods", "a"), Some(protobuf));
-        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/vnd.kubernetes.protobuf");
+        assert_eq!(
+            r.headers()[header::CONTENT_TYPE],
+            "application/vnd.kubernetes.protobuf"
+        );
         let body = axum::body::to_bytes(r.into_body(), 1 << 20).await.unwrap();
         assert!(body.starts_with(b"k8s\0"), "{body:?}");
         let json = negotiate(Some("application/json"), offer).unwrap();

@@ -8,8 +8,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use serde_json::Value;
 use herald::{EventKind, Object, ResourceVersion};
+use serde_json::Value;
 
 use super::encodings::Encodings;
 use super::range::{MediaRange, Offer};

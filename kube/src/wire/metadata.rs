@@ -347,7 +347,9 @@ impl MetadataEncoder {
         {
             a.remove(crate::encode::BLUEPRINT_ANNOTATION);
             if a.is_empty() {
-                object["metadata"].as_object_mut().map(|m| m.remove("annotations"));
+                object["metadata"]
+                    .as_object_mut()
+                    .map(|m| m.remove("annotations"));
             }
         }
         let metadata = partial::metadata(&self.kind, false, &object)
@@ -371,11 +373,19 @@ impl MetadataEncoder {
 
     /// A `PartialObjectMetadataList` in protobuf: `v1`'s `ListMeta` (1)
     /// then items (2); `v1beta1`'s items (1) then `ListMeta` (2).
-    fn list_protobuf(&self, head: ListHead<'_>, items: &[Outgoing<'_>]) -> Result<Vec<u8>, ApiError> {
+    fn list_protobuf(
+        &self,
+        head: ListHead<'_>,
+        items: &[Outgoing<'_>],
+    ) -> Result<Vec<u8>, ApiError> {
         let mut list_meta = Vec::with_capacity(32);
         wire::put_bytes(&mut list_meta, 1, b"");
         wire::put_bytes(&mut list_meta, 2, head.rv.to_string().as_bytes());
-        wire::put_bytes(&mut list_meta, 3, head.continue_token.unwrap_or_default().as_bytes());
+        wire::put_bytes(
+            &mut list_meta,
+            3,
+            head.continue_token.unwrap_or_default().as_bytes(),
+        );
         if let Some(n) = head.remaining {
             wire::put_varint(&mut list_meta, 4 << 3);
             wire::put_varint(&mut list_meta, n);
@@ -392,7 +402,11 @@ impl MetadataEncoder {
         if self.format.v1beta1 {
             wire::put_bytes(&mut raw, meta_field, &list_meta);
         }
-        Ok(proto::unknown(self.format.group_version(), "PartialObjectMetadataList", &raw))
+        Ok(proto::unknown(
+            self.format.group_version(),
+            "PartialObjectMetadataList",
+            &raw,
+        ))
     }
 }
 
@@ -405,13 +419,19 @@ mod tests {
     use crate::encode::ObjectJson;
     use crate::info::ResourceInfo;
     use crate::table::Printer;
-    use crate::wire::{Encodings, Offer, negotiate};
+    use crate::wire::Encodings;
+    use crate::wire::range::ranges;
 
     const POD: &str = r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","namespace":"ns","uid":"u","resourceVersion":"7","labels":{"app":"<web>"}},"spec":{"nodeName":"n"}}"#;
 
+    /// The metadata format that takes `accept` (one range) for `info`.
     fn encoder(accept: &str, info: &ResourceInfo) -> Arc<dyn Encoder> {
-        let offer = Offer { protobuf: info.typed, watch: false };
-        let format = negotiate(Some(accept), offer).unwrap();
+        let offer = Offer {
+            protobuf: info.typed,
+            watch: false,
+        };
+        let range = &ranges(accept)[0];
+        let format = METADATA.iter().find(|f| f.takes(range, offer)).unwrap();
         let printer = Printer::for_kind(&info.kind);
         format
             .encoder(&Request {
@@ -424,63 +444,112 @@ mod tests {
     }
 
     fn item(json: &ObjectJson) -> Outgoing<'_> {
-        Outgoing { object: None, json, rv: ResourceVersion::new(7) }
+        Outgoing {
+            object: None,
+            json,
+            rv: ResourceVersion::new(7),
+        }
     }
 
     fn head(info: &ResourceInfo) -> ListHead<'_> {
-        ListHead { info, rv: ResourceVersion::new(9), continue_token: None, remaining: None }
+        ListHead {
+            info,
+            rv: ResourceVersion::new(9),
+            continue_token: None,
+            remaining: None,
+        }
     }
 
     #[test]
     fn a_get_and_a_list_as_the_apiserver_writes_them() {
         let pods = ResourceInfo::pods();
         let pod = ObjectJson::Stored(Bytes::from_static(POD.as_bytes()));
-        let one = encoder("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", &pods);
+        let one = encoder(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+            &pods,
+        );
         assert_eq!(one.content_type(), "application/json");
         assert_eq!(
             String::from_utf8(one.object(item(&pod)).unwrap()).unwrap(),
             "{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\",\"uid\":\"u\",\"resourceVersion\":\"7\",\"labels\":{\"app\":\"\\u003cweb\\u003e\"}}}\n"
         );
         let e = one.list(head(&pods), &[]).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (406, "you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)"));
-        let list = encoder("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1", &pods);
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                406,
+                "you requested PartialObjectMetadata, but the requested object is a list (*core.PodList)"
+            )
+        );
+        let list = encoder(
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1",
+            &pods,
+        );
         assert_eq!(
             String::from_utf8(list.list(head(&pods), &[]).unwrap()).unwrap(),
             "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":\"meta.k8s.io/v1beta1\",\"metadata\":{\"resourceVersion\":\"9\"},\"items\":null}\n"
         );
-        let body: Value = serde_json::from_slice(&list.list(head(&pods), &[item(&pod)]).unwrap()).unwrap();
+        let body: Value =
+            serde_json::from_slice(&list.list(head(&pods), &[item(&pod)]).unwrap()).unwrap();
         assert_eq!(body["items"][0]["kind"], "PartialObjectMetadata");
         assert_eq!(body["items"][0]["apiVersion"], "meta.k8s.io/v1beta1");
         let e = list.object(item(&pod)).unwrap_err();
-        assert_eq!((e.code, e.message.as_str()), (406, "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)"));
-        let widgets = ResourceInfo::namespaced("widgets", "widget", "Widget", &[]).in_group("herald.dev", "v1");
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                406,
+                "you requested PartialObjectMetadataList, but the requested object is not a list (*core.Pod)"
+            )
+        );
+        let widgets = ResourceInfo::namespaced("widgets", "widget", "Widget", &[])
+            .in_group("herald.dev", "v1");
         let mut widgets = widgets;
         widgets.typed = false;
-        let e = encoder("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", &widgets)
-            .object(item(&pod))
-            .unwrap_err();
-        assert_eq!((e.code, e.reason, e.message.as_str()), (500, "", "content is not a list"));
+        let e = encoder(
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+            &widgets,
+        )
+        .object(item(&pod))
+        .unwrap_err();
+        assert_eq!(
+            (e.code, e.reason, e.message.as_str()),
+            (500, "", "content is not a list")
+        );
     }
 
     #[test]
     fn protobuf_wraps_the_object_meta() {
         let pods = ResourceInfo::pods();
         let pod = ObjectJson::Stored(Bytes::from_static(POD.as_bytes()));
-        let pb = encoder("application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", &pods)
-            .object(item(&pod))
-            .unwrap();
+        let pb = encoder(
+            "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+            &pods,
+        )
+        .object(item(&pod))
+        .unwrap();
         let env = proto::envelope(&pb).unwrap();
-        assert_eq!((env.api_version, env.kind), ("meta.k8s.io/v1", "PartialObjectMetadata"));
+        assert_eq!(
+            (env.api_version, env.kind),
+            ("meta.k8s.io/v1", "PartialObjectMetadata")
+        );
         // PartialObjectMetadata { metadata = 1 }.
         assert_eq!(env.raw[0], 0x0a);
         let meta = proto::type_json(&env.raw[2..], partial::OBJECT_META).unwrap();
         assert_eq!(meta["name"], "a");
         assert_eq!(meta["labels"]["app"], "<web>");
         for (accept, first) in [
-            ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1", 0x0a),
-            ("application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1", 0x0a),
+            (
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1",
+                0x0a,
+            ),
+            (
+                "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1",
+                0x0a,
+            ),
         ] {
-            let pb = encoder(accept, &pods).list(head(&pods), &[item(&pod)]).unwrap();
+            let pb = encoder(accept, &pods)
+                .list(head(&pods), &[item(&pod)])
+                .unwrap();
             let env = proto::envelope(&pb).unwrap();
             assert_eq!(env.kind, "PartialObjectMetadataList");
             assert_eq!(env.raw[0], first);
@@ -491,16 +560,30 @@ mod tests {
     fn watch_events_carry_metadata_and_errors_pass() {
         let pods = ResourceInfo::pods();
         let pod = ObjectJson::Stored(Bytes::from_static(POD.as_bytes()));
-        let e = encoder("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", &pods);
+        let e = encoder(
+            "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+            &pods,
+        );
         let mut buf = BytesMut::new();
         e.event(Stream::default(), &mut buf, EventKind::Added, item(&pod));
         e.notice(&mut buf, "BOOKMARK", br#"{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}"#);
-        e.notice(&mut buf, "ERROR", br#"{"kind":"Status","apiVersion":"v1","code":410}"#);
-        let lines: Vec<Value> = buf[..].split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(|l| serde_json::from_slice(l).unwrap()).collect();
+        e.notice(
+            &mut buf,
+            "ERROR",
+            br#"{"kind":"Status","apiVersion":"v1","code":410}"#,
+        );
+        let lines: Vec<Value> = buf[..]
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_slice(l).unwrap())
+            .collect();
         assert_eq!(lines[0]["object"]["kind"], "PartialObjectMetadata");
         assert!(lines[0]["object"].get("spec").is_none());
         assert_eq!(lines[1]["type"], "BOOKMARK");
-        assert_eq!(lines[1]["object"], serde_json::json!({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}}));
+        assert_eq!(
+            lines[1]["object"],
+            serde_json::json!({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"resourceVersion":"12","annotations":{"k8s.io/initial-events-end":"true"}}})
+        );
         assert_eq!(lines[2]["object"]["kind"], "Status");
     }
 }

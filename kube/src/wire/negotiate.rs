@@ -142,11 +142,20 @@ mod tests {
         }
         let json = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1beta1";
         assert_eq!(n(json, true), Ok("metadata-list"));
-        assert_eq!(n("application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", true), Ok("metadata"));
+        assert_eq!(
+            n(
+                "application/yaml;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+                true
+            ),
+            Ok("metadata")
+        );
         // A watch of lists: not taken (the next range, or 406).
         let watch_list = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
         assert_eq!(w(watch_list, true), Err(406));
-        assert_eq!(w(&format!("{watch_list}, application/json"), true), Ok("json"));
+        assert_eq!(
+            w(&format!("{watch_list}, application/json"), true),
+            Ok("json")
+        );
     }
 
     #[test]

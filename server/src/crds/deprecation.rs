@@ -65,6 +65,9 @@ mod tests {
         );
         assert_eq!(v(2), None);
         let alone = json!({"group": "g", "names": {"kind": "K"}, "versions": [{"name": "v1", "served": true, "deprecated": true}]});
-        assert_eq!(warning(&alone, &alone["versions"][0]).as_deref(), Some("g/v1 K is deprecated"));
+        assert_eq!(
+            warning(&alone, &alone["versions"][0]).as_deref(),
+            Some("g/v1 K is deprecated")
+        );
     }
 }

@@ -390,7 +390,10 @@ fn an_uncached_resource_is_read_through_from_its_first_consistent_read() {
     )
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while engine.list(&herald::read::ListRequest::new().at(ReadAt::Any)).is_err() {
+    while engine
+        .list(&herald::read::ListRequest::new().at(ReadAt::Any))
+        .is_err()
+    {
         assert!(Instant::now() < deadline, "the first list");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -408,7 +411,10 @@ fn an_uncached_resource_is_read_through_from_its_first_consistent_read() {
         !stats.progress_reliable,
         "events have no watch cache: no bookmarks to wait for ({stats:?})"
     );
-    assert_eq!(stats.progress_watches, 0, "no short watch waited: {stats:?}");
+    assert_eq!(
+        stats.progress_watches, 0,
+        "no short watch waited: {stats:?}"
+    );
     assert!(
         took < Duration::from_secs(2),
         "a consistent read of an uncached resource took {took:?} (the apiserver answers it from etcd at once)"
