@@ -172,11 +172,19 @@ fn json(body: String) -> Reply {
     Reply::Body(200, "application/json", body)
 }
 
-/// Connects to the fake, which answers `/version` and then `script`.
+/// Connects to the fake, which answers `/version`, the first list's
+/// probe of the watch cache (a watch from version 1: the watch cache's
+/// 410, naming its oldest version), and then `script`.
 fn connect(fake: &Fake, mut script: impl FnMut(&str) -> Reply + Send + 'static) -> ApiServer {
     fake.script(move |uri| {
         if uri == "/version" {
             json(VERSION.into())
+        } else if uri.ends_with("?watch=1&resourceVersion=1&timeoutSeconds=1") {
+            Reply::Body(
+                410,
+                "application/json",
+                status(410, "too old resource version: 1 (1)"),
+            )
         } else {
             script(uri)
         }
@@ -506,11 +514,12 @@ fn an_engine_follows_a_hostile_apiserver_to_the_right_state() {
         .map(|i| (i.object.key().to_owned(), i.resource_version.get()))
         .collect();
     assert_eq!(state, [("ns/a".to_owned(), 11), ("ns/c".to_owned(), 13)]);
-    // The watches resumed where the engine was: 10, 11, 12.
+    // The watches resumed where the engine was: 10, 11, 12 (the first
+    // list's probe from version 1 aside).
     let froms: Vec<_> = fake
         .seen()
         .into_iter()
-        .filter(|u| u.contains("watch=1"))
+        .filter(|u| u.contains("watch=1") && !u.contains("resourceVersion=1&"))
         .take(3)
         .map(|u| {
             u.split("resourceVersion=")
