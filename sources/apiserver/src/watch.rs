@@ -357,16 +357,18 @@ const PROBE_WAIT: Duration = Duration::from_secs(5);
 /// watch, and a list there says so) or none comes in time; `Some(1)` when
 /// the watch from 1 is served.
 ///
-/// The answer also says whether the apiserver sends the resource's
+/// The answer may also say whether the apiserver sends the resource's
 /// watches bookmarks, before any read waits for one: its watch cache
-/// (which names its oldest version) does; etcd, serving the watch when
-/// the cache is off (`The resourceVersion for the provided watch is too
-/// old.`, or the watch from 1 itself), does not, and consistent reads go
-/// to the apiserver from the first (no read waits for a bookmark that
-/// never comes, then answers 504).
+/// (whose 410 names its oldest version) does; etcd, serving the watch when
+/// the cache is off, does not when its 410 says so (`The resourceVersion
+/// for the provided watch is too old.`), and consistent reads then go to
+/// the apiserver from the first (no read waits for a bookmark that never
+/// comes, then answers 504). A watch from 1 that is served says nothing:
+/// a fresh apiserver's watch cache, which listed at revision 1, serves
+/// it too; the first short watch decides then.
 pub(crate) async fn oldest_watchable(shared: &Shared) -> Result<Option<u64>, SourceError> {
     let oldest = probe_oldest(shared).await?;
-    if let Some(sent) = oldest.map(|o| o.cached) {
+    if let Some(sent) = oldest.and_then(|o| o.cached) {
         let known = if sent { BOOKMARKS_SENT } else { BOOKMARKS_NONE };
         // Only a first finding: a short watch's later one stands.
         let _ = shared.bookmarks.compare_exchange(
@@ -380,21 +382,30 @@ pub(crate) async fn oldest_watchable(shared: &Shared) -> Result<Option<u64>, Sou
 }
 
 /// What a watch from version 1 says: the oldest version it names, and
-/// whether the apiserver's watch cache answered it.
+/// whether the apiserver's watch cache answered it, if that is known.
 #[derive(Debug, Clone, Copy)]
 struct Oldest {
     version: Option<u64>,
-    cached: bool,
+    cached: Option<bool>,
 }
+
+/// etcd's refusal of a compacted revision, as the apiserver passes it on
+/// for a resource it keeps no watch cache for (`k8s.io/apiserver`'s
+/// `storage/etcd3/errors.go`).
+const ETCD_TOO_OLD: &str = "The resourceVersion for the provided watch is too old.";
 
 impl Oldest {
     /// The answer of a 410 with `message`.
     fn gone(message: &str) -> Oldest {
         let version = oldest_in(message);
-        Oldest {
-            version,
-            cached: version.is_some(),
-        }
+        let cached = if version.is_some() {
+            Some(true)
+        } else if message.contains(ETCD_TOO_OLD) {
+            Some(false)
+        } else {
+            None
+        };
+        Oldest { version, cached }
     }
 }
 
@@ -415,11 +426,11 @@ async fn probe_oldest(shared: &Shared) -> Result<Option<Oldest>, SourceError> {
                     shared.path
                 ))),
             },
-            // A change, a bookmark or a quiet end: served from 1, which
-            // a watch cache never does (its window starts at its list).
+            // A change, a bookmark or a quiet end: served from 1 (by etcd,
+            // or by a watch cache that listed at revision 1).
             Ok(_) => Ok(Some(Oldest {
                 version: Some(1),
-                cached: false,
+                cached: None,
             })),
             Err(e) => Err(SourceError::Unavailable(e)),
         }
