@@ -145,12 +145,8 @@ impl Format for Metadata {
         }))
     }
 
-    fn status(&self, status: &Value) -> Option<(&'static str, Vec<u8>)> {
-        // The apiserver's error writer refuses every `as=` range: the
-        // plain JSON `Status`.
-        let _ = status;
-        None
-    }
+    // `status`: the default (JSON), as the apiserver's error writer
+    // refuses every `as=` range.
 }
 
 /// Writes one request's metadata responses.
