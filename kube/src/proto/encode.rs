@@ -107,16 +107,7 @@ pub fn message(
     kind: &str,
 ) -> Result<Vec<u8>, ProtoError> {
     let schema = Schema::get();
-    let ty = kind_type(schema, api_version, kind)?;
-    let mut out = Vec::with_capacity(512);
-    Enc {
-        schema,
-        out: &mut out,
-        depth: 0,
-    }
-    .object(ty, object)
-    .map_err(finish)?;
-    Ok(out)
+    typed(schema, kind_type(schema, api_version, kind)?, object)
 }
 
 /// The message of `object` as the Go type `go_type`
@@ -127,7 +118,12 @@ pub fn type_message(object: &Map<String, Value>, go_type: &str) -> Result<Vec<u8
     let ty = schema
         .type_named(go_type)
         .ok_or_else(|| ProtoError::Encoding(format!("no type {go_type} in the schema")))?;
-    let mut out = Vec::with_capacity(256);
+    typed(schema, ty, object)
+}
+
+/// `object` written as the message of type `ty`.
+fn typed(schema: &Schema, ty: TypeId, object: &Map<String, Value>) -> Result<Vec<u8>, ProtoError> {
+    let mut out = Vec::with_capacity(512);
     Enc {
         schema,
         out: &mut out,

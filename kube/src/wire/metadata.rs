@@ -319,15 +319,7 @@ impl MetadataEncoder {
     /// A watch event's object: one `PartialObjectMetadata` (JSON without
     /// its newline, or the protobuf envelope).
     fn event_object(&self, json: &[u8]) -> Result<Vec<u8>, ApiError> {
-        let metadata = self.metadata_of(json)?;
-        match self.format.media {
-            Media::Protobuf => Ok(proto::unknown(
-                self.format.group_version(),
-                "PartialObjectMetadata",
-                &Self::partial_message(&metadata)?,
-            )),
-            _ => gojson(&self.partial(metadata)),
-        }
+        self.encoded(self.metadata_of(json)?)
     }
 
     /// A bookmark's object: its metadata typed as Go writes it (no null
@@ -350,6 +342,12 @@ impl MetadataEncoder {
         }
         let metadata = partial::metadata(&self.kind, false, &object)
             .map_err(|e| ApiError::internal(format!("a bookmark's metadata: {e}")))?;
+        self.encoded(metadata)
+    }
+
+    /// One `PartialObjectMetadata` of `metadata` as an event carries it:
+    /// JSON without its newline, or the protobuf envelope.
+    fn encoded(&self, metadata: Map<String, Value>) -> Result<Vec<u8>, ApiError> {
         match self.format.media {
             Media::Protobuf => Ok(proto::unknown(
                 self.format.group_version(),
